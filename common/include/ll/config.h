@@ -1,0 +1,66 @@
+/*
+ * config.h - a service's configuration: one file of `key = value` lines plus environment
+ * overrides, every key known in advance.
+ *
+ * File: `key = value` per line, `#` starts a comment line, blank lines ignored; the value is the
+ * rest of the line, trimmed (it may contain spaces: a libpq conninfo). Environment: a variable
+ * LOADLEDGER_<KEY> overrides a key, with the key upper-cased and every `.` written `__`
+ * (LOADLEDGER_DB__CONNINFO -> db.conninfo, LOADLEDGER_KAFKA__BOOTSTRAP__SERVERS ->
+ * kafka.bootstrap.servers). Precedence: environment > file > defaults.
+ *
+ * Unknown keys (in the file or the environment) are refused at start with the key's name.
+ * A key is known when it is in the service's table, or starts with `kafka.` (passed through to
+ * librdkafka as is), or is `topic.<logical>.<field>` for a topic of the service.
+ *
+ * Durations accept ISO-8601 (PT90M, P3D, PT0.5S) or a number of seconds (contract §9).
+ */
+#ifndef LL_CONFIG_H
+#define LL_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* One known key: its name, its default (NULL = no default; required when `required`), a help line. */
+typedef struct ll_config_key {
+    const char *key;
+    const char *default_value;
+    bool required;
+    const char *help;
+} ll_config_key;
+
+/* A loaded configuration. Opaque; free with ll_config_free. */
+typedef struct ll_config ll_config;
+
+/*
+ * Loads path (NULL = no file) with the environment overrides, checking every key against
+ * `known` (terminated by a {NULL} entry) and `topics` (NULL-terminated logical topic names
+ * allowed in topic.<logical>.<name|framing|schema_id>). Returns NULL with a message in err
+ * naming the file, line or key at fault: unknown key, missing required key, unreadable file.
+ */
+ll_config *ll_config_load(const char *path, const ll_config_key *known, const char *const *topics,
+                          char *err, size_t errlen);
+/* Frees a configuration (NULL allowed). */
+void ll_config_free(ll_config *c);
+
+/* The value of key, or its default, or NULL. Borrowed; valid while c lives. */
+const char *ll_config_get(const ll_config *c, const char *key);
+/* Sets a value (used by tests and by derived defaults). Returns 0, or -1 on allocation failure. */
+int ll_config_set(ll_config *c, const char *key, const char *value);
+
+/* Integer value of key into *out. Returns 0, or -1 with err naming the key if not an integer. */
+int ll_config_int(const ll_config *c, const char *key, int64_t *out, char *err, size_t errlen);
+/* Boolean (true/false/1/0/yes/no/on/off). Returns 0, or -1 with err naming the key. */
+int ll_config_bool(const ll_config *c, const char *key, bool *out, char *err, size_t errlen);
+/* Duration in milliseconds (ISO-8601 or seconds). Returns 0, or -1 with err naming the key. */
+int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err,
+                          size_t errlen);
+
+/* Parses a duration (ISO-8601 PnDTnHnMnS with fractions, or seconds) into ms. Returns 0 or -1. */
+int ll_parse_duration_ms(const char *text, int64_t *out_ms);
+
+/* Calls fn(key_without_prefix, value, arg) for every set key that starts with prefix. */
+void ll_config_foreach_prefix(const ll_config *c, const char *prefix,
+                              void (*fn)(const char *key, const char *value, void *arg), void *arg);
+
+#endif

@@ -1,0 +1,91 @@
+/*
+ * db.h - PostgreSQL access for the services: one connection, prepared statements, and a
+ * transaction helper that re-runs the whole transaction on deadlock (40P01) and serialization
+ * failure (40001), sleeping 50 ms × 2^i between tries (contract §2.8).
+ *
+ * The helper decides nothing about the ledger: the function it runs holds the rules and follows
+ * the lock order run -> partition -> file -> dispatch. SQL text lives in visible string constants
+ * (ll_stmt) next to the code that runs it; parameters are always bound, never spliced.
+ */
+#ifndef LL_DB_H
+#define LL_DB_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* A named SQL statement, prepared once per connection on first use. Static storage. */
+typedef struct ll_stmt {
+    const char *name; /* unique per program, e.g. "chunk_lock_run" */
+    const char *sql;
+    int nparams;
+} ll_stmt;
+
+/* What the last failed call said. */
+typedef struct ll_db_error {
+    char sqlstate[6];     /* "" when not from the server */
+    char constraint[128]; /* constraint name of an integrity error, or "" */
+    char message[512];
+} ll_db_error;
+
+/* A connection and its prepared-statement cache. */
+typedef struct ll_db {
+    PGconn *conn;
+    char *conninfo;
+    int tx_attempts;      /* tries per transaction, ≥1 (contract: database.tx_attempts) */
+    char **prepared;      /* names prepared on this connection */
+    size_t n_prepared, cap_prepared;
+    ll_db_error err;
+} ll_db;
+
+/* Outcome of a database call. */
+typedef enum ll_db_rc {
+    LL_DB_OK = 0,
+    LL_DB_ROLLBACK = 1,     /* the transaction function asked for a rollback (business rejection) */
+    LL_DB_ERROR = -1,       /* an SQL error that retrying will not fix; see db->err */
+    LL_DB_UNAVAILABLE = -2  /* no connection, or the server went away; retry later */
+} ll_db_rc;
+
+/* Opens the connection (application_name = app). Returns LL_DB_OK or LL_DB_UNAVAILABLE. */
+ll_db_rc ll_db_open(ll_db *db, const char *conninfo, const char *app, int tx_attempts);
+/* Closes the connection and frees the cache (the struct itself is the caller's). */
+void ll_db_close(ll_db *db);
+/* Reconnects when the connection is bad. Returns LL_DB_OK or LL_DB_UNAVAILABLE. */
+ll_db_rc ll_db_ensure(ll_db *db);
+
+/*
+ * Executes a prepared statement with text parameters (NULL = SQL NULL). Returns the result (caller
+ * PQclear()s it) for PGRES_COMMAND_OK / PGRES_TUPLES_OK, or NULL with db->err filled.
+ */
+PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params);
+/* Executes a plain command without parameters (BEGIN, SAVEPOINT ...). LL_DB_OK or an error. */
+ll_db_rc ll_db_command(ll_db *db, const char *sql);
+/* Number of rows the command changed. */
+long ll_db_affected(const PGresult *res);
+
+/* The class of db->err: retryable (40P01, 40001), unavailable (08xxx, 57P0x, bad connection). */
+bool ll_db_err_is_retryable(const ll_db *db);
+bool ll_db_err_is_unavailable(const ll_db *db);
+/* An error caused by the input (SQLSTATE class 22 data exception or 23 integrity violation). */
+bool ll_db_err_is_input(const ll_db *db);
+
+/*
+ * A transaction body: runs inside BEGIN ... COMMIT. Returns LL_DB_OK to commit, LL_DB_ROLLBACK
+ * to roll back on purpose, or LL_DB_ERROR / LL_DB_UNAVAILABLE after a failed call (db->err set).
+ * It must be safe to run again from the start (it will be, on deadlock).
+ */
+typedef ll_db_rc (*ll_tx_fn)(ll_db *db, void *arg);
+
+/*
+ * Runs fn in a READ COMMITTED transaction, re-running it on 40P01/40001 up to db->tx_attempts
+ * tries. Returns LL_DB_OK (committed), LL_DB_ROLLBACK (rolled back as asked), LL_DB_ERROR or
+ * LL_DB_UNAVAILABLE (rolled back; db->err says why).
+ */
+ll_db_rc ll_db_transaction(ll_db *db, ll_tx_fn fn, void *arg);
+
+/* Cell helpers: the text of (row, col) or NULL for SQL NULL; integer parse with default. */
+const char *ll_db_text(const PGresult *res, int row, int col);
+long long ll_db_ll(const PGresult *res, int row, int col, long long dflt);
+bool ll_db_bool(const PGresult *res, int row, int col);
+
+#endif

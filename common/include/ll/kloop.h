@@ -1,0 +1,110 @@
+/*
+ * kloop.h - the consumer loop every consuming service shares (kafka-edition.md §3).
+ *
+ *   1. poll a batch; decode and validate each message against its topic's schema;
+ *   2. apply each message in a PostgreSQL transaction (the service's apply function runs inside
+ *      it and follows the lock order); deadlocks re-run the transaction;
+ *   3. after the database commit, and only then, produce the reply and commit the consumed
+ *      offsets in one Kafka transaction (send_offsets_to_transaction);
+ *   4. abortable Kafka error: abort, rewind to the committed offsets, apply again (idempotent);
+ *      fatal error (fenced, authorization): exit non-zero for the supervisor;
+ *   5. PostgreSQL unreachable: nothing is committed or skipped; the partition is paused and
+ *      polled on, retried with backoff, and resumed by itself;
+ *   6. rebalance: eager assignor; revoked partitions drop the unapplied part of the batch.
+ *
+ * A message whose prerequisite is not in the ledger yet (a chunk before its claim) is deferred:
+ * its partition is rewound to it and paused with backoff, up to loop.prerequisite_wait, then it
+ * becomes a dead letter (kafka-edition.md §6). A message that cannot be applied at all goes to
+ * the dead-letter topic with its key, value and headers plus ll.error.* headers, an event
+ * DEAD_LETTER is written to load_event, and the partition moves on.
+ *
+ * The apply function runs inside a transaction the loop opens, so a later change can apply a
+ * whole batch in one transaction without touching the services.
+ */
+#ifndef LL_KLOOP_H
+#define LL_KLOOP_H
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ll/codec.h"
+#include "ll/config.h"
+#include "ll/db.h"
+
+/* What the apply function decided. */
+typedef enum ll_apply {
+    LL_APPLY_COMMIT = 0, /* commit the transaction, then send the reply */
+    LL_APPLY_ROLLBACK,   /* roll back (a rejection that must change nothing), then send the reply */
+    LL_APPLY_DEFER,      /* a prerequisite is not in the ledger yet: roll back, retry later */
+    LL_APPLY_DEAD,       /* cannot be applied at all: roll back, dead letter with the reason */
+    LL_APPLY_DB          /* an SQL call failed: the loop reads db->err (retry, wait or dead letter) */
+} ll_apply;
+
+/* One decoded input message. Borrowed by the apply function. */
+typedef struct ll_msg {
+    const char *logical;     /* logical topic name, e.g. "chunks" */
+    const char *topic;       /* broker topic name */
+    int32_t partition;
+    int64_t offset;
+    const char *key;         /* the run id (NUL-terminated copy), or NULL */
+    json_t *value;           /* decoded and projected onto the topic's schema */
+    const char *service;     /* the consuming service's name */
+} ll_msg;
+
+/* What the apply function returns besides its decision. */
+typedef struct ll_apply_out {
+    json_t *reply;           /* the reply record (owned by the loop after return), or NULL */
+    char reason[512];        /* for DEFER and DEAD: why (goes to the dead-letter header) */
+    char reason_code[64];    /* for DEAD: e.g. INVALID_FIELD, PREREQUISITE_TIMEOUT */
+} ll_apply_out;
+
+/* Applies one message inside an open transaction. May be called again for the same message. */
+typedef ll_apply (*ll_apply_fn)(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+
+/* One consumed topic and where its replies go. */
+typedef struct ll_input {
+    const char *logical;       /* input topic, e.g. "chunks" */
+    const char *schema_file;   /* its .avsc, in the schema dir, e.g. "ChunkWritten.avsc" */
+    const char *reply_logical; /* reply topic, e.g. "chunk-outcomes" */
+    const char *reply_schema;  /* the reply's .avsc */
+    ll_apply_fn apply;
+} ll_input;
+
+/* A running loop. Opaque. */
+typedef struct ll_loop ll_loop;
+
+/* The configuration keys the loop reads (for a service's key table); {NULL}-terminated. */
+extern const ll_config_key LL_LOOP_CONFIG_KEYS[];
+
+/*
+ * Creates the loop for service `service` over `inputs` (n of them): loads schemas, builds the
+ * transactional producer and the consumer (group loadledger.<service> unless kafka.group.id is
+ * set; transactional.id <group>.<service.instance_id>), opens the database. Returns NULL with
+ * err filled on a configuration, schema or Kafka setup error.
+ */
+ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
+                     void *svc, char *err, size_t errlen);
+/* Runs until ll_loop_stop or a fatal Kafka error. Returns 0 on a clean stop, 2 on fatal. */
+int ll_loop_run(ll_loop *l);
+/* Asks the loop to stop after the current batch (async-signal-safe). */
+void ll_loop_stop(ll_loop *l);
+/* Frees everything (closes the consumer, leaving the group). */
+void ll_loop_free(ll_loop *l);
+/* The loop's database connection (for start-up checks). */
+ll_db *ll_loop_db(ll_loop *l);
+
+/* Full broker topic name of a logical one: topic.<logical>.name, else topic.prefix + logical.
+ * Writes into out. */
+void ll_topic_name(const ll_config *cfg, const char *logical, char *out, size_t outlen);
+/* The schema directory: schema.dir, else $LL_SCHEMA_DIR, else the installed one, else the source tree's. */
+const char *ll_schema_dir(const ll_config *cfg);
+
+/* Reply helpers: a new reply object with runId, partitionId, outcome, code, message, runStatus,
+ * partitionStatus and the source coordinates set (NULL strings become JSON null). */
+json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id,
+                     const char *outcome, const char *code, const char *message,
+                     const char *run_status, const char *part_status);
+
+#endif

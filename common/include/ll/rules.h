@@ -1,0 +1,195 @@
+/*
+ * rules.h - the decisions of the contract as pure functions: state in, decision out.
+ *
+ * Nothing here does I/O or touches PostgreSQL or Kafka; the services read the ledger under the
+ * contract's locks, call these, and write what they decide. Each rule names its contract section
+ * (ledger-contract.md), so a rule is found by grepping its code (CLAIM_MISMATCH, ...).
+ */
+#ifndef LL_RULES_H
+#define LL_RULES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ll/status.h"
+
+/* ---- Input formats (contract §4.3) ---------------------------------------------------------- */
+
+bool ll_is_job_key(const char *s);       /* ^[A-Z0-9_]{1,200}$ */
+bool ll_is_business_key(const char *s);  /* ^[0-9A-Za-z_.:\-]{1,200}$ */
+bool ll_is_partition_id(const char *s);  /* ^([0-9]{4}|NULL)$ */
+bool ll_is_decimal_str(const char *s);   /* ^-?[0-9]{1,38}$ */
+bool ll_is_table_prefix(const char *s);  /* ^[A-Za-z_][A-Za-z0-9_]{0,60}$ */
+bool ll_is_hdfs_path(const char *s);     /* ^/[A-Za-z0-9_.=/\-]{1,1499}$ */
+bool ll_is_metric_name(const char *s);   /* ^[A-Za-z0-9_.:\-]{1,150}$ */
+/* A UUID in 8-4-4-4-12 hex form, either case. */
+bool ll_is_uuid(const char *s);
+/* Copies a UUID in canonical lower-case hyphenated form into out[37]. Returns 0, or -1 if not a UUID. */
+int ll_uuid_canonical(const char *s, char out[37]);
+/* True when a and b are both UUIDs of the same value, compared case-insensitively (claim and
+ * publish tokens, contract §5.3-§5.5); NULL or a malformed string is never equal. */
+bool ll_uuid_equal(const char *a, const char *b);
+/* True when any '/'-separated segment of path equals ".." (contract §5.1 step 2, §5.4 check 4). */
+bool ll_path_has_dotdot(const char *path);
+/* Length of a UTF-8 string in code points (the contract's "chars"); -1 if not valid UTF-8. */
+long ll_utf8_chars(const char *s);
+
+/* ---- Run creation (contract §5.1) ----------------------------------------------------------- */
+
+/*
+ * hdfsRunPath = hdfsRoot without trailing slashes + "/" + jobKey + "/run_id=" + runId (canonical
+ * lower-case UUID). Writes into out (outlen bytes). Returns 0, or -1 if it does not fit, run_id
+ * is not a UUID or an argument is NULL.
+ */
+int ll_hdfs_run_path(const char *hdfs_root, const char *job_key, const char *run_id, char *out,
+                     size_t outlen);
+/* stageTable = lower-case(prefix + runId as 32 hex digits). Returns 0, or -1 if it does not fit,
+ * run_id is not a UUID or an argument is NULL. */
+int ll_stage_table(const char *prefix, const char *run_id, char *out, size_t outlen);
+
+/* ---- Decimal strings (SCN, split bounds; up to 38 digits, signed) ---------------------------- */
+
+/* Compares two DecimalStr values numerically ("-0" == "0", leading zeros ignored): <0, 0, >0. */
+int ll_decimal_cmp(const char *a, const char *b);
+
+/* ---- Manifest invariants (contract §5.2 step 4) --------------------------------------------- */
+
+/* One partition of a manifest; strings are borrowed. lower/upper are DecimalStr or NULL. */
+typedef struct ll_manifest_partition {
+    const char *partition_id;
+    const char *lower_bound;
+    const char *upper_bound;
+    bool upper_inclusive;
+    bool is_null_partition;
+    int64_t expected_row_count; /* rows */
+} ll_manifest_partition;
+
+/* The plan of a run as the manifest states it; strings and the array are borrowed. */
+typedef struct ll_manifest {
+    int64_t source_count;           /* rows */
+    int64_t source_null_split_count; /* rows */
+    const char *source_min_split;   /* DecimalStr or NULL */
+    const char *source_max_split;   /* DecimalStr or NULL */
+    int32_t planned_partition_count;
+    size_t n_partitions;
+    const ll_manifest_partition *partitions;
+} ll_manifest;
+
+/* A growable list of malloc'd strings (violations, reasons). */
+typedef struct ll_strlist {
+    char **items;
+    size_t n;
+    size_t cap;
+} ll_strlist;
+
+/* Appends a printf-formatted string. Returns 0, or -1 on allocation failure. */
+int ll_strlist_addf(ll_strlist *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Joins the items with sep into a malloc'd string the caller frees ("" for an empty list). */
+char *ll_strlist_join(const ll_strlist *l, const char *sep);
+/* Frees every item and the array; the list is empty afterwards. */
+void ll_strlist_clear(ll_strlist *l);
+
+/*
+ * Evaluates every manifest invariant, in the contract's order, appending one string per
+ * violation to out (DUPLICATE_PARTITION_ID, PARTITION_COUNT_MISMATCH planned=P actual=A,
+ * EXPECTED_SUM_MISMATCH sum=S source=C, EMPTY_SOURCE_BLOCKED, MULTIPLE_NULL_PARTITIONS,
+ * INVALID_NULL_PARTITION <id>, NULL_COUNT_MISMATCH expected=E source=N,
+ * NULL_ROWS_WITHOUT_NULL_PARTITION, INVALID_BOUNDS <id>, UPPER_INCLUSIVE_INVALID <id>,
+ * RANGE_GAP_OR_OVERLAP <a>-><b>, MIN_SPLIT_MISMATCH, MAX_SPLIT_MISMATCH).
+ * Returns the number of violations (0 = the manifest passes), or -1 on allocation failure.
+ */
+int ll_manifest_violations(const ll_manifest *m, bool allow_empty_source, ll_strlist *out);
+
+/* ---- Partition claim (contract §5.3) -------------------------------------------------------- */
+
+typedef enum ll_claim_decision {
+    LL_CLAIM_GRANT = 0,        /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
+    LL_CLAIM_REPLAY,           /* RUNNING with the same token: granted again, heartbeat only */
+    LL_CLAIM_REFUSE_RUN,       /* run not EXTRACTING: claimed=false (NiFi must not query Oracle) */
+    LL_CLAIM_REFUSE_PARTITION  /* partition owned by another token or finished: claimed=false */
+} ll_claim_decision;
+
+/* Decides a claim; stored_token may be NULL; tokens compared as canonical UUIDs. */
+ll_claim_decision ll_claim_decide(ll_run_status run, ll_part_status part, const char *stored_token,
+                                  const char *request_token);
+
+/* ---- Chunk report gate (contract §5.4 steps 8-10) ------------------------------------------- */
+
+/* Aggregate of the WRITTEN files of one partition (contract §5.4 step 8). */
+typedef struct ll_chunk_aggregate {
+    int64_t files;           /* WRITTEN rows */
+    int64_t lo, hi;          /* min/max chunk index (meaningless when files = 0) */
+    int64_t rows;            /* Σ record_count */
+    int64_t bytes;           /* Σ byte_count, null as 0 */
+    int64_t distinct_counts; /* number of distinct fragment_count values */
+} ll_chunk_aggregate;
+
+typedef enum ll_gate {
+    LL_GATE_WAIT = 0,  /* recorded, not judged (run not EXTRACTING, partition not RUNNING, or files < chunkCount) */
+    LL_GATE_PASS,      /* complete and rows = expected: partition SUCCESS */
+    LL_GATE_MISMATCH   /* ROW_COUNT_MISMATCH: partition FAILED, run FAILED_EXTRACT */
+} ll_gate;
+
+/* Judges the gate after a chunk report (contract §5.4 steps 9-10). */
+ll_gate ll_chunk_gate(ll_run_status run, ll_part_status part, const ll_chunk_aggregate *agg,
+                      int32_t chunk_count, int64_t expected_rows);
+/*
+ * Writes the ROW_COUNT_MISMATCH message "files=F chunkCount=C distinctCounts=D rows=R expected=E"
+ * into out. Returns the snprintf result.
+ */
+int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count,
+                             int64_t expected_rows, char *out, size_t outlen);
+/*
+ * Check 4 of contract §5.4: hdfs_path starts with run_path + "/" and has no ".." segment.
+ * run_path NULL fails (HDFS_PATH_OUTSIDE_RUN).
+ */
+bool ll_chunk_path_inside_run(const char *run_path, const char *hdfs_path);
+
+/* ---- Partition failure report (contract §5.5) ----------------------------------------------- */
+
+typedef enum ll_pfail_decision {
+    LL_PFAIL_APPLY = 0,           /* partition -> FAILED; run -> FAILED_* if EXTRACTING */
+    LL_PFAIL_REPLAY,              /* already FAILED: changed=false */
+    LL_PFAIL_CLAIM_MISMATCH,      /* stored token differs (or NULL): 409 CLAIM_MISMATCH */
+    LL_PFAIL_STATUS_MISMATCH      /* not RUNNING: 409 PARTITION_STATUS_MISMATCH */
+} ll_pfail_decision;
+
+/* Decides a partition failure report, checks in the contract's order (token first). */
+ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token,
+                                  const char *request_token);
+/* Snapshot error: errorCode upper-cased in {ORA-01555, ORA-08180} or errorClass upper-cased = SNAPSHOT. */
+bool ll_is_snapshot_error(const char *error_code, const char *error_class);
+
+/* ---- Run failure report (contract §5.6) ----------------------------------------------------- */
+
+/* True for exactly the five allowed (expectedStatus, failStatus) pairs. */
+bool ll_fail_pair_allowed(ll_run_status expected, ll_run_status fail);
+
+/* ---- Dispatch (contract §6) ----------------------------------------------------------------- */
+
+/* backoff_min × 2^(attempt−1), capped at backoff_max; attempt < 1 as 1, exponent capped at 30 (ms). */
+int64_t ll_dispatch_backoff_ms(int attempt, int64_t backoff_min_ms, int64_t backoff_max_ms);
+
+typedef enum ll_send_outcome {
+    LL_SEND_SENT = 0, /* delivered: mark SENT if still PENDING */
+    LL_SEND_RETRY,    /* transient: PENDING with backoff */
+    LL_SEND_DEAD      /* permanent, or attempts exhausted */
+} ll_send_outcome;
+
+/*
+ * Classifies one delivery: http_status 2xx -> SENT; 4xx other than 408/425/429 -> DEAD;
+ * 3xx, 5xx, 408, 425, 429 and transport errors (http_status 0) -> RETRY, or DEAD when
+ * attempt (already incremented by the lease) >= max_attempts. A Kafka sink reports 200 for a
+ * delivered command and 0 for a failed one.
+ */
+ll_send_outcome ll_dispatch_classify(int http_status, int attempt, int max_attempts);
+
+/* ---- Name-based ids (kafka-edition.md §4) --------------------------------------------------- */
+
+/* The namespace of every id loadledger derives (a fixed UUID). */
+extern const char LL_UUID_NAMESPACE[37];
+/* RFC 4122 version-5 UUID of name in namespace ns, lower-case into out[37]. Returns 0 or -1. */
+int ll_uuid_v5(const char *ns, const char *name, char out[37]);
+
+#endif

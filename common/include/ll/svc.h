@@ -1,0 +1,32 @@
+/*
+ * svc.h - the start-up every consuming service shares: command line, configuration, logs,
+ * signals, the loop. A service's main.c fills an ll_service and calls ll_service_main.
+ */
+#ifndef LL_SVC_H
+#define LL_SVC_H
+
+#include "ll/kloop.h"
+
+/* A consuming service: its name, its inputs, its own configuration keys and state. */
+typedef struct ll_service {
+    const char *name;               /* "completion" */
+    const char *summary;            /* one line for --help */
+    const ll_input *inputs;
+    size_t n_inputs;
+    const ll_config_key *keys;      /* the service's own keys, {NULL}-terminated, may be NULL */
+    /* Reads the service's settings; 0, or -1 with err (start-up refused). May be NULL. */
+    int (*init)(void *state, const ll_config *cfg, char *err, size_t errlen);
+    void *state;
+} ll_service;
+
+/* Merges key tables (each {NULL}-terminated) into a malloc'd table the caller frees. */
+ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key *b);
+
+/*
+ * Runs a service: `--config FILE` (else $LOADLEDGER_CONFIG, else no file), `--help` lists the
+ * keys. Exit codes: 0 clean stop (SIGTERM/SIGINT), 1 configuration or start-up error, 2 fatal
+ * Kafka error (the supervisor restarts the process).
+ */
+int ll_service_main(int argc, char **argv, const ll_service *svc);
+
+#endif

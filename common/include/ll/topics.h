@@ -1,0 +1,21 @@
+/*
+ * topics.h - the logical topics of loadledger (config/topics.conf), their framings and schemas.
+ */
+#ifndef LL_TOPICS_H
+#define LL_TOPICS_H
+
+#include <stddef.h>
+
+#include "ll/codec.h"
+#include "ll/config.h"
+
+/* Every logical topic name, NULL-terminated (the keys allowed in topic.<logical>.*). */
+extern const char *const LL_ALL_TOPICS[];
+
+/* The configured framing of a topic (topic.<logical>.framing, default bare). 0, or -1 + err. */
+int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out, char *err,
+                     size_t errlen);
+/* Loads an .avsc from the schema folder. NULL + err on failure; caller frees. */
+ll_schema *ll_topic_schema_load(const ll_config *cfg, const char *file, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,220 @@
+/*
+ * db.c - one libpq connection with lazily prepared statements and the retrying transaction
+ * helper of contract §2.8 (deadlock and serialization failures re-run the whole transaction).
+ */
+#include "ll/db.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void set_err(ll_db *db, const char *state, const char *constraint, const char *msg)
+{
+    snprintf(db->err.sqlstate, sizeof db->err.sqlstate, "%s", state ? state : "");
+    snprintf(db->err.constraint, sizeof db->err.constraint, "%s", constraint ? constraint : "");
+    snprintf(db->err.message, sizeof db->err.message, "%s", msg ? msg : "");
+    size_t n = strlen(db->err.message);
+    while (n > 0 && (db->err.message[n - 1] == '\n' || db->err.message[n - 1] == ' '))
+        db->err.message[--n] = '\0';
+}
+
+static void set_err_from_result(ll_db *db, const PGresult *res)
+{
+    if (res)
+        set_err(db, PQresultErrorField(res, PG_DIAG_SQLSTATE),
+                PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME), PQresultErrorMessage(res));
+    else
+        set_err(db, "", "", PQerrorMessage(db->conn));
+}
+
+static void forget_prepared(ll_db *db)
+{
+    for (size_t i = 0; i < db->n_prepared; i++)
+        free(db->prepared[i]);
+    db->n_prepared = 0;
+}
+
+ll_db_rc ll_db_open(ll_db *db, const char *conninfo, const char *app, int tx_attempts)
+{
+    memset(db, 0, sizeof *db);
+    db->tx_attempts = tx_attempts < 1 ? 1 : tx_attempts;
+    size_t len = strlen(conninfo) + strlen(app) + 32;
+    db->conninfo = malloc(len);
+    if (!db->conninfo)
+        return LL_DB_UNAVAILABLE;
+    snprintf(db->conninfo, len, "%s application_name=%s", conninfo, app);
+    return ll_db_ensure(db);
+}
+
+void ll_db_close(ll_db *db)
+{
+    if (db->conn)
+        PQfinish(db->conn);
+    db->conn = NULL;
+    forget_prepared(db);
+    free(db->prepared);
+    free(db->conninfo);
+    db->prepared = NULL;
+    db->conninfo = NULL;
+}
+
+ll_db_rc ll_db_ensure(ll_db *db)
+{
+    if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
+        return LL_DB_OK;
+    if (db->conn)
+        PQfinish(db->conn);
+    forget_prepared(db);
+    db->conn = PQconnectdb(db->conninfo);
+    if (PQstatus(db->conn) != CONNECTION_OK) {
+        set_err(db, "08006", "", PQerrorMessage(db->conn));
+        PQfinish(db->conn);
+        db->conn = NULL;
+        return LL_DB_UNAVAILABLE;
+    }
+    return LL_DB_OK;
+}
+
+static bool is_prepared(const ll_db *db, const char *name)
+{
+    for (size_t i = 0; i < db->n_prepared; i++)
+        if (strcmp(db->prepared[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int prepare(ll_db *db, const ll_stmt *st)
+{
+    if (is_prepared(db, st->name))
+        return 0;
+    PGresult *res = PQprepare(db->conn, st->name, st->sql, st->nparams, NULL);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+        set_err_from_result(db, res);
+        PQclear(res);
+        return -1;
+    }
+    PQclear(res);
+    if (db->n_prepared == db->cap_prepared) {
+        size_t cap = db->cap_prepared ? db->cap_prepared * 2 : 32;
+        char **p = realloc(db->prepared, cap * sizeof *p);
+        if (!p)
+            return -1;
+        db->prepared = p;
+        db->cap_prepared = cap;
+    }
+    db->prepared[db->n_prepared++] = strdup(st->name);
+    return 0;
+}
+
+PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params)
+{
+    if (!db->conn) {
+        set_err(db, "08003", "", "no connection");
+        return NULL;
+    }
+    if (prepare(db, st) != 0)
+        return NULL;
+    PGresult *res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+    ExecStatusType s = PQresultStatus(res);
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+        return res;
+    set_err_from_result(db, res);
+    PQclear(res);
+    return NULL;
+}
+
+ll_db_rc ll_db_command(ll_db *db, const char *sql)
+{
+    if (!db->conn) {
+        set_err(db, "08003", "", "no connection");
+        return LL_DB_UNAVAILABLE;
+    }
+    PGresult *res = PQexec(db->conn, sql);
+    if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK) {
+        PQclear(res);
+        return LL_DB_OK;
+    }
+    set_err_from_result(db, res);
+    PQclear(res);
+    return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
+}
+
+long ll_db_affected(const PGresult *res)
+{
+    const char *n = PQcmdTuples((PGresult *)res);
+    return n && *n ? atol(n) : 0;
+}
+
+bool ll_db_err_is_retryable(const ll_db *db)
+{
+    return strcmp(db->err.sqlstate, "40P01") == 0 || strcmp(db->err.sqlstate, "40001") == 0;
+}
+
+bool ll_db_err_is_unavailable(const ll_db *db)
+{
+    if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
+        return true;
+    return strncmp(db->err.sqlstate, "08", 2) == 0 || strncmp(db->err.sqlstate, "57P", 3) == 0 ||
+           db->err.sqlstate[0] == '\0';
+}
+
+bool ll_db_err_is_input(const ll_db *db)
+{
+    return strncmp(db->err.sqlstate, "22", 2) == 0 || strncmp(db->err.sqlstate, "23", 2) == 0;
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+ll_db_rc ll_db_transaction(ll_db *db, ll_tx_fn fn, void *arg)
+{
+    for (int attempt = 0; attempt < db->tx_attempts; attempt++) {
+        if (ll_db_ensure(db) != LL_DB_OK)
+            return LL_DB_UNAVAILABLE;
+        ll_db_rc rc = ll_db_command(db, "BEGIN ISOLATION LEVEL READ COMMITTED");
+        if (rc == LL_DB_OK) {
+            rc = fn(db, arg);
+            if (rc == LL_DB_OK) {
+                rc = ll_db_command(db, "COMMIT");
+                if (rc == LL_DB_OK)
+                    return LL_DB_OK;
+            } else {
+                ll_db_error saved = db->err;
+                if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
+                    ll_db_command(db, "ROLLBACK");
+                db->err = saved;
+                if (rc == LL_DB_ROLLBACK)
+                    return LL_DB_ROLLBACK;
+            }
+        }
+        if (ll_db_err_is_unavailable(db))
+            return LL_DB_UNAVAILABLE;
+        if (!ll_db_err_is_retryable(db))
+            return LL_DB_ERROR;
+        sleep_ms(50L << attempt);
+    }
+    return LL_DB_ERROR;
+}
+
+const char *ll_db_text(const PGresult *res, int row, int col)
+{
+    if (PQgetisnull(res, row, col))
+        return NULL;
+    return PQgetvalue(res, row, col);
+}
+
+long long ll_db_ll(const PGresult *res, int row, int col, long long dflt)
+{
+    const char *v = ll_db_text(res, row, col);
+    return v ? atoll(v) : dflt;
+}
+
+bool ll_db_bool(const PGresult *res, int row, int col)
+{
+    const char *v = ll_db_text(res, row, col);
+    return v && v[0] == 't';
+}

@@ -1,0 +1,110 @@
+/*
+ * svc.c - start-up of a consuming service: arguments, configuration, logs, signals, loop.
+ */
+#include "ll/svc.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ll/log.h"
+#include "ll/topics.h"
+
+static ll_loop *g_loop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (g_loop)
+        ll_loop_stop(g_loop);
+}
+
+ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key *b)
+{
+    size_t na = 0, nb = 0;
+    while (a && a[na].key)
+        na++;
+    while (b && b[nb].key)
+        nb++;
+    ll_config_key *out = calloc(na + nb + 1, sizeof *out);
+    if (!out)
+        return NULL;
+    if (na)
+        memcpy(out, a, na * sizeof *out);
+    if (nb)
+        memcpy(out + na, b, nb * sizeof *out);
+    return out;
+}
+
+static void usage(const ll_service *svc, const ll_config_key *keys)
+{
+    printf("ll-%s - %s\n\nusage: ll-%s [--config FILE]\n\n", svc->name, svc->summary, svc->name);
+    printf("Configuration keys (file `key = value`, or environment LOADLEDGER_<KEY> with . as __):\n");
+    for (const ll_config_key *k = keys; k->key; k++)
+        printf("  %-32s %s%s%s%s\n", k->key, k->help ? k->help : "", k->default_value ? " [default " : "",
+               k->default_value ? k->default_value : "", k->default_value ? "]" : (k->required ? " [required]" : ""));
+    printf("  %-32s %s\n", "kafka.<property>", "passed to librdkafka (kafka.bootstrap.servers is required)");
+    printf("  %-32s %s\n", "topic.<logical>.name|framing|schema_id", "per-topic overrides");
+    printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error.\n");
+}
+
+int ll_service_main(int argc, char **argv, const ll_service *svc)
+{
+    const char *path = getenv("LOADLEDGER_CONFIG");
+    ll_config_key *keys = ll_config_keys_merge(LL_LOOP_CONFIG_KEYS, svc->keys);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            path = argv[++i];
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(svc, keys);
+            free(keys);
+            return 0;
+        } else {
+            fprintf(stderr, "ll-%s: unknown argument '%s' (try --help)\n", svc->name, argv[i]);
+            free(keys);
+            return 1;
+        }
+    }
+    /* LOADLEDGER_CONFIG is the file's path, not a key */
+    unsetenv("LOADLEDGER_CONFIG");
+    char err[1024];
+    ll_config *cfg = ll_config_load(path, keys, LL_ALL_TOPICS, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "ll-%s: %s\n", svc->name, err);
+        free(keys);
+        return 1;
+    }
+    ll_level lvl = LL_INFO;
+    if (ll_log_level_parse(ll_config_get(cfg, "log.level"), &lvl) != 0) {
+        fprintf(stderr, "ll-%s: log.level must be debug, info, warn or error\n", svc->name);
+        ll_config_free(cfg);
+        free(keys);
+        return 1;
+    }
+    ll_log_init(svc->name, lvl);
+    int rc = 1;
+    if (!ll_config_get(cfg, "kafka.bootstrap.servers")) {
+        fprintf(stderr, "ll-%s: missing required configuration key 'kafka.bootstrap.servers'\n", svc->name);
+    } else if (svc->init && svc->init(svc->state, cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "ll-%s: %s\n", svc->name, err);
+    } else if (!(g_loop = ll_loop_new(svc->name, cfg, svc->inputs, svc->n_inputs, svc->state, err, sizeof err))) {
+        fprintf(stderr, "ll-%s: %s\n", svc->name, err);
+    } else {
+        char safe[512];
+        ll_log_safe_conninfo(ll_config_get(cfg, "db.conninfo"), safe, sizeof safe);
+        ll_log(LL_INFO, NULL, "service_started", "%s started (db %s)", svc->name, safe);
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        rc = ll_loop_run(g_loop);
+        ll_log(LL_INFO, NULL, "service_stopped", "%s stopped (exit %d)", svc->name, rc);
+        ll_loop_free(g_loop);
+        g_loop = NULL;
+    }
+    ll_config_free(cfg);
+    free(keys);
+    return rc;
+}

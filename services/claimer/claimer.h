@@ -1,0 +1,12 @@
+/*
+ * claimer.h - ownership: partition claims (contract §5.3) with the claim-token history.
+ */
+#ifndef CLAIMER_H
+#define CLAIMER_H
+
+#include "ll/kloop.h"
+
+/* Applies one partition claim (topic partition-claims). See partition_claim.c. */
+ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+
+#endif

@@ -1,0 +1,204 @@
+/*
+ * partition_claim.c - a worker asks to own a partition (contract §5.3).
+ *
+ * Lock order run -> partition. A claim for a run or partition the ledger does not hold yet
+ * (run request or manifest not applied) is deferred. ll_claim_decide decides; a granted claim
+ * stores the token, counts the attempt, records the token in load_claim_token (so a later
+ * report with a superseded token is told from one not yet seen), ACKs the partition's
+ * REISSUE_PARTITION dispatches when it was RETRY, and answers with the whole work order.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "claimer.h"
+#include "ll/fields.h"
+#include "ll/ledger.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_LOCK_PARTITION = {
+    "claim_lock_partition",
+    "SELECT status, claim_token::text, attempt_count, lower_bound::text, upper_bound::text,"
+    " upper_inclusive, is_null_partition, expected_row_count"
+    " FROM nifi_ops.load_partition WHERE run_id = $1::uuid AND partition_id = $2 FOR UPDATE",
+    2};
+
+static const ll_stmt ST_GRANT = {
+    "claim_grant",
+    "UPDATE nifi_ops.load_partition SET status = 'RUNNING', claim_token = $3::uuid,"
+    " worker_node = $4, attempt_count = attempt_count + 1,"
+    " started_at = coalesce(started_at, clock_timestamp()), heartbeat_at = clock_timestamp(),"
+    " error_code = NULL, error_message = NULL"
+    " WHERE run_id = $1::uuid AND partition_id = $2 AND status IN ('PENDING', 'RETRY')"
+    " RETURNING attempt_count",
+    4};
+
+static const ll_stmt ST_TOKEN_HISTORY = {
+    "claim_token_history",
+    "INSERT INTO nifi_ops.load_claim_token (run_id, partition_id, claim_token, attempt_no,"
+    " worker_node, granted_at) VALUES ($1::uuid, $2, $3::uuid, $4::int, $5, clock_timestamp())"
+    " ON CONFLICT DO NOTHING",
+    5};
+
+/* Contract §3.4: a new claim of a RETRY partition ACKs its reissue dispatches. */
+static const ll_stmt ST_ACK_REISSUE = {
+    "claim_ack_reissue",
+    "UPDATE nifi_ops.load_dispatch SET status = 'ACKED', acked_at = clock_timestamp()"
+    " WHERE run_id = $1::uuid AND partition_id = $2 AND dispatch_type = 'REISSUE_PARTITION'"
+    " AND status <> 'ACKED'",
+    2};
+
+static const ll_stmt ST_TOUCH_PARTITION = {
+    "claim_touch_partition",
+    "UPDATE nifi_ops.load_partition SET heartbeat_at = clock_timestamp()"
+    " WHERE run_id = $1::uuid AND partition_id = $2",
+    2};
+
+typedef struct claim_in {
+    char run_id[37], token[37];
+    const char *partition_id, *worker;
+} claim_in;
+
+/* The reply; for a granted claim it carries the work order (kafka-edition.md §4). */
+static json_t *claim_reply(const ll_msg *m, const claim_in *c, const char *outcome, const char *code,
+                           const char *run_status, const char *part_status, bool claimed,
+                           long long attempt, const ll_run_row *run, const PGresult *part)
+{
+    json_t *r = ll_reply_new(m, c->run_id, c->partition_id, outcome, code, NULL, run_status, part_status);
+    json_object_set_new(r, "claimToken", json_string(c->token));
+    json_object_set_new(r, "workerNode", json_string(c->worker));
+    json_object_set_new(r, "claimed", json_boolean(claimed));
+    json_object_set_new(r, "attempt", json_integer(attempt));
+    if (claimed && run && part) {
+        const char *lo = ll_db_text(part, 0, 3), *hi = ll_db_text(part, 0, 4);
+        json_object_set_new(r, "jobKey", json_string(run->job_key));
+        json_object_set_new(r, "businessKey", json_string(run->business_key));
+        json_object_set_new(r, "snapshotScn", run->snapshot_scn ? json_string(run->snapshot_scn) : json_null());
+        json_object_set_new(r, "hdfsRunPath", run->hdfs_run_path ? json_string(run->hdfs_run_path) : json_null());
+        json_object_set_new(r, "lowerBound", lo ? json_string(lo) : json_null());
+        json_object_set_new(r, "upperBound", hi ? json_string(hi) : json_null());
+        json_object_set_new(r, "upperInclusive", json_boolean(ll_db_bool(part, 0, 5)));
+        json_object_set_new(r, "isNullPartition", json_boolean(ll_db_bool(part, 0, 6)));
+        json_object_set_new(r, "expectedRowCount", json_integer(ll_db_ll(part, 0, 7, 0)));
+    }
+    return r;
+}
+
+static ll_apply exec_ok(ll_db *db, const ll_stmt *st, const char *const *p)
+{
+    PGresult *r = ll_db_exec(db, st, p);
+    if (!r)
+        return LL_APPLY_DB;
+    PQclear(r);
+    return LL_APPLY_COMMIT;
+}
+
+static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run,
+                      PGresult *part, ll_part_status before, ll_apply_out *out)
+{
+    const char *p[4] = {c->run_id, c->partition_id, c->token, c->worker};
+    PGresult *r = ll_db_exec(db, &ST_GRANT, p);
+    if (!r)
+        return LL_APPLY_DB;
+    long long attempt = ll_db_ll(r, 0, 0, 0);
+    PQclear(r);
+    char att[16];
+    snprintf(att, sizeof att, "%lld", attempt);
+    const char *h[5] = {c->run_id, c->partition_id, c->token, att, c->worker};
+    const char *k[2] = {c->run_id, c->partition_id};
+    if (exec_ok(db, &ST_TOKEN_HISTORY, h) != LL_APPLY_COMMIT ||
+        (before == LL_PART_RETRY && exec_ok(db, &ST_ACK_REISSUE, k) != LL_APPLY_COMMIT) ||
+        ll_run_touch(db, c->run_id) != LL_DB_OK)
+        return LL_APPLY_DB;
+    json_t *details = json_pack("{s:s,s:I}", "workerNode", c->worker, "attempt", (json_int_t)attempt);
+    ll_event ev = {"PARTITION_STARTED", "INFO", c->run_id, c->partition_id, -1, -1, NULL, NULL, NULL, details};
+    ll_db_rc rc = ll_event_insert(db, &ev);
+    json_decref(details);
+    if (rc != LL_DB_OK)
+        return LL_APPLY_DB;
+    out->reply = claim_reply(m, c, "ACCEPTED", NULL, "EXTRACTING", "RUNNING", true, attempt, run, part);
+    return LL_APPLY_COMMIT;
+}
+
+/* Why a claim was refused: RUN_STATUS_MISMATCH (run not EXTRACTING), CLAIM_MISMATCH (another
+ * token holds the partition), PARTITION_STATUS_MISMATCH (the partition is finished). */
+static const char *refusal_code(ll_run_status run, ll_part_status part)
+{
+    if (run != LL_RUN_EXTRACTING)
+        return "RUN_STATUS_MISMATCH";
+    return part == LL_PART_RUNNING ? "CLAIM_MISMATCH" : "PARTITION_STATUS_MISMATCH";
+}
+
+static ll_apply decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run,
+                       ll_apply_out *out)
+{
+    const char *k[2] = {c->run_id, c->partition_id};
+    PGresult *part = ll_db_exec(db, &ST_LOCK_PARTITION, k);
+    if (!part)
+        return LL_APPLY_DB;
+    ll_apply a;
+    if (PQntuples(part) == 0) {
+        out->reply = claim_reply(m, c, "REJECTED", "PARTITION_NOT_FOUND", ll_run_status_name(run->status),
+                                 NULL, false, 0, NULL, NULL);
+        a = LL_APPLY_ROLLBACK;
+    } else {
+        ll_part_status ps = LL_PART_PENDING;
+        ll_part_status_parse(PQgetvalue(part, 0, 0), &ps);
+        const char *stored = ll_db_text(part, 0, 1);
+        long long attempt = ll_db_ll(part, 0, 2, 0);
+        switch (ll_claim_decide(run->status, ps, stored, c->token)) {
+        case LL_CLAIM_GRANT:
+            a = grant(db, m, c, run, part, ps, out);
+            break;
+        case LL_CLAIM_REPLAY:
+            a = exec_ok(db, &ST_TOUCH_PARTITION, k);
+            if (a == LL_APPLY_COMMIT)
+                out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING",
+                                         true, attempt, run, part);
+            break;
+        case LL_CLAIM_REFUSE_RUN:
+        case LL_CLAIM_REFUSE_PARTITION:
+        default:
+            /* claimed=false, a normal race: the run has ended, another token owns the
+             * partition, or the partition is finished */
+            out->reply = claim_reply(m, c, "REJECTED", refusal_code(run->status, ps),
+                                     ll_run_status_name(run->status), ll_part_status_name(ps), false,
+                                     attempt, NULL, NULL);
+            a = LL_APPLY_ROLLBACK;
+            break;
+        }
+    }
+    PQclear(part);
+    return a;
+}
+
+ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    claim_in c;
+    if (!ll_need_uuid(out, m->value, "runId", c.run_id) ||
+        !ll_need_str(out, m->value, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &c.partition_id) ||
+        !ll_need_uuid(out, m->value, "claimToken", c.token) ||
+        !ll_need_str(out, m->value, "workerNode", NULL, NULL, 1, 200, &c.worker))
+        return LL_APPLY_DEAD;
+    ll_run_row run;
+    if (ll_run_lock(db, c.run_id, &run) != LL_DB_OK)
+        return LL_APPLY_DB;
+    ll_apply a;
+    bool rejected = false;
+    if (!run.found || run.status == LL_RUN_CREATED) {
+        /* the run request or the manifest is not applied yet (kafka-edition.md §6) */
+        if (!run.found && ll_run_request_rejected(db, c.run_id, &rejected) != LL_DB_OK) {
+            a = LL_APPLY_DB;
+        } else if (rejected) {
+            out->reply = claim_reply(m, &c, "REJECTED", "RUN_NOT_FOUND", NULL, NULL, false, 0, NULL, NULL);
+            a = LL_APPLY_ROLLBACK;
+        } else {
+            snprintf(out->reason, sizeof out->reason, "run %s %s", c.run_id,
+                     run.found ? "has no manifest yet" : "not in the ledger yet");
+            a = LL_APPLY_DEFER;
+        }
+    } else {
+        a = decide(db, m, &c, &run, out);
+    }
+    ll_run_row_clear(&run);
+    return a;
+}

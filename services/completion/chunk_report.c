@@ -1,0 +1,306 @@
+/*
+ * chunk_report.c - a worker reports one Parquet file of a partition (contract §5.4).
+ *
+ * Checks in the contract's order: chunkIndex < chunkCount (before any lock); lock run and
+ * partition; token (CLAIM_MISMATCH, or deferred while its claim may still come); path inside
+ * the run (HDFS_PATH_OUTSIDE_RUN); upsert of the file row (a path used by another chunk:
+ * UNIQUE_VIOLATION); a changed report after partition SUCCESS: CHUNK_CONFLICT, rolled back;
+ * heartbeats; then the gate over the WRITTEN files (ll_chunk_gate): SUCCESS of the partition and
+ * the extract-completion CAS with its outbox row, or ROW_COUNT_MISMATCH.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "completion.h"
+#include "ll/fields.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_FILE = {
+    "chunk_file_row",
+    "SELECT fragment_count, hdfs_path, record_count, byte_count FROM nifi_ops.load_file"
+    " WHERE run_id = $1::uuid AND partition_id = $2 AND chunk_index = $3::int FOR UPDATE",
+    3};
+
+static const ll_stmt ST_UPSERT_FILE = {
+    "chunk_upsert_file",
+    "INSERT INTO nifi_ops.load_file (run_id, partition_id, chunk_index, fragment_identifier,"
+    " fragment_count, hdfs_path, record_count, byte_count, status, written_at, updated_at)"
+    " VALUES ($1::uuid, $2, $3::int, $4, $5::int, $6, $7::bigint, $8::bigint, 'WRITTEN',"
+    " clock_timestamp(), clock_timestamp())"
+    " ON CONFLICT (run_id, partition_id, chunk_index) DO UPDATE SET"
+    " fragment_identifier = excluded.fragment_identifier, fragment_count = excluded.fragment_count,"
+    " hdfs_path = excluded.hdfs_path, record_count = excluded.record_count,"
+    " byte_count = excluded.byte_count, status = 'WRITTEN', updated_at = clock_timestamp()",
+    8};
+
+static const ll_stmt ST_TOUCH_PARTITION = {
+    "chunk_touch_partition",
+    "UPDATE nifi_ops.load_partition SET heartbeat_at = clock_timestamp()"
+    " WHERE run_id = $1::uuid AND partition_id = $2",
+    2};
+
+/* Contract §5.4 step 8. */
+static const ll_stmt ST_AGGREGATE = {
+    "chunk_aggregate",
+    "SELECT count(*), coalesce(min(chunk_index), 0), coalesce(max(chunk_index), 0),"
+    " coalesce(sum(record_count), 0), coalesce(sum(coalesce(byte_count, 0)), 0),"
+    " count(DISTINCT fragment_count) FROM nifi_ops.load_file"
+    " WHERE run_id = $1::uuid AND partition_id = $2 AND status = 'WRITTEN'",
+    2};
+
+static const ll_stmt ST_PARTITION_SUCCESS = {
+    "chunk_partition_success",
+    "UPDATE nifi_ops.load_partition SET status = 'SUCCESS', actual_row_count = $4::bigint,"
+    " file_count = $5::int, fragment_count = $5::int, byte_count = $6::bigint,"
+    " completed_at = clock_timestamp(), heartbeat_at = clock_timestamp()"
+    " WHERE run_id = $1::uuid AND partition_id = $2 AND status = 'RUNNING' AND claim_token = $3::uuid",
+    6};
+
+static const ll_stmt ST_RUN_PARTITION_SUCCESS = {
+    "chunk_run_partition_success",
+    "UPDATE nifi_ops.load_run SET success_partition_count = success_partition_count + 1,"
+    " heartbeat_at = clock_timestamp() WHERE run_id = $1::uuid",
+    1};
+
+static const ll_stmt ST_PARTITION_MISMATCH = {
+    "chunk_partition_mismatch",
+    "UPDATE nifi_ops.load_partition SET status = 'FAILED', error_code = 'ROW_COUNT_MISMATCH',"
+    " error_message = $3, completed_at = clock_timestamp(), heartbeat_at = clock_timestamp()"
+    " WHERE run_id = $1::uuid AND partition_id = $2 AND status = 'RUNNING'",
+    3};
+
+static const ll_stmt ST_RUN_GATE_FAILED = {
+    "chunk_run_gate_failed",
+    "UPDATE nifi_ops.load_run SET failed_partition_count = failed_partition_count + 1,"
+    " status = CASE WHEN status = 'EXTRACTING' THEN 'FAILED_EXTRACT' ELSE status END,"
+    " error_stage = CASE WHEN status = 'EXTRACTING' THEN 'PARTITION_GATE' ELSE error_stage END,"
+    " error_code = CASE WHEN status = 'EXTRACTING' THEN 'ROW_COUNT_MISMATCH' ELSE error_code END,"
+    " error_message = CASE WHEN status = 'EXTRACTING' THEN left($2, 2000) ELSE error_message END,"
+    " completed_at = CASE WHEN status = 'EXTRACTING' THEN clock_timestamp() ELSE completed_at END,"
+    " version_no = CASE WHEN status = 'EXTRACTING' THEN version_no + 1 ELSE version_no END,"
+    " heartbeat_at = clock_timestamp() WHERE run_id = $1::uuid RETURNING status",
+    2};
+
+typedef struct chunk_in {
+    char run_id[37], token[37];
+    const char *partition_id, *path, *fragment;
+    int64_t index, count, records, bytes; /* bytes -1 = null */
+} chunk_in;
+
+static bool read_chunk(const json_t *v, chunk_in *c, ll_apply_out *out)
+{
+    json_t *b = json_object_get(v, "byteCount");
+    c->bytes = -1;
+    if (json_is_integer(b) && (c->bytes = (int64_t)json_integer_value(b)) < 0)
+        return ll_invalid(out, "byteCount: must be ≥ 0");
+    return ll_need_uuid(out, v, "runId", c->run_id) &&
+           ll_need_str(out, v, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &c->partition_id) &&
+           ll_need_uuid(out, v, "claimToken", c->token) &&
+           ll_need_int(out, v, "chunkIndex", 0, INT32_MAX, &c->index) &&
+           ll_need_int(out, v, "chunkCount", 1, 1000000, &c->count) &&
+           ll_need_opt_str(out, v, "fragmentIdentifier", 100, &c->fragment) &&
+           ll_need_str(out, v, "hdfsPath", NULL, NULL, 1, 1500, &c->path) &&
+           ll_need_int(out, v, "recordCount", 0, INT64_MAX, &c->records);
+}
+
+static json_t *outcome(const ll_msg *m, const chunk_in *c, const char *result, const char *code,
+                       const char *message, const char *run_status, const char *part_status,
+                       long long received, bool scheduled)
+{
+    json_t *r = ll_reply_new(m, c->run_id, c->partition_id, result, code, message, run_status, part_status);
+    json_object_set_new(r, "claimToken", json_string(c->token));
+    json_object_set_new(r, "chunkIndex", json_integer(c->index));
+    json_object_set_new(r, "chunkCount", json_integer(c->count));
+    json_object_set_new(r, "recorded", json_boolean(code == NULL));
+    json_object_set_new(r, "receivedChunks", json_integer(received));
+    json_object_set_new(r, "validationScheduled", json_boolean(scheduled));
+    return r;
+}
+
+static ll_apply exec_ok(ll_db *db, const ll_stmt *st, const char *const *p)
+{
+    PGresult *r = ll_db_exec(db, st, p);
+    if (!r)
+        return LL_APPLY_DB;
+    PQclear(r);
+    return LL_APPLY_COMMIT;
+}
+
+/* Whether the report differs from the stored row (contract §5.4 step 5; fragment id not compared). */
+static ll_apply compare_file(ll_db *db, const chunk_in *c, const char *const *key, bool *changed)
+{
+    PGresult *r = ll_db_exec(db, &ST_FILE, key);
+    if (!r)
+        return LL_APPLY_DB;
+    *changed = true;
+    if (PQntuples(r) == 1) {
+        const char *bytes = ll_db_text(r, 0, 3);
+        *changed = ll_db_ll(r, 0, 0, -1) != c->count || strcmp(PQgetvalue(r, 0, 1), c->path) != 0 ||
+                   ll_db_ll(r, 0, 2, -1) != c->records ||
+                   (bytes ? atoll(bytes) != c->bytes : c->bytes != -1);
+    }
+    PQclear(r);
+    return LL_APPLY_COMMIT;
+}
+
+/* Upserts the file row; a path already used by another chunk: UNIQUE_VIOLATION. */
+static ll_apply upsert_file(ll_db *db, const chunk_in *c, const char *const *key, bool *path_taken)
+{
+    char count[16], records[24], bytes[24];
+    snprintf(count, sizeof count, "%lld", (long long)c->count);
+    snprintf(records, sizeof records, "%lld", (long long)c->records);
+    snprintf(bytes, sizeof bytes, "%lld", (long long)c->bytes);
+    const char *p[8] = {key[0], key[1], key[2], c->fragment, count, c->path, records,
+                        c->bytes >= 0 ? bytes : NULL};
+    *path_taken = false;
+    if (ll_db_command(db, "SAVEPOINT chunk_upsert") != LL_DB_OK)
+        return LL_APPLY_DB;
+    PGresult *r = ll_db_exec(db, &ST_UPSERT_FILE, p);
+    if (r) {
+        PQclear(r);
+        return LL_APPLY_COMMIT;
+    }
+    if (strcmp(db->err.sqlstate, "23505") != 0 || strcmp(db->err.constraint, "uq_load_file_path") != 0)
+        return LL_APPLY_DB;
+    *path_taken = true;
+    return ll_db_command(db, "ROLLBACK TO SAVEPOINT chunk_upsert") == LL_DB_OK ? LL_APPLY_COMMIT : LL_APPLY_DB;
+}
+
+/* Contract §5.4 step 10, gate passed: partition SUCCESS, then the run's completion CAS. */
+static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, bool *won)
+{
+    char rows[24], files[24], bytes[24];
+    snprintf(rows, sizeof rows, "%lld", (long long)agg->rows);
+    snprintf(files, sizeof files, "%lld", (long long)agg->files);
+    snprintf(bytes, sizeof bytes, "%lld", (long long)agg->bytes);
+    const char *p[6] = {c->run_id, c->partition_id, c->token, rows, files, bytes};
+    const char *run[1] = {c->run_id};
+    if (exec_ok(db, &ST_PARTITION_SUCCESS, p) != LL_APPLY_COMMIT ||
+        exec_ok(db, &ST_RUN_PARTITION_SUCCESS, run) != LL_APPLY_COMMIT)
+        return LL_APPLY_DB;
+    json_t *details = json_pack("{s:I,s:I}", "files", (json_int_t)agg->files, "bytes", (json_int_t)agg->bytes);
+    ll_event ev = {"PARTITION_SUCCESS", "INFO", c->run_id, c->partition_id, -1, agg->rows, NULL, NULL, NULL, details};
+    ll_db_rc rc = ll_event_insert(db, &ev);
+    json_decref(details);
+    if (rc != LL_DB_OK || ll_run_complete_extract(db, c->run_id, won) != LL_DB_OK)
+        return LL_APPLY_DB;
+    return LL_APPLY_COMMIT;
+}
+
+/* Contract §5.4 step 10, gate failed: ROW_COUNT_MISMATCH for the partition and the run. */
+static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg,
+                          int64_t expected, char *run_status, size_t len)
+{
+    char msg[256];
+    ll_gate_mismatch_message(agg, (int32_t)c->count, expected, msg, sizeof msg);
+    const char *p[3] = {c->run_id, c->partition_id, msg};
+    const char *q[2] = {c->run_id, msg};
+    if (exec_ok(db, &ST_PARTITION_MISMATCH, p) != LL_APPLY_COMMIT)
+        return LL_APPLY_DB;
+    PGresult *r = ll_db_exec(db, &ST_RUN_GATE_FAILED, q);
+    if (!r)
+        return LL_APPLY_DB;
+    snprintf(run_status, len, "%s", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    ll_event pe = {"PARTITION_FAILED", "ERROR", c->run_id, c->partition_id, -1, agg->rows, NULL, "ROW_COUNT_MISMATCH", msg, NULL};
+    ll_event re = {"RUN_FAILED", "ERROR", c->run_id, c->partition_id, -1, -1, NULL, "ROW_COUNT_MISMATCH", msg, NULL};
+    if (ll_event_insert(db, &pe) != LL_DB_OK || ll_event_insert(db, &re) != LL_DB_OK)
+        return LL_APPLY_DB;
+    return LL_APPLY_COMMIT;
+}
+
+static ll_apply aggregate(ll_db *db, const char *const *key, ll_chunk_aggregate *agg)
+{
+    PGresult *r = ll_db_exec(db, &ST_AGGREGATE, key);
+    if (!r)
+        return LL_APPLY_DB;
+    agg->files = ll_db_ll(r, 0, 0, 0);
+    agg->lo = ll_db_ll(r, 0, 1, 0);
+    agg->hi = ll_db_ll(r, 0, 2, 0);
+    agg->rows = ll_db_ll(r, 0, 3, 0);
+    agg->bytes = ll_db_ll(r, 0, 4, 0);
+    agg->distinct_counts = ll_db_ll(r, 0, 5, 0);
+    PQclear(r);
+    return LL_APPLY_COMMIT;
+}
+
+/* Steps 5-10 once ownership and the path are settled. */
+static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, owned_partition *op,
+                                 ll_apply_out *out)
+{
+    char idx[16];
+    snprintf(idx, sizeof idx, "%lld", (long long)c->index);
+    const char *key[3] = {c->run_id, c->partition_id, idx};
+    const char *rs = ll_run_status_name(op->run.status), *ps = ll_part_status_name(op->status);
+    bool changed = true, path_taken = false;
+    if (compare_file(db, c, key, &changed) != LL_APPLY_COMMIT || upsert_file(db, c, key, &path_taken) != LL_APPLY_COMMIT)
+        return LL_APPLY_DB;
+    if (path_taken) {
+        out->reply = outcome(m, c, "REJECTED", "UNIQUE_VIOLATION", "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps, 0, false);
+        return LL_APPLY_ROLLBACK;
+    }
+    if (op->status == LL_PART_SUCCESS && changed) {
+        out->reply = outcome(m, c, "REJECTED", "CHUNK_CONFLICT", "chunk differs from the one recorded before the partition succeeded", rs, ps, 0, false);
+        return LL_APPLY_ROLLBACK;
+    }
+    const char *pk[2] = {c->run_id, c->partition_id};
+    ll_chunk_aggregate agg;
+    if (exec_ok(db, &ST_TOUCH_PARTITION, pk) != LL_APPLY_COMMIT || ll_run_touch(db, c->run_id) != LL_DB_OK ||
+        aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
+        return LL_APPLY_DB;
+    const char *result = changed ? "ACCEPTED" : "REPLAY";
+    bool won = false;
+    char run_status[40];
+    switch (ll_chunk_gate(op->run.status, op->status, &agg, (int32_t)c->count, op->expected_rows)) {
+    case LL_GATE_PASS:
+        if (pass_gate(db, c, &agg, &won) != LL_APPLY_COMMIT)
+            return LL_APPLY_DB;
+        out->reply = outcome(m, c, result, NULL, NULL, won ? "EXTRACTED_VALIDATED" : rs, "SUCCESS", agg.files, won);
+        break;
+    case LL_GATE_MISMATCH:
+        if (fail_gate(db, c, &agg, op->expected_rows, run_status, sizeof run_status) != LL_APPLY_COMMIT)
+            return LL_APPLY_DB;
+        out->reply = outcome(m, c, result, NULL, NULL, run_status, "FAILED", agg.files, false);
+        break;
+    case LL_GATE_WAIT:
+    default:
+        out->reply = outcome(m, c, result, NULL, NULL, rs, ps, agg.files, false);
+        break;
+    }
+    return LL_APPLY_COMMIT;
+}
+
+ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    chunk_in c;
+    if (!read_chunk(m->value, &c, out))
+        return LL_APPLY_DEAD;
+    if (c.index >= c.count) {
+        out->reply = outcome(m, &c, "REJECTED", "CHUNK_INDEX_OUT_OF_RANGE", "chunkIndex must be below chunkCount", NULL, NULL, 0, false);
+        return LL_APPLY_ROLLBACK;
+    }
+    owned_partition op;
+    ll_db_rc rc = LL_DB_OK;
+    ownership own = lock_owned_partition(db, c.run_id, c.partition_id, c.token, &op, &rc);
+    ll_apply a = LL_APPLY_ROLLBACK;
+    const char *rs = op.run.found ? ll_run_status_name(op.run.status) : NULL;
+    if (rc != LL_DB_OK) {
+        a = LL_APPLY_DB;
+    } else if (own == OWN_NO_RUN || own == OWN_NO_MANIFEST || own == OWN_NOT_YET) {
+        snprintf(out->reason, sizeof out->reason, "%s",
+                 own == OWN_NO_RUN ? "run not in the ledger yet"
+                 : own == OWN_NO_MANIFEST ? "manifest not applied yet" : "claim token not granted yet");
+        a = LL_APPLY_DEFER;
+    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION) {
+        out->reply = outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", NULL, rs, NULL, 0, false);
+    } else if (own == OWN_MISMATCH) {
+        out->reply = outcome(m, &c, "REJECTED", "CLAIM_MISMATCH", "claim token does not own the partition", rs, ll_part_status_name(op.status), 0, false);
+    } else if (!ll_chunk_path_inside_run(op.run.hdfs_run_path, c.path)) {
+        out->reply = outcome(m, &c, "REJECTED", "HDFS_PATH_OUTSIDE_RUN", "hdfsPath is not below the run path", rs, ll_part_status_name(op.status), 0, false);
+    } else {
+        a = record_and_judge(db, m, &c, &op, out);
+    }
+    owned_partition_clear(&op);
+    return a;
+}

@@ -1,0 +1,60 @@
+/*
+ * ownership.c - who may report on a partition: the run and partition locks, then the token
+ * check with the claim-token history (contract §5.4 check 3, §5.5 check 2; kafka-edition.md §6).
+ *
+ * Topics are consumed by different services, so a report can arrive before the claim that
+ * allowed it is applied. A token the history knows but the partition no longer holds is a
+ * zombie's: CLAIM_MISMATCH at once. An unknown token waits only while a claim could still be
+ * granted (run EXTRACTING, partition PENDING or RETRY); otherwise that claim would be refused
+ * anyway, and the answer is CLAIM_MISMATCH at once.
+ */
+#include <string.h>
+
+#include "completion.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_LOCK_PARTITION = {
+    "own_lock_partition",
+    "SELECT status, claim_token::text, expected_row_count FROM nifi_ops.load_partition"
+    " WHERE run_id = $1::uuid AND partition_id = $2 FOR UPDATE",
+    2};
+
+void owned_partition_clear(owned_partition *op) { ll_run_row_clear(&op->run); }
+
+ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id,
+                               const char *token, owned_partition *op, ll_db_rc *rc)
+{
+    memset(op, 0, sizeof *op);
+    if ((*rc = ll_run_lock(db, run_id, &op->run)) != LL_DB_OK)
+        return OWN_NO_RUN;
+    if (!op->run.found) {
+        bool rejected = false;
+        if ((*rc = ll_run_request_rejected(db, run_id, &rejected)) != LL_DB_OK)
+            return OWN_NO_RUN;
+        return rejected ? OWN_RUN_REFUSED : OWN_NO_RUN;
+    }
+    const char *p[2] = {run_id, partition_id};
+    PGresult *r = ll_db_exec(db, &ST_LOCK_PARTITION, p);
+    if (!r) {
+        *rc = LL_DB_ERROR;
+        return OWN_NO_RUN;
+    }
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return op->run.status == LL_RUN_CREATED ? OWN_NO_MANIFEST : OWN_NO_PARTITION;
+    }
+    ll_part_status_parse(PQgetvalue(r, 0, 0), &op->status);
+    const char *stored = ll_db_text(r, 0, 1);
+    if (stored)
+        ll_uuid_canonical(stored, op->stored_token);
+    op->expected_rows = ll_db_ll(r, 0, 2, 0);
+    PQclear(r);
+    if (op->stored_token[0] && strcmp(op->stored_token, token) == 0)
+        return OWN_MATCH;
+    bool known = false;
+    if ((*rc = ll_claim_token_known(db, run_id, partition_id, token, &known)) != LL_DB_OK)
+        return OWN_NO_RUN;
+    bool claimable = op->run.status == LL_RUN_EXTRACTING &&
+                     (op->status == LL_PART_PENDING || op->status == LL_PART_RETRY);
+    return !known && claimable ? OWN_NOT_YET : OWN_MISMATCH;
+}

@@ -1,0 +1,72 @@
+/*
+ * dispatcher.h - the outbox delivery of contract §6 with a Kafka sink: lease due rows with
+ * FOR UPDATE SKIP LOCKED, publish the command, then mark SENT, back off, or DEAD.
+ */
+#ifndef DISPATCHER_H
+#define DISPATCHER_H
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ll/codec.h"
+#include "ll/config.h"
+#include "ll/db.h"
+
+/* Settings of contract §9 (dispatch.*), in ms where a duration. */
+typedef struct dispatch_settings {
+    int64_t batch, lease_ms, poll_ms, max_attempts, backoff_min_ms, backoff_max_ms, delivery_ms;
+} dispatch_settings;
+
+/* One leased outbox row with what its command needs. Strings owned by the struct. */
+typedef struct leased {
+    char dispatch_id[37], run_id[37];
+    char type[32];
+    char *partition_id, *job_key, *business_key, *created_at;
+    int attempt;
+    json_t *command;  /* the built command, or NULL when it could not be built */
+    char build_error[256];
+    int http_status;  /* delivery result: 200 delivered, 0 failed */
+    char error[512];
+} leased;
+
+/* Leases up to settings->batch due rows (contract §6 lease). *n rows into a malloc'd array. */
+ll_db_rc outbox_lease(ll_db *db, const dispatch_settings *s, leased **rows, size_t *n);
+/* Frees the rows. */
+void outbox_free(leased *rows, size_t n);
+/* Builds the command record of each row (REISSUE reads the partition at send time). */
+ll_db_rc outbox_build(ll_db *db, leased *rows, size_t n);
+/* Records each row's delivery result (SENT / backoff / DEAD with its event). */
+ll_db_rc outbox_settle(ll_db *db, const dispatch_settings *s, leased *rows, size_t n,
+                       long *sent, long *retried, long *dead);
+
+/* The Kafka sink: one idempotent producer and the two command topics. */
+typedef struct kafka_sink {
+    rd_kafka_t *producer;
+    char validate_topic[256], reissue_topic[256];
+    ll_schema *validate_schema, *reissue_schema;
+    ll_encode_opts validate_enc, reissue_enc;
+} kafka_sink;
+
+/* Creates the sink from the configuration. 0, or -1 with err. */
+int sink_open(kafka_sink *k, const ll_config *cfg, char *err, size_t errlen);
+/* Publishes every row with a command and waits up to delivery_ms for the broker's acks;
+ * sets each row's http_status (200 delivered, 0 not) and error. */
+void sink_deliver(kafka_sink *k, leased *rows, size_t n, int64_t delivery_ms);
+/* Flushes and frees the sink. */
+void sink_close(kafka_sink *k);
+
+/* A LISTEN load_dispatch connection (contract §6 wake-up); NULL conninfo = polling only. */
+typedef struct listener {
+    PGconn *conn;
+    char *conninfo;
+    int64_t retry_at_ms;
+} listener;
+
+/* Waits up to timeout_ms for a notification; true when woken (or just reconnected). */
+bool listener_wait(listener *l, int64_t timeout_ms);
+/* Closes the connection. */
+void listener_close(listener *l);
+
+#endif

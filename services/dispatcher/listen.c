@@ -1,0 +1,83 @@
+/*
+ * listen.c - the LISTEN load_dispatch wake-up (contract §6): a dedicated connection; after every
+ * (re)connection it wakes once at once; a dropped connection reconnects, waiting 5 s after a
+ * failed attempt; polling every dispatch.poll_interval remains the fallback.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "dispatcher.h"
+#include "ll/log.h"
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Connects and LISTENs. true when a new connection was made. */
+static bool connect_listener(listener *l)
+{
+    if (!l->conninfo || mono_ms() < l->retry_at_ms)
+        return false;
+    l->conn = PQconnectdb(l->conninfo);
+    if (PQstatus(l->conn) == CONNECTION_OK) {
+        PGresult *r = PQexec(l->conn, "LISTEN load_dispatch");
+        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        PQclear(r);
+        if (ok) {
+            ll_log(LL_INFO, NULL, "listen_connected", "listening on channel load_dispatch");
+            return true;
+        }
+    }
+    ll_log(LL_WARN, NULL, "listen_error", "cannot listen: %s", PQerrorMessage(l->conn));
+    PQfinish(l->conn);
+    l->conn = NULL;
+    l->retry_at_ms = mono_ms() + 5000;
+    return false;
+}
+
+static bool drain_notifications(listener *l)
+{
+    bool woke = false;
+    PGnotify *n;
+    while ((n = PQnotifies(l->conn)) != NULL) {
+        woke = true;
+        PQfreemem(n);
+    }
+    return woke;
+}
+
+bool listener_wait(listener *l, int64_t timeout_ms)
+{
+    if (!l->conn && connect_listener(l))
+        return true;
+    if (!l->conn) {
+        struct timespec ts = {timeout_ms / 1000, (timeout_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        return false;
+    }
+    int fd = PQsocket(l->conn);
+    fd_set rf;
+    FD_ZERO(&rf);
+    FD_SET(fd, &rf);
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    int ready = select(fd + 1, &rf, NULL, NULL, &tv);
+    if (ready > 0 && (!PQconsumeInput(l->conn) || PQstatus(l->conn) != CONNECTION_OK)) {
+        ll_log(LL_WARN, NULL, "listen_connection_lost", "listener connection lost; reconnecting");
+        PQfinish(l->conn);
+        l->conn = NULL;
+        return connect_listener(l);
+    }
+    return drain_notifications(l);
+}
+
+void listener_close(listener *l)
+{
+    if (l->conn)
+        PQfinish(l->conn);
+    l->conn = NULL;
+}

@@ -1,0 +1,151 @@
+/*
+ * ll-dispatcher - delivers the transactional outbox (load_dispatch): lease due rows with
+ * FOR UPDATE SKIP LOCKED, publish the validate-run / reissue-partition command, mark SENT, back
+ * off, or DEAD. Woken by LISTEN/NOTIFY, polling as the fallback. Contract §6.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dispatcher.h"
+#include "ll/kloop.h"
+#include "ll/log.h"
+#include "ll/svc.h"
+#include "ll/topics.h"
+
+static const ll_config_key keys[] = {
+    {"service.instance_id", NULL, false, "id of this instance (informational)"},
+    {"db.conninfo", NULL, true, "libpq conninfo of the dispatcher's PostgreSQL role"},
+    {"db.listen_conninfo", NULL, false, "conninfo of the LISTEN connection; default db.conninfo; 'none' = polling only"},
+    {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
+    {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
+    {"schema.dir", NULL, false, "folder of the .avsc files"},
+    {"dispatch.batch", "20", false, "rows per lease"},
+    {"dispatch.lease", "PT60S", false, "how long a leased row stays invisible to other dispatchers"},
+    {"dispatch.poll_interval", "PT5S", false, "polling fallback when no NOTIFY comes"},
+    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)"},
+    {"dispatch.backoff_min", "PT5S", false, "first retry delay"},
+    {"dispatch.backoff_max", "PT5M", false, "longest retry delay"},
+    {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack"},
+    {"log.level", "info", false, "debug, info, warn or error"},
+    {NULL, NULL, false, NULL}};
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) { (void)sig; g_stop = 1; }
+
+static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, size_t n)
+{
+    return ll_config_int(cfg, "dispatch.batch", &s->batch, err, n) ||
+           ll_config_duration_ms(cfg, "dispatch.lease", &s->lease_ms, err, n) ||
+           ll_config_duration_ms(cfg, "dispatch.poll_interval", &s->poll_ms, err, n) ||
+           ll_config_int(cfg, "dispatch.max_attempts", &s->max_attempts, err, n) ||
+           ll_config_duration_ms(cfg, "dispatch.backoff_min", &s->backoff_min_ms, err, n) ||
+           ll_config_duration_ms(cfg, "dispatch.backoff_max", &s->backoff_max_ms, err, n) ||
+           ll_config_duration_ms(cfg, "dispatch.delivery_timeout", &s->delivery_ms, err, n)
+               ? -1 : 0;
+}
+
+/* One tick: lease, deliver and settle until no due row is left (contract §6 "drain"). */
+static void drain(ll_db *db, kafka_sink *sink, const dispatch_settings *s)
+{
+    for (;;) {
+        leased *rows = NULL;
+        size_t n = 0;
+        ll_db_rc rc = outbox_lease(db, s, &rows, &n);
+        if (rc == LL_DB_OK && n > 0)
+            rc = outbox_build(db, rows, n);
+        if (rc != LL_DB_OK || n == 0) {
+            if (rc != LL_DB_OK)
+                ll_log(LL_WARN, NULL, "dispatch_loop_error", "%s", db->err.message);
+            outbox_free(rows, n);
+            return;
+        }
+        sink_deliver(sink, rows, n, s->delivery_ms);
+        long sent = 0, retried = 0, dead = 0;
+        rc = outbox_settle(db, s, rows, n, &sent, &retried, &dead);
+        for (size_t i = 0; i < n; i++) {
+            ll_log_ctx ctx = {rows[i].run_id, rows[i].partition_id, NULL, -1, -1};
+            ll_log(rows[i].http_status == 200 ? LL_INFO : LL_WARN, &ctx,
+                   rows[i].http_status == 200 ? "dispatch_sent" : "dispatch_retry",
+                   "%s %s attempt %d%s%s", rows[i].type, rows[i].dispatch_id, rows[i].attempt,
+                   rows[i].http_status == 200 ? "" : ": ", rows[i].http_status == 200 ? "" : rows[i].error);
+        }
+        outbox_free(rows, n);
+        if (rc != LL_DB_OK) {
+            /* the lease expires and the rows come again: at least once */
+            ll_log(LL_WARN, NULL, "dispatch_loop_error", "settle: %s", db->err.message);
+            return;
+        }
+        if (dead)
+            ll_log(LL_ERROR, NULL, "dispatch_dead", "%ld dispatches DEAD", dead);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = getenv("LOADLEDGER_CONFIG");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            path = argv[++i];
+        } else {
+            printf("ll-dispatcher - delivers the outbox (load_dispatch) to Kafka\n"
+                   "usage: ll-dispatcher [--config FILE]\nkeys:\n");
+            for (const ll_config_key *k = keys; k->key; k++)
+                printf("  %-28s %s%s%s\n", k->key, k->help, k->default_value ? " [default " : "",
+                       k->default_value ? k->default_value : "");
+            printf("  %-28s %s\n", "kafka.<property>", "passed to librdkafka");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
+        }
+    }
+    unsetenv("LOADLEDGER_CONFIG");
+    char err[1024];
+    ll_config *cfg = ll_config_load(path, keys, LL_ALL_TOPICS, err, sizeof err);
+    dispatch_settings s;
+    ll_level lvl = LL_INFO;
+    if (!cfg || read_settings(cfg, &s, err, sizeof err) ||
+        ll_log_level_parse(ll_config_get(cfg, "log.level"), &lvl)) {
+        fprintf(stderr, "ll-dispatcher: %s\n", cfg ? err : err);
+        ll_config_free(cfg);
+        return 1;
+    }
+    ll_log_init("dispatcher", lvl);
+    kafka_sink sink;
+    if (sink_open(&sink, cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "ll-dispatcher: %s\n", err);
+        sink_close(&sink);
+        ll_config_free(cfg);
+        return 1;
+    }
+    int64_t attempts = 3;
+    ll_config_int(cfg, "db.tx_attempts", &attempts, err, sizeof err);
+    ll_db db;
+    if (ll_db_open(&db, ll_config_get(cfg, "db.conninfo"), "dispatcher", (int)attempts) != LL_DB_OK)
+        ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start; will retry");
+    const char *lc = ll_config_get(cfg, "db.listen_conninfo");
+    listener lis = {NULL, NULL, 0};
+    if (!lc)
+        lc = ll_config_get(cfg, "db.conninfo");
+    if (strcmp(lc, "none") != 0)
+        lis.conninfo = (char *)lc;
+    else
+        ll_log(LL_INFO, NULL, "listen_disabled", "polling only");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    ll_log(LL_INFO, NULL, "service_started", "dispatcher started (poll %lld ms, lease %lld ms)",
+           (long long)s.poll_ms, (long long)s.lease_ms);
+    drain(&db, &sink, &s);
+    while (!g_stop) {
+        listener_wait(&lis, s.poll_ms < 1000 ? s.poll_ms : 1000);
+        drain(&db, &sink, &s);
+    }
+    ll_log(LL_INFO, NULL, "service_stopped", "dispatcher stopped");
+    listener_close(&lis);
+    ll_db_close(&db);
+    sink_close(&sink);
+    ll_config_free(cfg);
+    return 0;
+}

@@ -1,0 +1,19 @@
+/*
+ * ll-registrar - run admission: creates runs (one active run per job key + business key) and
+ * registers their manifests. Contract §5.1 and §5.2; kafka-edition.md §2.
+ */
+#include "ll/svc.h"
+#include "registrar.h"
+
+static const ll_input inputs[] = {
+    {"run-requests", "RunRequest.avsc", "run-decisions", "RunDecision.avsc",
+     registrar_apply_run_request},
+    {"manifests", "Manifest.avsc", "manifest-decisions", "ManifestDecision.avsc",
+     registrar_apply_manifest},
+};
+
+int main(int argc, char **argv)
+{
+    ll_service svc = {"registrar", "run admission and manifest registration", inputs, 2, NULL, NULL, NULL};
+    return ll_service_main(argc, argv, &svc);
+}

@@ -1,0 +1,58 @@
+"""Fixtures of the integration tests: the real broker and database of scripts/env.sh, the
+loadledger services of this build, and NiFi's side played by tools/nifisim."""
+import os
+import sys
+import uuid
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "nifisim"))
+
+from llsim.flow import Flow  # noqa: E402
+from llsim.kafkaio import Nifi  # noqa: E402
+from llsim.scenario import Run  # noqa: E402
+from llsim.stack import Stack  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def stack():
+    """Migrated ledger and the four services, stopped (and checked for a clean exit) at the end."""
+    s = Stack()
+    s.migrate()
+    s.start_all()
+    yield s
+    codes = s.stop_all()
+    bad = {k: v for k, v in codes.items() if v != 0}
+    assert not bad, "services did not exit cleanly (sanitizer report or crash): %s; logs in %s" % (bad, s.log_dir)
+
+
+@pytest.fixture(scope="module")
+def nifi(stack):
+    return Nifi(stack.bootstrap, stack.prefix)
+
+
+@pytest.fixture
+def flow(nifi):
+    f = Flow(nifi)
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def db(stack):
+    c = stack.db()
+    yield c.cursor()
+    c.close()
+
+
+def new_run(**kw):
+    """A reference-scenario run with a business key of its own (one active run per key)."""
+    kw.setdefault("business_key", "2026-09-28.t" + uuid.uuid4().hex[:10])
+    return Run(**kw)
+
+
+def one(cur, sql, *args):
+    cur.execute(sql, args)
+    row = cur.fetchone()
+    return row[0] if row and len(row) == 1 else row
