@@ -4,7 +4,7 @@
 #   build-test  AddressSanitizer + UBSan: cmocka unit tests, then the integration tests against
 #               the real Kafka broker and PostgreSQL (services run sanitized; a leak or UB report
 #               fails the test that started them);
-#   build-vg    no sanitizer: the unit tests again under valgrind memcheck.
+#   build-vg    no sanitizer, optimised as the demo builds: the unit tests under valgrind memcheck.
 # Then it stops the environment. Extra arguments go to the first ctest (e.g. -L unit, -R chunk).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,7 +17,7 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DLL_SANITIZE=ON >/dev/nul
 cmake --build "$build" -j"$jobs"
 
 vg=${LL_VALGRIND_BUILD_DIR:-$root/build-vg}
-cmake -S "$root" -B "$vg" -DCMAKE_BUILD_TYPE=Debug -DLL_SANITIZE=OFF >/dev/null
+cmake -S "$root" -B "$vg" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLL_SANITIZE=OFF >/dev/null
 cmake --build "$vg" -j"$jobs"
 
 status=0

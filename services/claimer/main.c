@@ -1,6 +1,7 @@
 /*
  * ll-claimer - ownership of partitions: PENDING/RETRY -> RUNNING for one claim token, same-token
- * retries, attempt counts, the reissue ACK. Contract §5.3; kafka-edition.md §2, §6.
+ * retries, attempt counts, the reissue ACK; and of the publish: STAGING_VALIDATED -> PUBLISHING
+ * for one publish token. Contract §5.3, §5.13; kafka-edition.md §2, §6.
  */
 #include "claimer.h"
 #include "ll/svc.h"
@@ -8,10 +9,13 @@
 static const ll_input inputs[] = {
     {"partition-claims", "PartitionClaim.avsc", "claim-decisions", "ClaimDecision.avsc",
      claimer_apply_partition_claim},
+    {"publish-claims", "PublishClaim.avsc", "publish-claim-decisions", "PublishClaimDecision.avsc",
+     claimer_apply_publish_claim},
 };
 
 int main(int argc, char **argv)
 {
-    ll_service svc = {"claimer", "partition ownership (claims)", inputs, 1, NULL, NULL, NULL};
+    ll_service svc = {"claimer", "ownership: partition claims and publish claims", inputs,
+                      sizeof inputs / sizeof inputs[0], NULL, NULL, NULL};
     return ll_service_main(argc, argv, &svc);
 }

@@ -145,7 +145,23 @@ static ll_apply decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_r
         ll_part_status_parse(PQgetvalue(part, 0, 0), &ps);
         const char *stored = ll_db_text(part, 0, 1);
         long long attempt = ll_db_ll(part, 0, 2, 0);
-        switch (ll_claim_decide(run->status, ps, stored, c->token)) {
+        ll_claim_decision d = ll_claim_decide(run->status, ps, stored, c->token);
+        bool superseded = false;
+        /* a token granted before and superseded (a replayed or zombie claim after a reissue) never
+         * owns the partition again (0003_kafka_edition, kafka-edition.md §1 and §6): without this,
+         * replaying partition-claims over a RETRY partition re-granted the old token */
+        if (d == LL_CLAIM_GRANT &&
+            ll_claim_token_known(db, c->run_id, c->partition_id, c->token, &superseded) != LL_DB_OK) {
+            PQclear(part);
+            return LL_APPLY_DB;
+        }
+        if (superseded) {
+            out->reply = claim_reply(m, c, "REJECTED", "CLAIM_MISMATCH", ll_run_status_name(run->status),
+                                     ll_part_status_name(ps), false, attempt, NULL, NULL);
+            PQclear(part);
+            return LL_APPLY_ROLLBACK;
+        }
+        switch (d) {
         case LL_CLAIM_GRANT:
             a = grant(db, m, c, run, part, ps, out);
             break;

@@ -238,6 +238,8 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
         return LL_APPLY_DB;
     if (path_taken) {
         out->reply = outcome(m, c, "REJECTED", "UNIQUE_VIOLATION", "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps, 0, false);
+        /* contract §4.1: UNIQUE_VIOLATION names its constraint in details */
+        json_object_set_new(out->reply, "details", json_pack("{s:s}", "constraint", "uq_load_file_path"));
         return LL_APPLY_ROLLBACK;
     }
     if (op->status == LL_PART_SUCCESS && changed) {

@@ -7,6 +7,7 @@
 
 #include "ll/kloop.h"
 #include "ll/ledger.h"
+#include "ll/rules.h"
 
 /* Applies one chunk report (topic chunks). See chunk_report.c. */
 ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
@@ -40,5 +41,38 @@ ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partit
                                const char *token, owned_partition *op, ll_db_rc *rc);
 /* Frees the run row inside. */
 void owned_partition_clear(owned_partition *op);
+
+/* Applies one validation start (topic validation-starts, contract §5.7). */
+ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+/* Applies one batch of metrics (topic validation-metrics, contract §5.8). */
+ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+/* Applies one stage-validated request (topic stage-validations, contract §5.9). */
+ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+/* Applies one success request (topic run-successes, contract §5.10). */
+ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+/* Applies one run failure report (topic run-failures, contract §5.6). */
+ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+/* Applies one publish result (topic publish-results, contract §5.14). */
+ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
+
+/* How the run of a run-level event was found (run_event.c). */
+typedef enum run_lookup {
+    RUN_FOUND = 0, /* locked; the row is filled */
+    RUN_DEFER,     /* not in the ledger yet: out->reason says so; return LL_APPLY_DEFER */
+    RUN_REFUSED,   /* its run request was refused: answer RUN_NOT_FOUND */
+    RUN_DBERR      /* a query failed: return LL_APPLY_DB */
+} run_lookup;
+
+/* Locks the run of a run-level event (the first lock, contract §2.8). */
+run_lookup lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, ll_apply_out *out);
+/* Reads the stored metrics of stage and applies the gate (contract §3.5): reasons appended to
+ * *reasons (none = pass); *count = the newest all-digits value of count_metric, or -1 (gate.c). */
+ll_db_rc read_gate(ll_db *db, const char *run_id, const char *stage, const char *count_metric,
+                   ll_strlist *reasons, int64_t *count);
+/* The reasons as a JSON array of strings (new reference). */
+json_t *reasons_json(const ll_strlist *reasons);
+
+/* Defers an event that needs the run in `needed` while it is still earlier on its path. */
+ll_apply defer_until(ll_run_status current, ll_run_status needed, ll_apply_out *out);
 
 #endif

@@ -144,6 +144,8 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
         case LL_PFAIL_STATUS_MISMATCH:
         default:
             out->reply = outcome(m, &f, "REJECTED", "PARTITION_STATUS_MISMATCH", rs, ps, false);
+            /* contract §5.5 check 4: details {partitionStatus} */
+            json_object_set_new(out->reply, "details", json_pack("{s:s}", "partitionStatus", ps));
             break;
         }
     }

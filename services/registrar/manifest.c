@@ -178,6 +178,9 @@ static json_t *decision(const ll_msg *m, const char *run_id, const char *outcome
     json_object_set_new(r, "emptyPartitionCount", json_integer(empty));
     json_object_set_new(r, "validationScheduled", json_boolean(scheduled));
     json_object_set_new(r, "violations", violations ? violations : json_array());
+    /* contract §5.2 step 2: RUN_STATUS_MISMATCH carries details {runStatus} */
+    if (code && status && strcmp(code, "RUN_STATUS_MISMATCH") == 0)
+        json_object_set_new(r, "details", json_pack("{s:s}", "runStatus", status));
     return r;
 }
 

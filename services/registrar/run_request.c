@@ -67,6 +67,9 @@ static json_t *reply(const ll_msg *m, const run_request *rq, const char *outcome
     json_object_set_new(r, "businessKey", json_string(rq->business_key));
     json_object_set_new(r, "hdfsRunPath", path ? json_string(path) : json_null());
     json_object_set_new(r, "stageTable", table ? json_string(table) : json_null());
+    /* contract §5.1 step 5: DUPLICATE_ACTIVE_RUN carries details {jobKey, businessKey} (also on replay) */
+    if (code && strcmp(code, "DUPLICATE_ACTIVE_RUN") == 0)
+        json_object_set_new(r, "details", json_pack("{s:s,s:s}", "jobKey", rq->job_key, "businessKey", rq->business_key));
     return r;
 }
 

@@ -56,3 +56,9 @@ def one(cur, sql, *args):
     cur.execute(sql, args)
     row = cur.fetchone()
     return row[0] if row and len(row) == 1 else row
+
+
+def rows(cur, sql, *args):
+    """Every row of a query, as tuples."""
+    cur.execute(sql, args)
+    return cur.fetchall()

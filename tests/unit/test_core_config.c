@@ -112,6 +112,10 @@ static void test_durations(void **state)
     assert_int_equal(ll_parse_duration_ms("P5M", &ms), -1); /* months are not a fixed length */
     assert_int_equal(ll_parse_duration_ms("-5", &ms), -1);
     assert_int_equal(ll_parse_duration_ms("ten", &ms), -1);
+    assert_int_equal(ll_parse_duration_ms("inf", &ms), -1);
+    assert_int_equal(ll_parse_duration_ms("1e30", &ms), -1);
+    assert_int_equal(ll_parse_duration_ms("PT1e30S", &ms), -1);
+    assert_int_equal(ll_parse_duration_ms("nan", &ms), -1);
 }
 
 static void test_booleans(void **state)

@@ -100,17 +100,21 @@ static int apply_one(PGconn *c, const char *dir, const char *file, int *applied)
     return exec_ok(c, "COMMIT", "commit");
 }
 
-int lc_migrate(const lc_opts *o, int argc, char **argv)
+static const char USAGE[] =
+    "usage: loadctl migrate [--dir DIR]\n\n"
+    "Applies schemas/sql/NNNN_*.sql not yet recorded in nifi_ops.schema_migrations, each in one\n"
+    "transaction (as the migration account, not ll_operator). DIR defaults to $LL_MIGRATIONS_DIR,\n"
+    "else the installed schemas, else the source tree.\n";
+
+int lc_migrate(const lc_opts *go, int argc, char **argv)
 {
-    const char *dir = default_dir();
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--dir") == 0 && i + 1 < argc)
-            dir = argv[++i];
-        else {
-            fprintf(stderr, "usage: loadctl migrate [--dir DIR]\n");
-            return LC_USAGE;
-        }
-    }
+    lc_opts opts = *go, *o = &opts;
+    const char *dir = default_dir(), *pos[1];
+    int npos;
+    lc_optspec specs[] = {{"dir", &dir, NULL}, {NULL, NULL, NULL}};
+    int rc0 = lc_args(o, USAGE, argc, argv, specs, pos, 0, 0, &npos);
+    if (rc0 != LC_CONTINUE)
+        return rc0;
     DIR *d = opendir(dir);
     if (!d) {
         fprintf(stderr, "loadctl migrate: cannot open %s\n", dir);

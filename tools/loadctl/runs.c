@@ -1,8 +1,7 @@
 /*
- * runs.c - `loadctl runs`: runs newest first with their progress (contract §5.20), as a table
- * or, with --json, one JSON array.
+ * runs.c - `loadctl runs` (alias `status`): runs newest first with their progress (contract
+ * §5.20), as a table or, with --json, {"runs": [...]}. Read-only, no locks.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,79 +10,77 @@
 #include "ll/status.h"
 #include "loadctl.h"
 
-/* Unset filters are NULL parameters, so the SQL text never changes with the input. */
-static const char SQL_RUNS[] =
-    "SELECT run_id, job_key, business_key, status, coalesce(source_count, 0), extracted_count,"
-    " coalesce(expected_partition_count, 0), success_partition_count, failed_partition_count,"
-    " to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'), coalesce(error_code, '')"
+static const char USAGE[] =
+    "usage: loadctl runs [--job KEY] [--business-key KEY] [--status STATUS] [--limit 1..500] [--json]\n"
+    "       loadctl status ...   (the same)\n\n"
+    "Runs newest first (started_at) with their partition progress; unset filters are ignored.\n"
+    "--limit defaults to 50. --status is one of the 16 run statuses.\n";
+
+/* Unset filters are NULL parameters, so the SQL text never changes with the input. The
+ * progress columns are the run's counters (contract §5.20), PARTS = success/expected. */
+static const ll_stmt ST_RUNS = {
+    "loadctl_runs",
+    "SELECT run_id, job_key, business_key, status, source_count, extracted_count, staging_count,"
+    " target_count, expected_partition_count, success_partition_count, failed_partition_count,"
+    " " LC_ISO("started_at") ", " LC_ISO("heartbeat_at") ", " LC_ISO("completed_at") ", error_code"
     " FROM nifi_ops.load_run"
     " WHERE ($1::text IS NULL OR job_key = $1) AND ($2::text IS NULL OR business_key = $2)"
     "   AND ($3::text IS NULL OR status = $3)"
-    " ORDER BY started_at DESC LIMIT $4::int";
+    " ORDER BY started_at DESC, run_id LIMIT $4::int",
+    4};
 
-int lc_runs(const lc_opts *o, int argc, char **argv)
+static const char *const NAMES[] = {"runId", "jobKey", "businessKey", "status", "#sourceCount",
+    "#extractedCount", "#stagingCount", "#targetCount", "#expectedPartitionCount",
+    "#successPartitionCount", "#failedPartitionCount", "startedAt", "heartbeatAt", "completedAt",
+    "errorCode", NULL};
+
+static void print_table(const PGresult *r)
 {
-    const char *job = NULL, *bk = NULL, *status = NULL, *limit = "50";
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 < argc && strcmp(argv[i], "--job") == 0)
-            job = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "--business-key") == 0)
-            bk = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "--status") == 0)
-            status = argv[++i];
-        else if (i + 1 < argc && strcmp(argv[i], "--limit") == 0)
-            limit = argv[++i];
-        else {
-            fprintf(stderr, "usage: loadctl runs [--job KEY] [--business-key KEY] [--status STATUS] [--limit 1..500]\n");
-            return LC_USAGE;
-        }
-    }
-    ll_run_status st;
-    int lim = atoi(limit);
-    if ((status && ll_run_status_parse(status, &st) != 0) || lim < 1 || lim > 500) {
-        fprintf(stderr, "loadctl runs: --status must be a run status, --limit 1..500\n");
-        return LC_USAGE;
-    }
-    PGconn *c = lc_connect(o);
-    if (!c)
-        return LC_DB;
-    const char *p[4] = {job, bk, status, limit};
-    PGresult *r = PQexecParams(c, SQL_RUNS, 4, NULL, p, NULL, NULL, 0);
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        fprintf(stderr, "loadctl runs: %s", PQresultErrorMessage(r));
-        PQclear(r);
-        PQfinish(c);
-        return LC_DB;
-    }
-    json_t *arr = json_array();
-    if (!o->json)
-        printf("%-36s  %-24s %-12s %-20s %9s %9s %5s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS",
-               "SOURCE", "EXTRACTED", "PARTS", "STARTED (UTC)");
+    printf("%-36s  %-24s %-12s %-24s %9s %9s %9s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS",
+           "SOURCE", "EXTRACTED", "PARTS", "STARTED (UTC)");
     for (int i = 0; i < PQntuples(r); i++) {
-        if (o->json) {
-            json_array_append_new(arr, json_pack("{s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:s,s:s}",
-                "runId", PQgetvalue(r, i, 0), "jobKey", PQgetvalue(r, i, 1), "businessKey", PQgetvalue(r, i, 2),
-                "status", PQgetvalue(r, i, 3), "sourceCount", (json_int_t)atoll(PQgetvalue(r, i, 4)),
-                "extractedCount", (json_int_t)atoll(PQgetvalue(r, i, 5)),
-                "expectedPartitionCount", (json_int_t)atoll(PQgetvalue(r, i, 6)),
-                "successPartitionCount", (json_int_t)atoll(PQgetvalue(r, i, 7)),
-                "failedPartitionCount", (json_int_t)atoll(PQgetvalue(r, i, 8)),
-                "startedAt", PQgetvalue(r, i, 9), "errorCode", PQgetvalue(r, i, 10)));
-        } else {
-            char parts[32];
-            snprintf(parts, sizeof parts, "%s/%s", PQgetvalue(r, i, 7), PQgetvalue(r, i, 6));
-            printf("%-36s  %-24.24s %-12.12s %-20s %9s %9s %5s %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-                   PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5), parts,
-                   PQgetvalue(r, i, 9));
-        }
+        char parts[48];
+        snprintf(parts, sizeof parts, "%s/%s", lc_cell(r, i, 9), lc_cell(r, i, 8));
+        if (!PQgetisnull(r, i, 10) && strcmp(PQgetvalue(r, i, 10), "0") != 0)
+            snprintf(parts + strlen(parts), sizeof parts - strlen(parts), " %sF", PQgetvalue(r, i, 10));
+        printf("%-36s  %-24.24s %-12.12s %-24s %9s %9s %9s %.19s\n", lc_cell(r, i, 0), lc_cell(r, i, 1),
+               lc_cell(r, i, 2), lc_cell(r, i, 3), lc_cell(r, i, 4), lc_cell(r, i, 5), parts,
+               lc_cell(r, i, 11));
     }
-    if (o->json) {
-        char *s = json_dumps(arr, JSON_INDENT(2));
-        puts(s);
-        free(s);
+}
+
+int lc_runs(const lc_opts *go, int argc, char **argv)
+{
+    lc_opts opts = *go, *o = &opts;
+    const char *job = NULL, *bk = NULL, *status = NULL, *limit = "50", *pos[1];
+    int npos;
+    lc_optspec specs[] = {{"job", &job, NULL}, {"business-key", &bk, NULL}, {"status", &status, NULL},
+                          {"limit", &limit, NULL}, {NULL, NULL, NULL}};
+    int rc = lc_args(o, USAGE, argc, argv, specs, pos, 0, 0, &npos);
+    if (rc != LC_CONTINUE)
+        return rc;
+    ll_run_status st;
+    long lim;
+    if (status && ll_run_status_parse(status, &st) != 0)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--status must be one of the 16 run statuses");
+    if (lc_parse_int(limit, 1, 500, &lim) != 0)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--limit must be 1..500");
+    if ((job && strlen(job) > 200) || (bk && strlen(bk) > 200))
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--job and --business-key are at most 200 chars");
+    ll_db db;
+    if ((rc = lc_db_open(o, &db)) != LC_OK)
+        return rc;
+    const char *p[4] = {job, bk, status, limit};
+    PGresult *r = lc_query(o, &db, &ST_RUNS, p);
+    if (!r) {
+        ll_db_close(&db);
+        return LC_DB;
     }
-    json_decref(arr);
+    if (o->json)
+        lc_print_json(json_pack("{s:o}", "runs", lc_rows_json(r, NAMES)));
+    else
+        print_table(r);
     PQclear(r);
-    PQfinish(c);
+    ll_db_close(&db);
     return LC_OK;
 }

@@ -1,8 +1,9 @@
 /*
- * show.c - `loadctl show RUN`: one run in detail (contract §5.19): the run, its partitions
- * (rows, chunks, attempts), its dispatches and its events, as text or --json.
+ * show.c - `loadctl show RUN`: one run in detail (contract §5.19, §5.21): the run, its
+ * partitions (rows, chunks, attempts), validation metrics, dispatches and newest events, as text
+ * or --json. Read-only: every query runs in one REPEATABLE READ READ ONLY transaction, so the
+ * sections agree with each other; nothing is locked.
  */
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,133 +11,179 @@
 #include "ll/rules.h"
 #include "loadctl.h"
 
-static const char SQL_RUN[] =
+static const char USAGE[] =
+    "usage: loadctl show RUN [--events 1..1000] [--json]\n\n"
+    "One run (RUN = run id): status and counters, partitions, validation metrics, dispatches\n"
+    "(oldest first) and the newest --events events (default 200), shown oldest first.\n"
+    "Exit 2 with RUN_NOT_FOUND when the ledger has no such run.\n";
+
+static const ll_stmt ST_RUN = {
+    "show_run",
     "SELECT run_id, job_key, business_key, status, snapshot_scn::text, source_count,"
     " expected_partition_count, success_partition_count, failed_partition_count, extracted_count,"
-    " staging_count, target_count, hdfs_run_path, stage_table_name,"
-    " to_char(started_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-    " to_char(extract_completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
-    " to_char(completed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
+    " staging_count, target_count, hdfs_run_path, stage_table_name, " LC_ISO("started_at") ","
+    " " LC_ISO("heartbeat_at") ", " LC_ISO("extract_completed_at") ", " LC_ISO("publish_started_at") ","
+    " " LC_ISO("published_at") ", " LC_ISO("completed_at") ", " LC_ISO("cleaned_at") ","
     " error_stage, error_code, error_message, version_no"
-    " FROM nifi_ops.load_run WHERE run_id = $1::uuid";
+    " FROM nifi_ops.load_run WHERE run_id = $1::uuid",
+    1};
+static const char *const RUN_NAMES[] = {"runId", "jobKey", "businessKey", "status", "snapshotScn",
+    "#sourceCount", "#expectedPartitionCount", "#successPartitionCount", "#failedPartitionCount",
+    "#extractedCount", "#stagingCount", "#targetCount", "hdfsRunPath", "stageTable", "startedAt",
+    "heartbeatAt", "extractCompletedAt", "publishStartedAt", "publishedAt", "completedAt", "cleanedAt",
+    "errorStage", "errorCode", "errorMessage", "#versionNo", NULL};
+enum { R_ID, R_JOB, R_BK, R_STATUS, R_SCN, R_SOURCE, R_EXPECTED, R_SUCCESS, R_FAILED, R_EXTRACTED,
+       R_STAGING, R_TARGET, R_PATH, R_TABLE, R_STARTED, R_HEARTBEAT, R_EXTRACT_AT, R_PUB_START,
+       R_PUBLISHED, R_COMPLETED, R_CLEANED, R_ERR_STAGE, R_ERR_CODE, R_ERR_MSG, R_VERSION };
 
-static const char SQL_PARTITIONS[] =
+static const ll_stmt ST_PARTITIONS = {
+    "show_partitions",
     "SELECT p.partition_id, p.status, p.expected_row_count, p.actual_row_count, p.file_count,"
     " (SELECT count(*) FROM nifi_ops.load_file f WHERE f.run_id = p.run_id"
     "   AND f.partition_id = p.partition_id AND f.status = 'WRITTEN'),"
-    " p.attempt_count, p.worker_node, p.error_code, p.lower_bound::text, p.upper_bound::text"
-    " FROM nifi_ops.load_partition p WHERE p.run_id = $1::uuid ORDER BY p.partition_id";
+    " p.attempt_count, p.worker_node, p.error_code, p.lower_bound::text, p.upper_bound::text,"
+    " " LC_ISO("p.heartbeat_at")
+    " FROM nifi_ops.load_partition p WHERE p.run_id = $1::uuid ORDER BY p.partition_id",
+    1};
+static const char *const PART_NAMES[] = {"partitionId", "status", "#expectedRowCount",
+    "#actualRowCount", "#fileCount", "#writtenChunks", "#attemptCount", "workerNode", "errorCode",
+    "lowerBound", "upperBound", "heartbeatAt", NULL};
 
-static const char SQL_DISPATCHES[] =
-    "SELECT dispatch_id, dispatch_type, partition_id, status, attempt_count,"
-    " to_char(sent_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'),"
-    " to_char(acked_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), last_error"
-    " FROM nifi_ops.load_dispatch WHERE run_id = $1::uuid ORDER BY created_at, dispatch_id";
+/* Contract §5.21: SOURCE, STAGING, TARGET (others last), then metric name. */
+static const ll_stmt ST_VALIDATIONS = {
+    "show_validations",
+    "SELECT stage, metric_name, expected_value, actual_value, result, query_version, "
+    LC_ISO("measured_at") " FROM nifi_ops.load_validation WHERE run_id = $1::uuid"
+    " ORDER BY coalesce(array_position(ARRAY['SOURCE', 'STAGING', 'TARGET']::text[], stage::text), 4),"
+    " stage, metric_name, query_version",
+    1};
+static const char *const VAL_NAMES[] = {"stage", "metricName", "expectedValue", "actualValue",
+    "result", "queryVersion", "measuredAt", NULL};
 
-static const char SQL_EVENTS[] =
-    "SELECT to_char(event_time AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), event_level,"
-    " event_name, partition_id, error_code, message FROM nifi_ops.load_event"
-    " WHERE run_id = $1::uuid ORDER BY event_time, event_name";
+static const ll_stmt ST_DISPATCHES = {
+    "show_dispatches",
+    "SELECT dispatch_id, dispatch_type, partition_id, status, attempt_count, "
+    LC_ISO("next_attempt_at") ", " LC_ISO("sent_at") ", " LC_ISO("acked_at") ", last_http_status,"
+    " last_error FROM nifi_ops.load_dispatch WHERE run_id = $1::uuid ORDER BY created_at, dispatch_id",
+    1};
+static const char *const DISPATCH_NAMES[] = {"dispatchId", "dispatchType", "partitionId", "status",
+    "#attemptCount", "nextAttemptAt", "sentAt", "ackedAt", "#lastHttpStatus", "lastError", NULL};
 
-static json_t *cell(const PGresult *r, int row, int col, int numeric)
+/* Contract §5.21: the newest $2 events, returned oldest first. */
+static const ll_stmt ST_EVENTS = {
+    "show_events",
+    "SELECT " LC_ISO("event_time") ", event_level, event_name, partition_id, process_group,"
+    " error_code, message, details::text FROM ("
+    "  SELECT * FROM nifi_ops.load_event WHERE run_id = $1::uuid"
+    "  ORDER BY event_time DESC, event_id LIMIT $2::int) e"
+    " ORDER BY event_time, event_id",
+    2};
+static const char *const EVENT_NAMES[] = {"eventTime", "level", "name", "partitionId",
+    "processGroup", "errorCode", "message", "details", NULL};
+
+static void print_text(const PGresult *run, const PGresult *parts, const PGresult *vals,
+                       const PGresult *disp, const PGresult *ev)
 {
-    if (PQgetisnull(r, row, col))
-        return json_null();
-    return numeric ? json_integer(atoll(PQgetvalue(r, row, col))) : json_string(PQgetvalue(r, row, col));
-}
-
-/* Rows of r as JSON objects named by `names` (a leading '#' marks an integer column). */
-static json_t *rows_json(const PGresult *r, const char *const *names)
-{
-    json_t *arr = json_array();
-    for (int i = 0; i < PQntuples(r); i++) {
-        json_t *o = json_object();
-        for (int c = 0; names[c]; c++)
-            json_object_set_new(o, names[c] + (names[c][0] == '#'), cell(r, i, c, names[c][0] == '#'));
-        json_array_append_new(arr, o);
-    }
-    return arr;
-}
-
-static const char *const RUN_NAMES[] = {"runId", "jobKey", "businessKey", "status", "snapshotScn", "#sourceCount",
-    "#expectedPartitionCount", "#successPartitionCount", "#failedPartitionCount", "#extractedCount", "#stagingCount",
-    "#targetCount", "hdfsRunPath", "stageTable", "startedAt", "extractCompletedAt", "completedAt", "errorStage",
-    "errorCode", "errorMessage", "#versionNo", NULL};
-static const char *const PART_NAMES[] = {"partitionId", "status", "#expectedRowCount", "#actualRowCount",
-    "#fileCount", "#writtenChunks", "#attemptCount", "workerNode", "errorCode", "lowerBound", "upperBound", NULL};
-static const char *const DISPATCH_NAMES[] = {"dispatchId", "dispatchType", "partitionId", "status", "#attemptCount",
-    "sentAt", "ackedAt", "lastError", NULL};
-static const char *const EVENT_NAMES[] = {"eventTime", "level", "name", "partitionId", "errorCode", "message", NULL};
-
-static const char *v(const PGresult *r, int row, int col)
-{
-    return PQgetisnull(r, row, col) ? "-" : PQgetvalue(r, row, col);
-}
-
-static void print_text(const PGresult *run, const PGresult *parts, const PGresult *disp, const PGresult *ev)
-{
-    printf("run %s  %s / %s\n  status %s (version %s)\n  scn %s  source rows %s  extracted %s\n"
-           "  partitions %s expected, %s success, %s failed\n  run path %s\n  stage table %s\n"
-           "  started %s  extracted at %s  completed %s\n",
-           v(run, 0, 0), v(run, 0, 1), v(run, 0, 2), v(run, 0, 3), v(run, 0, 20), v(run, 0, 4), v(run, 0, 5),
-           v(run, 0, 9), v(run, 0, 6), v(run, 0, 7), v(run, 0, 8), v(run, 0, 12), v(run, 0, 13), v(run, 0, 14),
-           v(run, 0, 15), v(run, 0, 16));
-    if (!PQgetisnull(run, 0, 18))
-        printf("  error %s %s: %s\n", v(run, 0, 17), v(run, 0, 18), v(run, 0, 19));
-    printf("\n  %-9s %-10s %10s %10s %7s %8s  %s\n", "PARTITION", "STATUS", "EXPECTED", "ROWS", "CHUNKS",
-           "ATTEMPTS", "WORKER");
+#define F(c) lc_cell(run, 0, c)
+    printf("run %s  %s / %s\n  status %s (version %s)\n  scn %s  source rows %s  extracted %s"
+           "  staging %s  target %s\n  partitions %s expected, %s success, %s failed\n"
+           "  run path %s\n  stage table %s\n  started %s  heartbeat %s\n  extracted at %s"
+           "  published %s  completed %s  cleaned %s\n",
+           F(R_ID), F(R_JOB), F(R_BK), F(R_STATUS), F(R_VERSION), F(R_SCN), F(R_SOURCE), F(R_EXTRACTED),
+           F(R_STAGING), F(R_TARGET), F(R_EXPECTED), F(R_SUCCESS), F(R_FAILED), F(R_PATH), F(R_TABLE),
+           F(R_STARTED), F(R_HEARTBEAT), F(R_EXTRACT_AT), F(R_PUBLISHED), F(R_COMPLETED), F(R_CLEANED));
+    if (!PQgetisnull(run, 0, R_ERR_CODE))
+        printf("  error %s %s: %s\n", F(R_ERR_STAGE), F(R_ERR_CODE), F(R_ERR_MSG));
+#undef F
+    printf("\n  %-9s %-10s %10s %10s %7s %8s  %s\n", "PARTITION", "STATUS", "EXPECTED", "ROWS",
+           "CHUNKS", "ATTEMPTS", "WORKER");
     for (int i = 0; i < PQntuples(parts); i++)
-        printf("  %-9s %-10s %10s %10s %7s %8s  %s\n", v(parts, i, 0), v(parts, i, 1), v(parts, i, 2),
-               v(parts, i, 3), v(parts, i, 5), v(parts, i, 6), v(parts, i, 7));
-    printf("\n  %-36s %-18s %-9s %-7s %8s\n", "DISPATCH", "TYPE", "PARTITION", "STATUS", "ATTEMPTS");
+        printf("  %-9s %-10s %10s %10s %7s %8s  %s\n", lc_cell(parts, i, 0), lc_cell(parts, i, 1),
+               lc_cell(parts, i, 2), lc_cell(parts, i, 3), lc_cell(parts, i, 5), lc_cell(parts, i, 6),
+               lc_cell(parts, i, 7));
+    printf("\n  %-8s %-28s %-18s %-18s %-6s %s\n", "STAGE", "METRIC", "EXPECTED", "ACTUAL", "RESULT",
+           "VERSION");
+    for (int i = 0; i < PQntuples(vals); i++)
+        printf("  %-8s %-28.28s %-18.18s %-18.18s %-6s %s\n", lc_cell(vals, i, 0), lc_cell(vals, i, 1),
+               lc_cell(vals, i, 2), lc_cell(vals, i, 3), lc_cell(vals, i, 4), lc_cell(vals, i, 5));
+    printf("\n  %-36s %-18s %-9s %-7s %8s  %s\n", "DISPATCH", "TYPE", "PARTITION", "STATUS",
+           "ATTEMPTS", "LAST ERROR");
     for (int i = 0; i < PQntuples(disp); i++)
-        printf("  %-36s %-18s %-9s %-7s %8s\n", v(disp, i, 0), v(disp, i, 1), v(disp, i, 2), v(disp, i, 3),
-               v(disp, i, 4));
+        printf("  %-36s %-18s %-9s %-7s %8s  %s\n", lc_cell(disp, i, 0), lc_cell(disp, i, 1),
+               lc_cell(disp, i, 2), lc_cell(disp, i, 3), lc_cell(disp, i, 4),
+               PQgetisnull(disp, i, 9) ? "" : PQgetvalue(disp, i, 9));
     printf("\n  events:\n");
     for (int i = 0; i < PQntuples(ev); i++)
-        printf("  %s %-5s %-22s %-5s %s\n", v(ev, i, 0), v(ev, i, 1), v(ev, i, 2), v(ev, i, 3),
-               PQgetisnull(ev, i, 5) ? "" : PQgetvalue(ev, i, 5));
+        printf("  %s %-5s %-26s %-5s %s%s%s\n", lc_cell(ev, i, 0), lc_cell(ev, i, 1), lc_cell(ev, i, 2),
+               PQgetisnull(ev, i, 3) ? "" : PQgetvalue(ev, i, 3),
+               PQgetisnull(ev, i, 5) ? "" : PQgetvalue(ev, i, 5), PQgetisnull(ev, i, 5) ? "" : " ",
+               PQgetisnull(ev, i, 6) ? "" : PQgetvalue(ev, i, 6));
 }
 
-int lc_show(const lc_opts *o, int argc, char **argv)
+static void print_json(const PGresult *run, const PGresult *parts, const PGresult *vals,
+                       const PGresult *disp, const PGresult *ev)
 {
+    json_t *arr = lc_rows_json(run, RUN_NAMES);
+    json_t *obj = json_incref(json_array_get(arr, 0));
+    json_decref(arr);
+    json_t *counts = json_object();
+    for (int i = 0; i < PQntuples(parts); i++) {
+        const char *st = PQgetvalue(parts, i, 1);
+        json_object_set_new(counts, st, json_integer(json_integer_value(json_object_get(counts, st)) + 1));
+    }
+    json_object_set_new(obj, "partitionCounts", counts);
+    json_object_set_new(obj, "partitions", lc_rows_json(parts, PART_NAMES));
+    json_object_set_new(obj, "validations", lc_rows_json(vals, VAL_NAMES));
+    json_object_set_new(obj, "dispatches", lc_rows_json(disp, DISPATCH_NAMES));
+    json_t *events = lc_rows_json(ev, EVENT_NAMES);
+    size_t i;
+    json_t *e;
+    json_array_foreach(events, i, e)
+    {
+        /* details is stored JSON: embed it as an object, not as a string. */
+        const char *txt = json_string_value(json_object_get(e, "details"));
+        json_t *d = txt ? json_loads(txt, 0, NULL) : NULL;
+        json_object_set_new(e, "details", d ? d : json_object());
+    }
+    json_object_set_new(obj, "events", events);
+    lc_print_json(obj);
+}
+
+int lc_show(const lc_opts *go, int argc, char **argv)
+{
+    lc_opts opts = *go, *o = &opts;
+    const char *pos[1], *events = "200";
+    int npos;
+    lc_optspec specs[] = {{"events", &events, NULL}, {NULL, NULL, NULL}};
+    int rc = lc_args(o, USAGE, argc, argv, specs, pos, 1, 1, &npos);
+    if (rc != LC_CONTINUE)
+        return rc;
     char run_id[37];
-    if (argc != 2 || ll_uuid_canonical(argv[1], run_id) != 0) {
-        fprintf(stderr, "usage: loadctl show RUN   (RUN is the run id, a UUID)\n");
-        return LC_USAGE;
-    }
-    PGconn *c = lc_connect(o);
-    if (!c)
-        return LC_DB;
-    const char *p[1] = {run_id};
-    PGresult *r[4];
-    const char *sql[4] = {SQL_RUN, SQL_PARTITIONS, SQL_DISPATCHES, SQL_EVENTS};
-    int rc = LC_OK;
-    for (int i = 0; i < 4; i++) {
-        r[i] = PQexecParams(c, sql[i], 1, NULL, p, NULL, NULL, 0);
-        if (PQresultStatus(r[i]) != PGRES_TUPLES_OK) {
-            fprintf(stderr, "loadctl show: %s", PQresultErrorMessage(r[i]));
+    long n_events;
+    if (ll_uuid_canonical(pos[0], run_id) != 0)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "RUN must be a run id (UUID)");
+    if (lc_parse_int(events, 1, 1000, &n_events) != 0)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--events must be 1..1000");
+    ll_db db;
+    if ((rc = lc_db_open(o, &db)) != LC_OK)
+        return rc;
+    const ll_stmt *st[5] = {&ST_RUN, &ST_PARTITIONS, &ST_VALIDATIONS, &ST_DISPATCHES, &ST_EVENTS};
+    const char *p[2] = {run_id, events};
+    PGresult *r[5] = {NULL};
+    if (ll_db_command(&db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") != LL_DB_OK)
+        rc = lc_fail_db(o, &db, "begin");
+    for (int i = 0; i < 5 && rc == LC_OK; i++)
+        if (!(r[i] = lc_query(o, &db, st[i], p)))
             rc = LC_DB;
-        }
-    }
-    if (rc == LC_OK && PQntuples(r[0]) == 0) {
-        fprintf(stderr, "loadctl show: run %s not found\n", run_id);
-        rc = LC_REFUSED;
-    } else if (rc == LC_OK && o->json) {
-        json_t *run = json_array_get(rows_json(r[0], RUN_NAMES), 0);
-        json_incref(run);
-        json_object_set_new(run, "partitions", rows_json(r[1], PART_NAMES));
-        json_object_set_new(run, "dispatches", rows_json(r[2], DISPATCH_NAMES));
-        json_object_set_new(run, "events", rows_json(r[3], EVENT_NAMES));
-        char *s = json_dumps(run, JSON_INDENT(2));
-        puts(s);
-        free(s);
-        json_decref(run);
-    } else if (rc == LC_OK) {
-        print_text(r[0], r[1], r[2], r[3]);
-    }
-    for (int i = 0; i < 4; i++)
+    if (rc == LC_OK && PQntuples(r[0]) == 0)
+        rc = lc_fail(o, LC_REFUSED, "RUN_NOT_FOUND", json_pack("{s:s}", "runId", run_id),
+                     "no run %s in the ledger", run_id);
+    else if (rc == LC_OK && o->json)
+        print_json(r[0], r[1], r[2], r[3], r[4]);
+    else if (rc == LC_OK)
+        print_text(r[0], r[1], r[2], r[3], r[4]);
+    for (int i = 0; i < 5; i++)
         PQclear(r[i]);
-    PQfinish(c);
+    ll_db_close(&db);
     return rc;
 }

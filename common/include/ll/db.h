@@ -31,7 +31,8 @@ typedef struct ll_db_error {
 /* A connection and its prepared-statement cache. */
 typedef struct ll_db {
     PGconn *conn;
-    char *conninfo;
+    char *conninfo;       /* as configured */
+    char *app;            /* application_name: the service */
     int tx_attempts;      /* tries per transaction, ≥1 (contract: database.tx_attempts) */
     char **prepared;      /* names prepared on this connection */
     size_t n_prepared, cap_prepared;

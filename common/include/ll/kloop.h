@@ -10,11 +10,13 @@
  *      fatal error (fenced, authorization): exit non-zero for the supervisor;
  *   5. PostgreSQL unreachable: nothing is committed or skipped; the partition is paused and
  *      polled on, retried with backoff, and resumed by itself;
- *   6. rebalance: eager assignor; revoked partitions drop the unapplied part of the batch.
+ *   6. rebalance: eager assignor; a rebalance during the poll drops the batch and seeks the new
+ *      assignment back to its committed offsets (what was fetched under it is fetched again).
  *
  * A message whose prerequisite is not in the ledger yet (a chunk before its claim) is deferred:
- * its partition is rewound to it and paused with backoff, up to loop.prerequisite_wait, then it
- * becomes a dead letter (kafka-edition.md §6). A message that cannot be applied at all goes to
+ * its partition is rewound to it and paused with backoff, up to loop.prerequisite_wait (counted
+ * from its first deferral, not from a database outage before it), then it becomes a dead letter
+ * (kafka-edition.md §6). A message that cannot be applied at all goes to
  * the dead-letter topic with its key, value and headers plus ll.error.* headers, an event
  * DEAD_LETTER is written to load_event, and the partition moves on.
  *

@@ -192,4 +192,57 @@ extern const char LL_UUID_NAMESPACE[37];
 /* RFC 4122 version-5 UUID of name in namespace ns, lower-case into out[37]. Returns 0 or -1. */
 int ll_uuid_v5(const char *ns, const char *name, char out[37]);
 
+/* ---- Run lifecycle and validation gates (contract §3.1, §3.5) ------------------------------ */
+
+/*
+ * True when a run now in `current` can still reach `target` by its normal forward path
+ * (CREATED → EXTRACTING → EXTRACTED_VALIDATED → STAGE_VALIDATING → STAGING_VALIDATED →
+ * PUBLISHING → PUBLISHED): `current` is earlier on that path. A failure, SUCCESS or
+ * PUBLISH_UNKNOWN never reaches anything. Used to defer an event whose prerequisite event was
+ * published earlier but has not been applied yet (kafka-edition.md §6).
+ */
+bool ll_run_may_reach(ll_run_status current, ll_run_status target);
+
+/*
+ * The gate of /stage-validated and /success (contract §3.5) over the stored metrics of one stage:
+ * no metric at all → "NO_METRICS"; one "FAIL <metricName>" per FAIL row; WARN never blocks.
+ * names and results are n parallel arrays. Appends the reasons to out; returns their number
+ * (0 = the gate passes), or -1 on allocation failure.
+ */
+int ll_validation_gate(const char *const *names, const char *const *results, size_t n,
+                       ll_strlist *out);
+
+/* "PASS", "FAIL" or "WARN" (ck_load_validation_result). */
+bool ll_is_metric_result(const char *s);
+
+/* An integer count from a metric's actual value: all digits (1..18) → 0 and *out; else -1
+ * (STAGE_COUNT / TARGET_COUNT, contract §3.1 "integer if its actual value is all digits"). */
+int ll_metric_count(const char *actual, int64_t *out);
+
+/* ---- Sweeper (contract §7) ---------------------------------------------------------------- */
+
+/* recovery.mode (contract §9). */
+typedef enum ll_recovery_mode { LL_RECOVERY_FAIL = 0, LL_RECOVERY_REISSUE } ll_recovery_mode;
+
+/* What rule 1 does with a run that has stale partitions. */
+typedef enum ll_stale_action {
+    LL_STALE_REISSUE = 0, /* every stale RUNNING partition -> RETRY with a REISSUE_PARTITION dispatch */
+    LL_STALE_TIMEOUT      /* the whole run and its unfinished partitions -> TIMED_OUT */
+} ll_stale_action;
+
+/*
+ * Contract §7.1: REISSUE only in mode REISSUE while no stale partition has used up
+ * max_attempts claims and none is a RETRY partition whose reissue was never claimed (the gap of
+ * §13, closed here); otherwise the run is abandoned, never partially reissued. attempts[i] is
+ * the attempt_count of stale partition i, retry[i] whether it is a stale RETRY partition.
+ * *reason receives PARTITION_STALE, REISSUE_ATTEMPTS_EXHAUSTED or REISSUE_NOT_CLAIMED (static).
+ */
+ll_stale_action ll_stale_decide(ll_recovery_mode mode, int max_attempts, const int *attempts,
+                                const bool *retry, size_t n, const char **reason);
+
+/* Checks recovery settings at start (contract §9): stale must exceed extract_query_timeout.
+ * Returns 0, or -1 with a message in err. Durations in ms. */
+int ll_recovery_settings_check(int64_t stale_ms, int64_t extract_query_timeout_ms, int max_attempts,
+                               char *err, size_t errlen);
+
 #endif

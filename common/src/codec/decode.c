@@ -572,6 +572,7 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
     }
     case LL_FRAMING_CONTAINER: {
         container_parts cp;
+        memset(&cp, 0, sizeof cp);
         if (parse_container(b, len, &cp, err, errlen) != 0)
             return -1;
         char serr[200];

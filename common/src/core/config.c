@@ -14,6 +14,8 @@
 extern char **environ;
 
 #define ENV_PREFIX "LOADLEDGER_"
+/* The longest duration accepted: 100 years (s); guards the cast to int64 ms against inf/1e30. */
+#define LL_DURATION_MAX_S (100.0 * 366 * 86400)
 
 typedef struct entry {
     char *key;
@@ -284,7 +286,7 @@ int ll_parse_duration_ms(const char *text, int64_t *out_ms)
         return -1;
     if (text[0] != 'P' && text[0] != 'p') {
         double s = strtod(text, &end);
-        if (*end || s < 0)
+        if (*end || !(s >= 0) || s > LL_DURATION_MAX_S)
             return -1;
         *out_ms = (int64_t)(s * 1000.0 + 0.5);
         return 0;
@@ -299,7 +301,7 @@ int ll_parse_duration_ms(const char *text, int64_t *out_ms)
             continue;
         }
         double v = strtod(p, &end);
-        if (end == p || v < 0)
+        if (end == p || !(v >= 0) || v > LL_DURATION_MAX_S)
             return -1;
         char unit = (char)toupper((unsigned char)*end);
         if (unit == 'D' && !in_time)
@@ -315,7 +317,7 @@ int ll_parse_duration_ms(const char *text, int64_t *out_ms)
         any = 1;
         p = end + 1;
     }
-    if (!any)
+    if (!any || ms > LL_DURATION_MAX_S * 1000.0)
         return -1;
     *out_ms = (int64_t)(ms + 0.5);
     return 0;

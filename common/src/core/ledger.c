@@ -22,6 +22,15 @@ static const ll_stmt ST_EVENT = {
     " FROM (SELECT 1) AS one LEFT JOIN nifi_ops.load_run r ON r.run_id = $4::uuid",
     11};
 
+ll_db_rc ll_exec(ll_db *db, const ll_stmt *st, const char *const *params)
+{
+    PGresult *r = ll_db_exec(db, st, params);
+    if (!r)
+        return LL_DB_ERROR;
+    PQclear(r);
+    return LL_DB_OK;
+}
+
 ll_db_rc ll_event_insert(ll_db *db, const ll_event *ev)
 {
     char id[37], chunk[24], rows[24];
@@ -46,7 +55,8 @@ static const ll_stmt ST_RUN_LOCK = {
     "ledger_run_lock",
     "SELECT status, job_key, business_key, snapshot_scn::text, hdfs_run_path, stage_table_name,"
     " source_count, coalesce((parameters->>'allowEmptySource')::boolean, false), error_code,"
-    " error_message FROM nifi_ops.load_run WHERE run_id = $1::uuid FOR UPDATE",
+    " error_message, publish_token::text, extracted_count"
+    " FROM nifi_ops.load_run WHERE run_id = $1::uuid FOR UPDATE",
     1};
 
 static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
@@ -71,6 +81,8 @@ ll_db_rc ll_run_lock(ll_db *db, const char *run_id, ll_run_row *row)
         row->allow_empty_source = ll_db_bool(r, 0, 7);
         row->error_code = dup_or_null(ll_db_text(r, 0, 8));
         row->error_message = dup_or_null(ll_db_text(r, 0, 9));
+        row->publish_token = dup_or_null(ll_db_text(r, 0, 10));
+        row->extracted_count = ll_db_ll(r, 0, 11, 0);
     }
     PQclear(r);
     return LL_DB_OK;
@@ -83,6 +95,7 @@ void ll_run_row_clear(ll_run_row *row)
     free(row->stage_table);
     free(row->error_code);
     free(row->error_message);
+    free(row->publish_token);
     memset(row, 0, sizeof *row);
 }
 

@@ -15,7 +15,12 @@ const char *const LL_ALL_TOPICS[] = {
     "chunks",             "partition-failures", "run-decisions",
     "manifest-decisions", "claim-decisions",    "chunk-outcomes",
     "partition-failure-outcomes", "validate-run-commands", "reissue-partition-commands",
-    "dead-letters",       NULL};
+    "dead-letters",
+    "validation-starts", "validation-start-decisions", "validation-metrics",
+    "validation-metrics-outcomes", "stage-validations", "stage-validation-outcomes",
+    "run-successes", "run-success-outcomes", "run-failures", "run-failure-outcomes",
+    "publish-claims", "publish-claim-decisions", "publish-results", "publish-result-outcomes",
+    NULL};
 
 void ll_topic_name(const ll_config *cfg, const char *logical, char *out, size_t outlen)
 {

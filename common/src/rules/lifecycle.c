@@ -1,0 +1,72 @@
+/*
+ * lifecycle.c - where a run is on its forward path (contract §3.1), and the validation gate of
+ * /stage-validated and /success (contract §3.5). Pure functions.
+ */
+#include <string.h>
+
+#include "ll/rules.h"
+
+/* Position on the forward path, or -1 for statuses off it (failures, SUCCESS, PUBLISH_UNKNOWN). */
+static int forward_rank(ll_run_status s)
+{
+    switch (s) {
+    case LL_RUN_CREATED:
+        return 0;
+    case LL_RUN_EXTRACTING:
+        return 1;
+    case LL_RUN_EXTRACTED_VALIDATED:
+        return 2;
+    case LL_RUN_STAGE_VALIDATING:
+        return 3;
+    case LL_RUN_STAGING_VALIDATED:
+        return 4;
+    case LL_RUN_PUBLISHING:
+        return 5;
+    case LL_RUN_PUBLISHED:
+        return 6;
+    default:
+        return -1;
+    }
+}
+
+bool ll_run_may_reach(ll_run_status current, ll_run_status target)
+{
+    int c = forward_rank(current), t = forward_rank(target);
+    return c >= 0 && t >= 0 && c < t;
+}
+
+bool ll_is_metric_result(const char *s)
+{
+    return s && (strcmp(s, "PASS") == 0 || strcmp(s, "FAIL") == 0 || strcmp(s, "WARN") == 0);
+}
+
+int ll_validation_gate(const char *const *names, const char *const *results, size_t n,
+                       ll_strlist *out)
+{
+    if (n == 0)
+        return ll_strlist_addf(out, "NO_METRICS") == 0 ? 1 : -1;
+    int blocked = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (results[i] && strcmp(results[i], "FAIL") == 0) {
+            if (ll_strlist_addf(out, "FAIL %s", names[i]) != 0)
+                return -1;
+            blocked++;
+        }
+    }
+    return blocked;
+}
+
+int ll_metric_count(const char *actual, int64_t *out)
+{
+    size_t n = actual ? strlen(actual) : 0;
+    if (n == 0 || n > 18)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (actual[i] < '0' || actual[i] > '9')
+            return -1;
+        v = v * 10 + (actual[i] - '0');
+    }
+    *out = v;
+    return 0;
+}

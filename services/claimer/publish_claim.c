@@ -1,0 +1,90 @@
+/*
+ * publish_claim.c - the publish step asks to own the INSERT OVERWRITE of a run (contract §5.13).
+ *
+ * A run already PUBLISHING answers claimed = (stored token = request token): the same token is a
+ * retry after a lost answer, another is a normal race. Otherwise the CAS STAGING_VALIDATED ->
+ * PUBLISHING stores the token and publish_started_at, and the token joins load_publish_token
+ * (one grant per run, ever). A run still on its way to STAGING_VALIDATED defers the claim; a run
+ * past PUBLISHING never grants one again, not even to the old token (no republish).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "claimer.h"
+#include "ll/fields.h"
+#include "ll/ledger.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_CLAIM = {
+    "pclaim_cas",
+    "UPDATE nifi_ops.load_run SET status = 'PUBLISHING', publish_token = $2::uuid,"
+    " publish_started_at = clock_timestamp(), heartbeat_at = clock_timestamp(),"
+    " version_no = version_no + 1 WHERE run_id = $1::uuid AND status = 'STAGING_VALIDATED'",
+    2};
+
+static const ll_stmt ST_TOKEN = {
+    "pclaim_token_history",
+    "INSERT INTO nifi_ops.load_publish_token (run_id, publish_token) VALUES ($1::uuid, $2::uuid)", 2};
+
+static json_t *reply(const ll_msg *m, const char *run_id, const char *token, const char *outcome,
+                     const char *code, const char *run_status, bool claimed)
+{
+    json_t *r = ll_reply_new(m, run_id, NULL, outcome, code, NULL, run_status, NULL);
+    json_object_set_new(r, "publishToken", json_string(token));
+    json_object_set_new(r, "claimed", json_boolean(claimed));
+    return r;
+}
+
+static ll_apply grant(ll_db *db, const ll_msg *m, const char *run_id, const char *token, ll_apply_out *out)
+{
+    const char *p[2] = {run_id, token};
+    json_t *details = json_pack("{s:s}", "publishToken", token);
+    ll_event ev = {"PUBLISH_STARTED", "INFO", run_id, NULL, -1, -1, NULL, NULL, NULL, details};
+    ll_db_rc rc = ll_exec(db, &ST_CLAIM, p);
+    if (rc == LL_DB_OK)
+        rc = ll_exec(db, &ST_TOKEN, p);
+    if (rc == LL_DB_OK)
+        rc = ll_event_insert(db, &ev);
+    json_decref(details);
+    if (rc != LL_DB_OK)
+        return LL_APPLY_DB;
+    out->reply = reply(m, run_id, token, "ACCEPTED", NULL, "PUBLISHING", true);
+    return LL_APPLY_COMMIT;
+}
+
+ll_apply claimer_apply_publish_claim(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    char run_id[37], token[37];
+    if (!ll_need_uuid(out, m->value, "runId", run_id) || !ll_need_uuid(out, m->value, "publishToken", token))
+        return LL_APPLY_DEAD;
+    ll_run_row run;
+    if (ll_run_lock(db, run_id, &run) != LL_DB_OK)
+        return LL_APPLY_DB;
+    ll_apply a = LL_APPLY_ROLLBACK;
+    bool rejected = false;
+    const char *rs = run.found ? ll_run_status_name(run.status) : NULL;
+    bool owner = run.publish_token && ll_uuid_equal(run.publish_token, token);
+    if (!run.found) {
+        if (ll_run_request_rejected(db, run_id, &rejected) != LL_DB_OK) {
+            a = LL_APPLY_DB;
+        } else if (rejected) {
+            out->reply = reply(m, run_id, token, "REJECTED", "RUN_NOT_FOUND", NULL, false);
+        } else {
+            snprintf(out->reason, sizeof out->reason, "run %s not in the ledger yet", run_id);
+            a = LL_APPLY_DEFER;
+        }
+    } else if (run.status == LL_RUN_PUBLISHING) {
+        out->reply = owner ? reply(m, run_id, token, "REPLAY", NULL, rs, true)
+                           : reply(m, run_id, token, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
+    } else if (run.status == LL_RUN_STAGING_VALIDATED) {
+        a = grant(db, m, run_id, token, out);
+    } else if (ll_run_may_reach(run.status, LL_RUN_STAGING_VALIDATED)) {
+        snprintf(out->reason, sizeof out->reason, "run is %s; waiting for STAGING_VALIDATED", rs);
+        a = LL_APPLY_DEFER;
+    } else {
+        /* past PUBLISHING (or ended): never a second grant, not even to the owner */
+        out->reply = reply(m, run_id, token, owner ? "REPLAY" : "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
+    }
+    ll_run_row_clear(&run);
+    return a;
+}

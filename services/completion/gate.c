@@ -1,0 +1,49 @@
+/*
+ * gate.c - reads the stored metrics of one stage and applies the gate of contract §3.5
+ * (ll_validation_gate): never a verdict sent with a request, always what the ledger holds.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "completion.h"
+#include "ll/rules.h"
+
+/* Every query version of the stage; the newest measurement first for the count metric. */
+static const ll_stmt ST_STAGE_METRICS = {
+    "gate_stage_metrics",
+    "SELECT metric_name, result, actual_value FROM nifi_ops.load_validation"
+    " WHERE run_id = $1::uuid AND stage = $2 ORDER BY metric_name, measured_at DESC",
+    2};
+
+ll_db_rc read_gate(ll_db *db, const char *run_id, const char *stage, const char *count_metric,
+                   ll_strlist *reasons, int64_t *count)
+{
+    const char *p[2] = {run_id, stage};
+    PGresult *r = ll_db_exec(db, &ST_STAGE_METRICS, p);
+    if (!r)
+        return LL_DB_ERROR;
+    size_t n = (size_t)PQntuples(r);
+    const char **names = calloc(n ? n : 1, sizeof *names);
+    const char **results = calloc(n ? n : 1, sizeof *results);
+    *count = -1;
+    for (size_t i = 0; i < n; i++) {
+        names[i] = PQgetvalue(r, (int)i, 0);
+        results[i] = PQgetvalue(r, (int)i, 1);
+        int64_t c;
+        if (*count < 0 && strcmp(names[i], count_metric) == 0 && ll_metric_count(ll_db_text(r, (int)i, 2), &c) == 0)
+            *count = c;
+    }
+    int rc = ll_validation_gate(names, results, n, reasons);
+    free(names);
+    free(results);
+    PQclear(r);
+    return rc < 0 ? LL_DB_ERROR : LL_DB_OK;
+}
+
+json_t *reasons_json(const ll_strlist *reasons)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; i < reasons->n; i++)
+        json_array_append_new(a, json_string(reasons->items[i]));
+    return a;
+}

@@ -1,0 +1,116 @@
+/*
+ * publish_result.c - the publish step reports how its INSERT OVERWRITE ended (contract §5.14).
+ *
+ * Only the owner of the publish claim is heard: another token, or none stored, is
+ * PUBLISH_TOKEN_MISMATCH — unless the run is still on its way to PUBLISHING and the token is one
+ * the ledger has not granted yet (the claim not applied yet): then the report waits. The run
+ * already in the reported outcome is a replay; a run no longer PUBLISHING (e.g. PUBLISH_UNKNOWN
+ * after the sweeper) is RUN_STATUS_MISMATCH: never resolved automatically, never republished.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "completion.h"
+#include "ll/fields.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_PUBLISHED = {
+    "presult_published",
+    "UPDATE nifi_ops.load_run SET status = 'PUBLISHED', published_at = clock_timestamp(),"
+    " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = 'PUBLISHING'",
+    1};
+
+/* FAILED_PUBLISH ends the run (completed_at); PUBLISH_UNKNOWN stays active for an operator. */
+static const ll_stmt ST_NOT_PUBLISHED = {
+    "presult_not_published",
+    "UPDATE nifi_ops.load_run SET status = $2::text, error_stage = 'PUBLISH', error_code = $3,"
+    " error_message = nullif(left($4, 2000), ''),"
+    " completed_at = CASE WHEN $2::text = 'FAILED_PUBLISH' THEN clock_timestamp() ELSE completed_at END,"
+    " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = 'PUBLISHING'",
+    4};
+
+typedef struct presult_in {
+    char run_id[37], token[37];
+    const char *outcome, *code, *message;
+} presult_in;
+
+static bool read_presult(const json_t *v, presult_in *p, ll_apply_out *out)
+{
+    if (!ll_need_uuid(out, v, "runId", p->run_id) || !ll_need_uuid(out, v, "publishToken", p->token) ||
+        !ll_need_str(out, v, "outcome", NULL, NULL, 1, 40, &p->outcome) ||
+        !ll_need_opt_str(out, v, "errorCode", 100, &p->code) || !ll_need_opt_str(out, v, "message", 2000, &p->message))
+        return false;
+    if (strcmp(p->outcome, "PUBLISHED") != 0 && strcmp(p->outcome, "FAILED_PUBLISH") != 0 &&
+        strcmp(p->outcome, "PUBLISH_UNKNOWN") != 0)
+        return ll_invalid(out, "outcome: '%.40s' is not PUBLISHED, FAILED_PUBLISH or PUBLISH_UNKNOWN", p->outcome);
+    if (!p->message)
+        p->message = "";
+    return true;
+}
+
+static json_t *reply(const ll_msg *m, const presult_in *p, const char *result, const char *code,
+                     const char *run_status, bool changed)
+{
+    json_t *r = ll_reply_new(m, p->run_id, NULL, result, code, NULL, run_status, NULL);
+    json_object_set_new(r, "publishToken", json_string(p->token));
+    json_object_set_new(r, "changed", json_boolean(changed));
+    return r;
+}
+
+static ll_apply record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply_out *out)
+{
+    bool published = strcmp(p->outcome, "PUBLISHED") == 0;
+    const char *code = p->code && *p->code ? p->code : p->outcome;
+    const char *q1[1] = {p->run_id};
+    const char *q4[4] = {p->run_id, p->outcome, code, p->message};
+    if (ll_exec(db, published ? &ST_PUBLISHED : &ST_NOT_PUBLISHED, published ? q1 : q4) != LL_DB_OK)
+        return LL_APPLY_DB;
+    const char *name = published ? "PUBLISH_FINISHED"
+                       : strcmp(p->outcome, "FAILED_PUBLISH") == 0 ? "RUN_FAILED" : "PUBLISH_UNKNOWN";
+    json_t *details = json_pack("{s:s}", "publishToken", p->token);
+    ll_event ev = {name, published ? "INFO" : "ERROR", p->run_id, NULL, -1, -1, NULL,
+                   published ? NULL : code, p->message, details};
+    ll_db_rc rc = ll_event_insert(db, &ev);
+    json_decref(details);
+    if (rc != LL_DB_OK)
+        return LL_APPLY_DB;
+    out->reply = reply(m, p, "ACCEPTED", NULL, p->outcome, true);
+    return LL_APPLY_COMMIT;
+}
+
+ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    presult_in p;
+    if (!read_presult(m->value, &p, out))
+        return LL_APPLY_DEAD;
+    ll_run_row run;
+    switch (lock_run_event(db, p.run_id, &run, out)) {
+    case RUN_DBERR:
+        return LL_APPLY_DB;
+    case RUN_DEFER:
+        return LL_APPLY_DEFER;
+    case RUN_REFUSED:
+        out->reply = reply(m, &p, "REJECTED", "RUN_NOT_FOUND", NULL, false);
+        return LL_APPLY_ROLLBACK;
+    case RUN_FOUND:
+        break;
+    }
+    ll_apply a = LL_APPLY_ROLLBACK;
+    const char *rs = ll_run_status_name(run.status);
+    if (!run.publish_token || !ll_uuid_equal(run.publish_token, p.token)) {
+        if (!run.publish_token && ll_run_may_reach(run.status, LL_RUN_PUBLISHING))
+            a = defer_until(run.status, LL_RUN_PUBLISHING, out);
+        else
+            out->reply = reply(m, &p, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
+    } else if (strcmp(rs, p.outcome) == 0) {
+        out->reply = reply(m, &p, "REPLAY", NULL, rs, false);
+    } else if (run.status != LL_RUN_PUBLISHING) {
+        out->reply = reply(m, &p, "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
+    } else {
+        a = record(db, m, &p, out);
+    }
+    ll_run_row_clear(&run);
+    return a;
+}

@@ -1,0 +1,105 @@
+/*
+ * run_failure.c - a flow reports a failure of the run outside a partition (contract §5.6).
+ *
+ * Exactly five (expectedStatus, failStatus) pairs are allowed (ll_fail_pair_allowed), checked
+ * before the run is looked up: anything else is FAIL_TRANSITION_NOT_ALLOWED. The run already in
+ * failStatus is a replay (changed=false); a run still on its way to expectedStatus (its earlier
+ * event not applied yet) is deferred; any other status is RUN_STATUS_MISMATCH.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "completion.h"
+#include "ll/fields.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_FAIL = {
+    "runfail_cas",
+    "UPDATE nifi_ops.load_run SET status = $3, error_stage = left($4, 80), error_code = $5,"
+    " error_message = nullif(left($6, 2000), ''), completed_at = clock_timestamp(),"
+    " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = $2",
+    6};
+
+typedef struct runfail_in {
+    char run_id[37];
+    const char *expected_s, *fail_s, *stage, *code, *message;
+    ll_run_status expected, fail;
+} runfail_in;
+
+static bool read_runfail(const json_t *v, runfail_in *f, ll_apply_out *out)
+{
+    if (!ll_need_uuid(out, v, "runId", f->run_id) ||
+        !ll_need_str(out, v, "expectedStatus", NULL, NULL, 1, 40, &f->expected_s) ||
+        !ll_need_str(out, v, "failStatus", NULL, NULL, 1, 40, &f->fail_s) ||
+        !ll_need_str(out, v, "errorStage", NULL, NULL, 1, 100, &f->stage) ||
+        !ll_need_str(out, v, "errorCode", NULL, NULL, 1, 100, &f->code) ||
+        !ll_need_opt_str(out, v, "message", 2000, &f->message))
+        return false;
+    if (!f->message)
+        f->message = "";
+    if (ll_run_status_parse(f->expected_s, &f->expected) != 0)
+        return ll_invalid(out, "expectedStatus: '%.40s' is not a run status", f->expected_s);
+    if (ll_run_status_parse(f->fail_s, &f->fail) != 0)
+        return ll_invalid(out, "failStatus: '%.40s' is not a run status", f->fail_s);
+    return true;
+}
+
+static json_t *outcome(const ll_msg *m, const runfail_in *f, const char *result, const char *code,
+                       const char *run_status, bool changed)
+{
+    json_t *r = ll_reply_new(m, f->run_id, NULL, result, code, NULL, run_status, NULL);
+    json_t *details = json_pack("{s:s,s:s}", "expectedStatus", f->expected_s, "failStatus", f->fail_s);
+    json_object_set_new(r, "details", details);
+    json_object_set_new(r, "changed", json_boolean(changed));
+    return r;
+}
+
+static ll_apply fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_apply_out *out)
+{
+    const char *p[6] = {f->run_id, f->expected_s, f->fail_s, f->stage, f->code, f->message};
+    json_t *details = json_pack("{s:s,s:s,s:s}", "stage", f->stage, "from", f->expected_s, "to", f->fail_s);
+    ll_event ev = {"RUN_FAILED", "ERROR", f->run_id, NULL, -1, -1, NULL, f->code, f->message, details};
+    ll_db_rc rc = ll_exec(db, &ST_FAIL, p);
+    if (rc == LL_DB_OK)
+        rc = ll_event_insert(db, &ev);
+    json_decref(details);
+    if (rc != LL_DB_OK)
+        return LL_APPLY_DB;
+    out->reply = outcome(m, f, "ACCEPTED", NULL, f->fail_s, true);
+    return LL_APPLY_COMMIT;
+}
+
+ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    runfail_in f;
+    if (!read_runfail(m->value, &f, out))
+        return LL_APPLY_DEAD;
+    if (!ll_fail_pair_allowed(f.expected, f.fail)) {
+        out->reply = outcome(m, &f, "REJECTED", "FAIL_TRANSITION_NOT_ALLOWED", NULL, false);
+        return LL_APPLY_ROLLBACK;
+    }
+    ll_run_row run;
+    switch (lock_run_event(db, f.run_id, &run, out)) {
+    case RUN_DBERR:
+        return LL_APPLY_DB;
+    case RUN_DEFER:
+        return LL_APPLY_DEFER;
+    case RUN_REFUSED:
+        out->reply = outcome(m, &f, "REJECTED", "RUN_NOT_FOUND", NULL, false);
+        return LL_APPLY_ROLLBACK;
+    case RUN_FOUND:
+        break;
+    }
+    ll_apply a = LL_APPLY_ROLLBACK;
+    if (run.status == f.fail)
+        out->reply = outcome(m, &f, "REPLAY", NULL, f.fail_s, false);
+    else if (run.status == f.expected)
+        a = fail_run(db, m, &f, out);
+    else if (ll_run_may_reach(run.status, f.expected))
+        a = defer_until(run.status, f.expected, out);
+    else
+        out->reply = outcome(m, &f, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), false);
+    ll_run_row_clear(&run);
+    return a;
+}

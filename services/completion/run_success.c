@@ -1,0 +1,89 @@
+/*
+ * run_success.c - the target validation asks to end the run in SUCCESS (contract §5.10): only
+ * from PUBLISHED, with at least one TARGET metric stored and none FAIL; target_count from the
+ * request, else from the TARGET_COUNT metric.
+ */
+#include <stdio.h>
+
+#include "completion.h"
+#include "ll/fields.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_SUCCESS = {
+    "success_cas",
+    "UPDATE nifi_ops.load_run SET status = 'SUCCESS', target_count = $2::bigint,"
+    " completed_at = clock_timestamp(), heartbeat_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = 'PUBLISHED'",
+    2};
+
+static json_t *outcome(const ll_msg *m, const char *run_id, const char *result, const char *code,
+                       const char *run_status, bool success, const ll_strlist *reasons)
+{
+    json_t *r = ll_reply_new(m, run_id, NULL, result, code, NULL, run_status, NULL);
+    json_object_set_new(r, "success", json_boolean(success));
+    json_object_set_new(r, "reasons", reasons ? reasons_json(reasons) : json_array());
+    return r;
+}
+
+static ll_apply judge(ll_db *db, const ll_msg *m, const char *run_id, int64_t target_count, ll_apply_out *out)
+{
+    ll_strlist reasons = {0};
+    int64_t metric = -1;
+    ll_apply a = LL_APPLY_DB;
+    if (read_gate(db, run_id, "TARGET", "TARGET_COUNT", &reasons, &metric) == LL_DB_OK) {
+        if (reasons.n > 0) {
+            out->reply = outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "PUBLISHED", false, &reasons);
+            a = LL_APPLY_ROLLBACK;
+        } else {
+            int64_t count = target_count >= 0 ? target_count : metric;
+            char c[24];
+            snprintf(c, sizeof c, "%lld", (long long)count);
+            const char *p[2] = {run_id, count >= 0 ? c : NULL};
+            ll_event ev = {"RUN_SUCCESS", "INFO", run_id, NULL, -1, count, NULL, NULL, NULL, NULL};
+            if (ll_exec(db, &ST_SUCCESS, p) == LL_DB_OK && ll_event_insert(db, &ev) == LL_DB_OK) {
+                out->reply = outcome(m, run_id, "ACCEPTED", NULL, "SUCCESS", true, NULL);
+                a = LL_APPLY_COMMIT;
+            }
+        }
+    }
+    ll_strlist_clear(&reasons);
+    return a;
+}
+
+ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    char run_id[37];
+    json_t *tc = json_object_get(m->value, "targetCount");
+    int64_t target_count = json_is_integer(tc) ? (int64_t)json_integer_value(tc) : -1;
+    if (!ll_need_uuid(out, m->value, "runId", run_id))
+        return LL_APPLY_DEAD;
+    if (json_is_integer(tc) && target_count < 0)
+        return ll_invalid(out, "targetCount: must be ≥ 0"), LL_APPLY_DEAD;
+    ll_run_row run;
+    switch (lock_run_event(db, run_id, &run, out)) {
+    case RUN_DBERR:
+        return LL_APPLY_DB;
+    case RUN_DEFER:
+        return LL_APPLY_DEFER;
+    case RUN_REFUSED:
+        out->reply = outcome(m, run_id, "REJECTED", "RUN_NOT_FOUND", NULL, false, NULL);
+        return LL_APPLY_ROLLBACK;
+    case RUN_FOUND:
+        break;
+    }
+    ll_apply a = LL_APPLY_ROLLBACK;
+    if (run.status == LL_RUN_SUCCESS) {
+        out->reply = outcome(m, run_id, "REPLAY", NULL, "SUCCESS", true, NULL);
+    } else if (run.status == LL_RUN_PUBLISHED) {
+        a = judge(db, m, run_id, target_count, out);
+    } else if (ll_run_may_reach(run.status, LL_RUN_PUBLISHED)) {
+        a = defer_until(run.status, LL_RUN_PUBLISHED, out);
+    } else {
+        ll_strlist reasons = {0};
+        ll_strlist_addf(&reasons, "RUN_STATUS %s", ll_run_status_name(run.status));
+        out->reply = outcome(m, run_id, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), false, &reasons);
+        ll_strlist_clear(&reasons);
+    }
+    ll_run_row_clear(&run);
+    return a;
+}

@@ -1,0 +1,84 @@
+/*
+ * stage_validated.c - the staging validation asks to move the run to STAGING_VALIDATED
+ * (contract §5.9): only with at least one STAGING metric stored and none FAIL; staging_count
+ * from the STAGE_COUNT metric when its value is all digits.
+ */
+#include <stdio.h>
+
+#include "completion.h"
+#include "ll/fields.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_STAGE_VALIDATED = {
+    "stagev_cas",
+    "UPDATE nifi_ops.load_run SET status = 'STAGING_VALIDATED', staging_count = $2::bigint,"
+    " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = 'STAGE_VALIDATING'",
+    2};
+
+static json_t *outcome(const ll_msg *m, const char *run_id, const char *result, const char *code,
+                       const char *run_status, bool validated, const ll_strlist *reasons)
+{
+    json_t *r = ll_reply_new(m, run_id, NULL, result, code, NULL, run_status, NULL);
+    json_object_set_new(r, "stageValidated", json_boolean(validated));
+    json_object_set_new(r, "reasons", reasons ? reasons_json(reasons) : json_array());
+    return r;
+}
+
+static ll_apply judge(ll_db *db, const ll_msg *m, const char *run_id, ll_apply_out *out)
+{
+    ll_strlist reasons = {0};
+    int64_t count = -1;
+    ll_apply a = LL_APPLY_DB;
+    if (read_gate(db, run_id, "STAGING", "STAGE_COUNT", &reasons, &count) == LL_DB_OK) {
+        if (reasons.n > 0) {
+            out->reply = outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "STAGE_VALIDATING", false, &reasons);
+            a = LL_APPLY_ROLLBACK;
+        } else {
+            char c[24];
+            snprintf(c, sizeof c, "%lld", (long long)count);
+            const char *p[2] = {run_id, count >= 0 ? c : NULL};
+            ll_event ev = {"STAGE_VALIDATED", "INFO", run_id, NULL, -1, count, NULL, NULL, NULL, NULL};
+            if (ll_exec(db, &ST_STAGE_VALIDATED, p) == LL_DB_OK && ll_event_insert(db, &ev) == LL_DB_OK) {
+                out->reply = outcome(m, run_id, "ACCEPTED", NULL, "STAGING_VALIDATED", true, NULL);
+                a = LL_APPLY_COMMIT;
+            }
+        }
+    }
+    ll_strlist_clear(&reasons);
+    return a;
+}
+
+ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    char run_id[37];
+    if (!ll_need_uuid(out, m->value, "runId", run_id))
+        return LL_APPLY_DEAD;
+    ll_run_row run;
+    switch (lock_run_event(db, run_id, &run, out)) {
+    case RUN_DBERR:
+        return LL_APPLY_DB;
+    case RUN_DEFER:
+        return LL_APPLY_DEFER;
+    case RUN_REFUSED:
+        out->reply = outcome(m, run_id, "REJECTED", "RUN_NOT_FOUND", NULL, false, NULL);
+        return LL_APPLY_ROLLBACK;
+    case RUN_FOUND:
+        break;
+    }
+    ll_apply a = LL_APPLY_ROLLBACK;
+    if (run.status == LL_RUN_STAGING_VALIDATED) {
+        out->reply = outcome(m, run_id, "REPLAY", NULL, "STAGING_VALIDATED", true, NULL);
+    } else if (run.status == LL_RUN_STAGE_VALIDATING) {
+        a = judge(db, m, run_id, out);
+    } else if (ll_run_may_reach(run.status, LL_RUN_STAGE_VALIDATING)) {
+        a = defer_until(run.status, LL_RUN_STAGE_VALIDATING, out);
+    } else {
+        ll_strlist reasons = {0};
+        ll_strlist_addf(&reasons, "RUN_STATUS %s", ll_run_status_name(run.status));
+        out->reply = outcome(m, run_id, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), false, &reasons);
+        ll_strlist_clear(&reasons);
+    }
+    ll_run_row_clear(&run);
+    return a;
+}

@@ -1,0 +1,159 @@
+/*
+ * validation_start.c - the validation flow acknowledges a VALIDATE_RUN command and asks to start
+ * (contract §5.7).
+ *
+ * Lock order run -> dispatch. The dispatch must be this run's VALIDATE_RUN (else
+ * DISPATCH_MISMATCH). The ACK (-> ACKED) is written whether or not this caller wins, so no
+ * further resend happens; an ACK that arrives before the dispatcher marks SENT stays ACKED (the
+ * dispatcher's update is conditional on PENDING). The CAS EXTRACTED_VALIDATED ->
+ * STAGE_VALIDATING picks one winner; load_validation_start records it so that an identical
+ * replay of the winner's request answers started=true again, every other caller started=false.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "completion.h"
+#include "ll/fields.h"
+#include "ll/rules.h"
+
+static const ll_stmt ST_LOCK_DISPATCH = {
+    "vstart_lock_dispatch",
+    "SELECT run_id::text, dispatch_type, status FROM nifi_ops.load_dispatch"
+    " WHERE dispatch_id = $1::uuid FOR UPDATE",
+    1};
+
+static const ll_stmt ST_ACK = {
+    "vstart_ack",
+    "UPDATE nifi_ops.load_dispatch SET status = 'ACKED', acked_at = clock_timestamp()"
+    " WHERE dispatch_id = $1::uuid AND status <> 'ACKED'",
+    1};
+
+static const ll_stmt ST_START = {
+    "vstart_cas",
+    "UPDATE nifi_ops.load_run SET status = 'STAGE_VALIDATING', heartbeat_at = clock_timestamp(),"
+    " version_no = version_no + 1 WHERE run_id = $1::uuid AND status = 'EXTRACTED_VALIDATED'",
+    1};
+
+static const ll_stmt ST_WINNER = {
+    "vstart_winner",
+    "SELECT dispatch_id::text, node FROM nifi_ops.load_validation_start WHERE run_id = $1::uuid", 1};
+
+static const ll_stmt ST_RECORD_WINNER = {
+    "vstart_record_winner",
+    "INSERT INTO nifi_ops.load_validation_start (run_id, dispatch_id, node) VALUES ($1::uuid, $2::uuid, $3)",
+    3};
+
+static const ll_stmt ST_SOURCE_METRICS = {
+    "vstart_source_metrics",
+    "SELECT metric_name, actual_value FROM nifi_ops.load_validation"
+    " WHERE run_id = $1::uuid AND stage = 'SOURCE' ORDER BY metric_name, measured_at",
+    1};
+
+typedef struct vstart_in {
+    char run_id[37], dispatch_id[37];
+    const char *node;
+} vstart_in;
+
+static json_t *decision(const ll_msg *m, const vstart_in *v, const char *outcome, const char *code,
+                        const char *run_status)
+{
+    json_t *r = ll_reply_new(m, v->run_id, NULL, outcome, code, NULL, run_status, NULL);
+    json_object_set_new(r, "dispatchId", json_string(v->dispatch_id));
+    json_object_set_new(r, "started", json_false());
+    return r;
+}
+
+/* The winner's answer: the run context the validation flow needs. */
+static ll_apply winner_reply(ll_db *db, const ll_msg *m, const vstart_in *v, const ll_run_row *run,
+                             const char *outcome, ll_apply_out *out)
+{
+    const char *p[1] = {v->run_id};
+    PGresult *r = ll_db_exec(db, &ST_SOURCE_METRICS, p);
+    if (!r)
+        return LL_APPLY_DB;
+    json_t *metrics = json_object();
+    for (int i = 0; i < PQntuples(r); i++)
+        json_object_set_new(metrics, PQgetvalue(r, i, 0),
+                            json_string(ll_db_text(r, i, 1) ? ll_db_text(r, i, 1) : ""));
+    PQclear(r);
+    json_t *d = decision(m, v, outcome, NULL, "STAGE_VALIDATING");
+    json_object_set_new(d, "started", json_true());
+    json_object_set_new(d, "jobKey", json_string(run->job_key));
+    json_object_set_new(d, "businessKey", json_string(run->business_key));
+    json_object_set_new(d, "snapshotScn", run->snapshot_scn ? json_string(run->snapshot_scn) : json_null());
+    json_object_set_new(d, "hdfsRunPath", run->hdfs_run_path ? json_string(run->hdfs_run_path) : json_null());
+    json_object_set_new(d, "stageTable", run->stage_table ? json_string(run->stage_table) : json_null());
+    json_object_set_new(d, "sourceCount", run->source_count >= 0 ? json_integer(run->source_count) : json_null());
+    json_object_set_new(d, "extractedCount", json_integer(run->extracted_count));
+    json_object_set_new(d, "sourceMetrics", metrics);
+    out->reply = d;
+    return LL_APPLY_COMMIT;
+}
+
+/* Step 4: the CAS, or who won before. */
+static ll_apply start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, const ll_run_row *run,
+                                bool acked_now, ll_apply_out *out)
+{
+    const char *p[1] = {v->run_id};
+    PGresult *r = ll_db_exec(db, &ST_START, p);
+    if (!r)
+        return LL_APPLY_DB;
+    bool won = ll_db_affected(r) == 1;
+    PQclear(r);
+    if (won) {
+        const char *w[3] = {v->run_id, v->dispatch_id, v->node};
+        json_t *details = json_pack("{s:s,s:s}", "dispatchId", v->dispatch_id, "node", v->node);
+        ll_event ev = {"STAGE_VALIDATION_STARTED", "INFO", v->run_id, NULL, -1, -1, NULL, NULL, NULL, details};
+        ll_db_rc rc = ll_exec(db, &ST_RECORD_WINNER, w);
+        if (rc == LL_DB_OK)
+            rc = ll_event_insert(db, &ev);
+        json_decref(details);
+        return rc == LL_DB_OK ? winner_reply(db, m, v, run, "ACCEPTED", out) : LL_APPLY_DB;
+    }
+    if (!(r = ll_db_exec(db, &ST_WINNER, p)))
+        return LL_APPLY_DB;
+    bool same = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), v->dispatch_id) == 0 &&
+                strcmp(PQgetvalue(r, 0, 1), v->node) == 0;
+    PQclear(r);
+    if (same && run->status == LL_RUN_STAGE_VALIDATING)
+        return winner_reply(db, m, v, run, "REPLAY", out);
+    out->reply = decision(m, v, acked_now ? "ACCEPTED" : "REPLAY", NULL, ll_run_status_name(run->status));
+    return LL_APPLY_COMMIT;
+}
+
+ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
+{
+    vstart_in v;
+    if (!ll_need_uuid(out, m->value, "runId", v.run_id) || !ll_need_uuid(out, m->value, "dispatchId", v.dispatch_id) ||
+        !ll_need_opt_str(out, m->value, "node", 200, &v.node))
+        return LL_APPLY_DEAD;
+    if (!v.node)
+        v.node = "";
+    ll_run_row run;
+    ll_apply a = LL_APPLY_ROLLBACK;
+    switch (lock_run_event(db, v.run_id, &run, out)) {
+    case RUN_DBERR:
+        return LL_APPLY_DB;
+    case RUN_DEFER:
+        return LL_APPLY_DEFER;
+    case RUN_REFUSED:
+        out->reply = decision(m, &v, "REJECTED", "RUN_NOT_FOUND", NULL);
+        return LL_APPLY_ROLLBACK;
+    case RUN_FOUND:
+        break;
+    }
+    const char *p[1] = {v.dispatch_id};
+    PGresult *r = ll_db_exec(db, &ST_LOCK_DISPATCH, p);
+    if (!r) {
+        a = LL_APPLY_DB;
+    } else if (PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), v.run_id) != 0 ||
+               strcmp(PQgetvalue(r, 0, 1), "VALIDATE_RUN") != 0) {
+        out->reply = decision(m, &v, "REJECTED", "DISPATCH_MISMATCH", ll_run_status_name(run.status));
+    } else {
+        bool acked_now = strcmp(PQgetvalue(r, 0, 2), "ACKED") != 0;
+        a = ll_exec(db, &ST_ACK, p) == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out) : LL_APPLY_DB;
+    }
+    PQclear(r);
+    ll_run_row_clear(&run);
+    return a;
+}

@@ -1,0 +1,154 @@
+/*
+ * ll-sweeper - finds what stalled when nobody reports (contract §7): stale partitions (FAIL, or
+ * REISSUE with the same SCN), the run deadline, unacknowledged dispatches, stalled validation
+ * alerts, stalled publishes. Any number of instances may run: an advisory lock lets one act per
+ * tick. Settings are checked at start (recovery.stale > recovery.extract_query_timeout).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ll/config.h"
+#include "ll/log.h"
+#include "ll/topics.h"
+#include "sweeper.h"
+
+static const ll_config_key keys[] = {
+    {"service.instance_id", NULL, false, "id of this instance (informational)"},
+    {"db.conninfo", NULL, true, "libpq conninfo of the sweeper's PostgreSQL role (ll_sweeper)"},
+    {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
+    {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline"},
+    {"recovery.extract_query_timeout", "PT60M", false, "must equal NiFi EXTRACT.QUERY.TIMEOUT"},
+    {"recovery.stale", "PT90M", false, "a RUNNING partition without heartbeat this long is stale; must exceed extract_query_timeout"},
+    {"recovery.mode", "FAIL", false, "FAIL or REISSUE"},
+    {"recovery.max_attempts", "3", false, "claims allowed per partition in REISSUE mode"},
+    {"recovery.validation_stale", "PT2H", false, "alert threshold for runs waiting on validation or publish"},
+    {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold"},
+    {"recovery.sweeper_interval", "PT1M", false, "time between ticks"},
+    {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent"},
+    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)"},
+    {"log.level", "info", false, "debug, info, warn or error"},
+    {NULL, NULL, false, NULL}};
+
+static volatile sig_atomic_t g_stop;
+static void on_signal(int sig) { (void)sig; g_stop = 1; }
+
+static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, size_t n)
+{
+    int64_t max_attempts = 3, dispatch_max = 20;
+    if (ll_config_duration_ms(cfg, "recovery.run_timeout", &s->run_timeout_ms, err, n) ||
+        ll_config_duration_ms(cfg, "recovery.stale", &s->stale_ms, err, n) ||
+        ll_config_duration_ms(cfg, "recovery.validation_stale", &s->validation_stale_ms, err, n) ||
+        ll_config_duration_ms(cfg, "recovery.publish_stale", &s->publish_stale_ms, err, n) ||
+        ll_config_duration_ms(cfg, "recovery.sweeper_interval", &s->interval_ms, err, n) ||
+        ll_config_duration_ms(cfg, "dispatch.ack_timeout", &s->ack_timeout_ms, err, n) ||
+        ll_config_int(cfg, "recovery.max_attempts", &max_attempts, err, n) ||
+        ll_config_int(cfg, "dispatch.max_attempts", &dispatch_max, err, n))
+        return -1;
+    int64_t query_timeout = 0;
+    if (ll_config_duration_ms(cfg, "recovery.extract_query_timeout", &query_timeout, err, n))
+        return -1;
+    const char *mode = ll_config_get(cfg, "recovery.mode");
+    if (strcmp(mode, "FAIL") == 0)
+        s->mode = LL_RECOVERY_FAIL;
+    else if (strcmp(mode, "REISSUE") == 0)
+        s->mode = LL_RECOVERY_REISSUE;
+    else {
+        snprintf(err, n, "recovery.mode must be FAIL or REISSUE, not '%s'", mode);
+        return -1;
+    }
+    if (dispatch_max < 1 || s->interval_ms < 1) {
+        snprintf(err, n, "dispatch.max_attempts and recovery.sweeper_interval must be positive");
+        return -1;
+    }
+    s->max_attempts = (int)max_attempts;
+    s->dispatch_max_attempts = (int)dispatch_max;
+    s->run_timeout_text = ll_config_get(cfg, "recovery.run_timeout");
+    s->publish_stale_text = ll_config_get(cfg, "recovery.publish_stale");
+    return ll_recovery_settings_check(s->stale_ms, query_timeout, s->max_attempts, err, n);
+}
+
+static void report(const sweep_counts *c)
+{
+    long total = c->reissue_partition + c->timeout_stale_partition + c->timeout_run_deadline +
+                 c->requeue_dispatch + c->dead_dispatch + c->abandon_dispatch + c->stale_alert + c->publish_unknown;
+    if (total == 0)
+        return;
+    json_t *f = json_object();
+    const struct { const char *k; long v; } items[] = {
+        {"reissue_partition", c->reissue_partition}, {"timeout_stale_partition", c->timeout_stale_partition},
+        {"timeout_run_deadline", c->timeout_run_deadline}, {"requeue_dispatch", c->requeue_dispatch},
+        {"dead_dispatch", c->dead_dispatch}, {"abandon_dispatch", c->abandon_dispatch},
+        {"stale_alert", c->stale_alert}, {"publish_unknown", c->publish_unknown}};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
+        if (items[i].v)
+            json_object_set_new(f, items[i].k, json_integer(items[i].v));
+    ll_log_json(LL_WARN, NULL, "sweeper_actions", f, "sweeper acted on %ld rows", total);
+}
+
+static void sleep_ms(int64_t ms)
+{
+    while (ms > 0 && !g_stop) {
+        int64_t step = ms < 200 ? ms : 200;
+        struct timespec ts = {step / 1000, (step % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= step;
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = getenv("LOADLEDGER_CONFIG");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            path = argv[++i];
+        } else {
+            printf("ll-sweeper - finds stalled partitions, runs, dispatches and publishes\n"
+                   "usage: ll-sweeper [--config FILE]\nkeys (environment LOADLEDGER_<KEY>, . as __):\n");
+            for (const ll_config_key *k = keys; k->key; k++)
+                printf("  %-32s %s%s%s%s\n", k->key, k->help, k->default_value ? " [default " : "",
+                       k->default_value ? k->default_value : "", k->default_value ? "]" : " [required]");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
+        }
+    }
+    unsetenv("LOADLEDGER_CONFIG");
+    char err[1024];
+    sweep_settings s;
+    ll_level lvl = LL_INFO;
+    ll_config *cfg = ll_config_load(path, keys, LL_ALL_TOPICS, err, sizeof err);
+    if (!cfg || read_settings(cfg, &s, err, sizeof err) ||
+        ll_log_level_parse(ll_config_get(cfg, "log.level"), &lvl)) {
+        fprintf(stderr, "ll-sweeper: %s\n", err);
+        ll_config_free(cfg);
+        return 1;
+    }
+    ll_log_init("sweeper", lvl);
+    int64_t attempts = 3;
+    ll_config_int(cfg, "db.tx_attempts", &attempts, err, sizeof err);
+    ll_db db;
+    if (ll_db_open(&db, ll_config_get(cfg, "db.conninfo"), "sweeper", (int)attempts) != LL_DB_OK)
+        ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start; will retry");
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    ll_log(LL_INFO, NULL, "service_started", "sweeper started (mode %s, interval %lld ms)",
+           ll_config_get(cfg, "recovery.mode"), (long long)s.interval_ms);
+    while (!g_stop) {
+        sweep_counts c;
+        bool acted = false;
+        ll_db_rc rc = sweep_tick(&db, &s, &c, &acted);
+        if (rc != LL_DB_OK)
+            ll_log(LL_WARN, NULL, "sweeper_error", "tick failed: %s %s", db.err.sqlstate, db.err.message);
+        else if (acted)
+            report(&c);
+        sleep_ms(s.interval_ms);
+    }
+    ll_log(LL_INFO, NULL, "service_stopped", "sweeper stopped");
+    ll_db_close(&db);
+    ll_config_free(cfg);
+    return 0;
+}

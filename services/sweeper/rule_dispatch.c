@@ -1,0 +1,114 @@
+/*
+ * rule_dispatch.c - rule 3, unacknowledged dispatches (contract §7.3): a SENT row without ACK
+ * after dispatch.ack_timeout whose run still waits for it (VALIDATE_RUN: run
+ * EXTRACTED_VALIDATED; REISSUE_PARTITION: run EXTRACTING and the partition still RETRY) goes back
+ * to PENDING, or DEAD once dispatch.max_attempts deliveries were made. Closing the gap of §13, a
+ * SENT row whose run has ended (it can never be acknowledged) is marked DEAD as abandoned, with
+ * an INFO event, instead of staying SENT forever.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "ll/ledger.h"
+#include "sweeper.h"
+
+static const ll_stmt ST_REQUEUE = {
+    "sweep_requeue",
+    "WITH due AS (SELECT d.dispatch_id FROM nifi_ops.load_dispatch d"
+    "   JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
+    "   LEFT JOIN nifi_ops.load_partition p ON p.run_id = d.run_id AND p.partition_id = d.partition_id"
+    "   WHERE d.status = 'SENT' AND d.sent_at < clock_timestamp() - $1::interval"
+    "   AND ((d.dispatch_type = 'VALIDATE_RUN' AND r.status = 'EXTRACTED_VALIDATED')"
+    "     OR (d.dispatch_type = 'REISSUE_PARTITION' AND r.status = 'EXTRACTING' AND p.status = 'RETRY'))"
+    "   FOR UPDATE OF d SKIP LOCKED)"
+    " UPDATE nifi_ops.load_dispatch d SET"
+    "   status = CASE WHEN d.attempt_count >= $2::int THEN 'DEAD' ELSE 'PENDING' END,"
+    "   next_attempt_at = clock_timestamp(),"
+    "   last_error = CASE WHEN d.attempt_count >= $2::int"
+    "     THEN 'no ack after ' || d.attempt_count || ' attempts (ack timeout)'"
+    "     ELSE 'ack timeout, requeued by sweeper' END"
+    " FROM due WHERE d.dispatch_id = due.dispatch_id"
+    " RETURNING d.dispatch_id::text, d.run_id::text, d.partition_id, d.dispatch_type, d.status,"
+    "   d.attempt_count, d.last_error",
+    2};
+
+/* Runs past the point where anyone would acknowledge: every failure, SUCCESS. */
+static const ll_stmt ST_ABANDON = {
+    "sweep_abandon",
+    "WITH gone AS (SELECT d.dispatch_id FROM nifi_ops.load_dispatch d"
+    "   JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
+    "   WHERE d.status = 'SENT' AND d.sent_at < clock_timestamp() - $1::interval"
+    "   AND r.status IN ('SUCCESS', 'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION',"
+    "     'FAILED_PUBLISH', 'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT')"
+    "   FOR UPDATE OF d SKIP LOCKED)"
+    " UPDATE nifi_ops.load_dispatch d SET status = 'DEAD',"
+    "   last_error = 'abandoned: the run ended before the command was acknowledged'"
+    " FROM gone WHERE d.dispatch_id = gone.dispatch_id"
+    " RETURNING d.dispatch_id::text, d.run_id::text, d.partition_id, d.dispatch_type",
+    1};
+
+static const ll_stmt ST_NOTIFY = {"sweep_notify_requeue", "SELECT pg_notify('load_dispatch', 'sweeper')", 0};
+
+static ll_db_rc dead_event(ll_db *db, PGresult *r, int i, const char *name, const char *level)
+{
+    json_t *details = json_pack("{s:s,s:s,s:n,s:I}", "dispatchId", PQgetvalue(r, i, 0), "type",
+                                PQgetvalue(r, i, 3), "httpStatus", "attempt",
+                                (json_int_t)(PQnfields(r) > 5 ? ll_db_ll(r, i, 5, 0) : 0));
+    ll_event ev = {name, level, PQgetvalue(r, i, 1), ll_db_text(r, i, 2), -1, -1, NULL, name,
+                   PQnfields(r) > 6 ? ll_db_text(r, i, 6) : "abandoned: the run ended before the command was acknowledged",
+                   details};
+    ll_db_rc rc = ll_event_insert(db, &ev);
+    json_decref(details);
+    return rc;
+}
+
+/* One DISPATCH_REQUEUED per run with at least one row requeued. */
+static ll_db_rc requeue_events(ll_db *db, PGresult *r)
+{
+    for (int i = 0; i < PQntuples(r); i++) {
+        if (strcmp(PQgetvalue(r, i, 4), "PENDING") != 0)
+            continue;
+        bool first = true;
+        for (int j = 0; j < i; j++)
+            if (strcmp(PQgetvalue(r, j, 4), "PENDING") == 0 && strcmp(PQgetvalue(r, j, 1), PQgetvalue(r, i, 1)) == 0)
+                first = false;
+        if (!first)
+            continue;
+        ll_event ev = {"DISPATCH_REQUEUED", "WARN", PQgetvalue(r, i, 1), NULL, -1, -1, NULL, NULL,
+                       "ack timeout, requeued by sweeper", NULL};
+        if (ll_event_insert(db, &ev) != LL_DB_OK)
+            return LL_DB_ERROR;
+    }
+    return LL_DB_OK;
+}
+
+ll_db_rc rule_unacked_dispatches(ll_db *db, const sweep_settings *s, sweep_counts *c)
+{
+    char ack[48], maxa[16];
+    sweep_interval_text(s->ack_timeout_ms, ack, sizeof ack);
+    snprintf(maxa, sizeof maxa, "%d", s->dispatch_max_attempts);
+    const char *p[2] = {ack, maxa};
+    PGresult *r = ll_db_exec(db, &ST_REQUEUE, p);
+    if (!r)
+        return LL_DB_ERROR;
+    ll_db_rc rc = requeue_events(db, r);
+    long requeued = 0;
+    for (int i = 0; i < PQntuples(r) && rc == LL_DB_OK; i++) {
+        if (strcmp(PQgetvalue(r, i, 4), "DEAD") == 0) {
+            rc = dead_event(db, r, i, "DISPATCH_DEAD", "ERROR");
+            c->dead_dispatch++;
+        } else {
+            requeued++;
+        }
+    }
+    c->requeue_dispatch += requeued;
+    PQclear(r);
+    if (rc == LL_DB_OK && requeued > 0)
+        rc = ll_exec(db, &ST_NOTIFY, NULL);
+    if (rc != LL_DB_OK || !(r = ll_db_exec(db, &ST_ABANDON, p)))
+        return LL_DB_ERROR;
+    for (int i = 0; i < PQntuples(r) && rc == LL_DB_OK; i++, c->abandon_dispatch++)
+        rc = dead_event(db, r, i, "DISPATCH_ABANDONED", "INFO");
+    PQclear(r);
+    return rc;
+}

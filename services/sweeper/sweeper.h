@@ -1,0 +1,48 @@
+/*
+ * sweeper.h - what nobody asks for (contract §7): stale partitions, the run deadline,
+ * unacknowledged dispatches, stalled validation alerts, stalled publishes. One tick is one
+ * transaction under a transaction-scoped advisory lock, so one sweeper acts at a time; each
+ * rule runs in its own savepoint and is a set of conditional statements with an event per row.
+ */
+#ifndef SWEEPER_H
+#define SWEEPER_H
+
+#include <stdint.h>
+
+#include "ll/db.h"
+#include "ll/rules.h"
+
+/* Settings of contract §9 (recovery.*, dispatch.*): durations in ms, with their configured text
+ * for messages such as "no publish result within PT2H". */
+typedef struct sweep_settings {
+    int64_t stale_ms, run_timeout_ms, validation_stale_ms, publish_stale_ms, ack_timeout_ms;
+    int64_t interval_ms;
+    int max_attempts, dispatch_max_attempts;
+    ll_recovery_mode mode;
+    const char *run_timeout_text, *publish_stale_text;
+} sweep_settings;
+
+/* Counts of one tick, by rule (contract §7 result map). */
+typedef struct sweep_counts {
+    long reissue_partition, timeout_stale_partition, timeout_run_deadline, requeue_dispatch,
+        dead_dispatch, abandon_dispatch, stale_alert, publish_unknown;
+} sweep_counts;
+
+/* Runs one tick: false in *acted when another sweeper held the lock. LL_DB_OK or an error. */
+ll_db_rc sweep_tick(ll_db *db, const sweep_settings *s, sweep_counts *c, bool *acted);
+
+/* The rules, each inside the tick's transaction (rule_*.c). Return LL_DB_OK or LL_DB_ERROR. */
+ll_db_rc rule_stale_partitions(ll_db *db, const sweep_settings *s, sweep_counts *c);
+ll_db_rc rule_run_deadline(ll_db *db, const sweep_settings *s, sweep_counts *c);
+ll_db_rc rule_unacked_dispatches(ll_db *db, const sweep_settings *s, sweep_counts *c);
+ll_db_rc rule_stale_alerts(ll_db *db, const sweep_settings *s, sweep_counts *c);
+ll_db_rc rule_stalled_publish(ll_db *db, const sweep_settings *s, sweep_counts *c);
+
+/* Times out a run and its unfinished partitions (rules 1 and 2). */
+ll_db_rc sweep_timeout_run(ll_db *db, const char *run_id, const char *reason, const char *message,
+                           json_t *details);
+
+/* Milliseconds as the text of a PostgreSQL interval parameter ("1500 milliseconds"). */
+void sweep_interval_text(int64_t ms, char *out, size_t outlen);
+
+#endif
