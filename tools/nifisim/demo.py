@@ -8,6 +8,11 @@ with exactly one validate-run command, read back with read_committed; then the v
 publish flows report (validation start, STAGING metrics, stage-validated, publish claim and
 result, TARGET metrics, success) and the run ends in SUCCESS.
 
+Scenario `stall` (--stall): one partition's worker dies after its first chunk; the sweeper
+(REISSUE mode, thresholds of seconds) resets the partition and publishes a reissue command
+carrying the same SCN; a new worker claims it, the dead worker's late report is refused, and
+the run still reaches SUCCESS with its original SCN.
+
 Scenario `publish-unknown`: the publish step loses Hive's answer and reports PUBLISH_UNKNOWN; a
 new run for the same job and business key is refused (DUPLICATE_ACTIVE_RUN) until an operator
 resolves the unknown publish with `loadctl resolve-publish-unknown`; then it is admitted.
@@ -95,6 +100,59 @@ def reference(stack, nifi, flow, life, business_key):
     return ok
 
 
+def stall(stack, nifi, flow, life, business_key):
+    import uuid
+    say("\n\n== scenario stall: a worker dies; the sweeper reissues its partition with the same SCN")
+    stack.start("sweeper", settings={"recovery.mode": "REISSUE", "recovery.extract_query_timeout": "PT2S",
+                                     "recovery.stale": "PT5S", "recovery.sweeper_interval": "PT1S"})
+    reissues = nifi.reader("reissue-partition-commands")
+    run = Run(business_key=business_key)
+    say("== run %s: %s / %s" % (run.run_id, run.job, run.business_key))
+    flow.create(run)
+    flow.register(run)
+    flow.claim_all(run)
+    dead = run.nonempty()[-1]
+    sent = 0
+    for pid in run.nonempty():
+        for c in (run.chunks(pid)[:1] if pid == dead else run.chunks(pid)):
+            nifi.send("chunks", c)
+            sent += 1
+    nifi.flush()
+    flow.reply("chunk-outcomes", run.run_id, count=sent)
+    say("worker of partition %s stops after chunk 0 (token %s...)" % (dead, run.tokens[dead][:8]))
+    cmd = reissues.wait_for(lambda r: r["value"]["runId"] == run.run_id, timeout=60)[0]["value"]
+    say("reissue command -> partition %s, SCN %s, bounds [%s, %s), %d rows expected" % (
+        cmd["partitionId"], cmd["snapshotScn"], cmd["lowerBound"], cmd["upperBound"], cmd["expectedRowCount"]))
+    zombie = run.tokens[dead]
+    fresh = str(uuid.uuid4())
+    run.tokens[dead] = fresh
+    nifi.send("partition-claims", run.claim(dead, token=fresh, worker="nifi-node-7"))
+    nifi.flush()
+    d = flow.reply("claim-decisions", run.run_id, lambda v: v["claimToken"] == fresh)[-1]
+    say("new claim       -> claimed=%s, attempt %d, SCN %s" % (d["claimed"], d["attempt"], d["snapshotScn"]))
+    nifi.send("chunks", run.chunks(dead, token=zombie)[1])
+    nifi.flush()
+    z = flow.reply("chunk-outcomes", run.run_id, lambda v: v["claimToken"] == zombie and v["chunkIndex"] == 1)[-1]
+    say("dead worker's late chunk -> %s %s" % (z["outcome"], z["code"]))
+    for c in run.chunks(dead, token=fresh):
+        nifi.send("chunks", c)
+    nifi.flush()
+    flow.validate_commands(run)
+    dispatch = flow.r["validate-run-commands"].wait_for(lambda r: r["value"]["runId"] == run.run_id)[0]
+    steps = life.to_success(run, dispatch["value"]["dispatchId"])
+    say("validation and publish -> %s" % steps["success"]["runStatus"])
+    reissues.close()
+    stack.stop("sweeper-0")
+    cur = stack.db().cursor()
+    cur.execute("SELECT status, snapshot_scn::text FROM nifi_ops.load_run WHERE run_id = %s", (run.run_id,))
+    status, scn = cur.fetchone()
+    journey(stack, run)
+    ok = status == "SUCCESS" and scn == cmd["snapshotScn"] and z["code"] == "CLAIM_MISMATCH"
+    say("RESULT stall: partition %s reissued, run ended %s with SCN %s: %s" % (dead, status, scn,
+                                                                           "OK" if ok else "NOT OK"))
+    return ok
+
+
 def publish_unknown(stack, nifi, flow, life, business_key):
     say("\n\n== scenario publish-unknown: the publish answer is lost")
     run = Run(business_key=business_key)
@@ -126,10 +184,13 @@ def publish_unknown(stack, nifi, flow, life, business_key):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--scenario", choices=("all", "reference", "publish-unknown"), default="all")
+    ap.add_argument("--scenario", choices=("all", "reference", "stall", "publish-unknown"), default="all")
+    ap.add_argument("--stall", action="store_true", help="only the stall scenario (= --scenario stall)")
     ap.add_argument("--business-key", default="2026-09-28")
     ap.add_argument("--keep-running", action="store_true", help="leave the services running")
     args = ap.parse_args()
+    if args.stall:
+        args.scenario = "stall"
 
     stack = Stack()
     say("== migrating the ledger")
@@ -143,6 +204,8 @@ def main():
     try:
         if args.scenario in ("all", "reference"):
             results.append(reference(stack, nifi, flow, life, args.business_key))
+        if args.scenario in ("all", "stall"):
+            results.append(stall(stack, nifi, flow, life, args.business_key + ".st"))
         if args.scenario in ("all", "publish-unknown"):
             results.append(publish_unknown(stack, nifi, flow, life, args.business_key + ".pu"))
     finally:
