@@ -23,7 +23,10 @@ static bool connect_listener(listener *l)
 {
     if (!l->conninfo || mono_ms() < l->retry_at_ms)
         return false;
-    l->conn = PQconnectdb(l->conninfo);
+    /* the conninfo may be key=value pairs or a URI: expanded by libpq, named for pg_stat_activity */
+    static const char *const keys[] = {"connect_timeout", "dbname", "application_name", NULL};
+    const char *vals[] = {"10", l->conninfo, "dispatcher-listen", NULL};
+    l->conn = PQconnectdbParams(keys, vals, 1);
     if (PQstatus(l->conn) == CONNECTION_OK) {
         PGresult *r = PQexec(l->conn, "LISTEN load_dispatch");
         bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;

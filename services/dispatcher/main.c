@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dispatcher.h"
 #include "ll/kloop.h"
@@ -44,6 +45,39 @@ static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, 
            ll_config_duration_ms(cfg, "dispatch.backoff_max", &s->backoff_max_ms, err, n) ||
            ll_config_duration_ms(cfg, "dispatch.delivery_timeout", &s->delivery_ms, err, n)
                ? -1 : 0;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The earliest due time of a PENDING row: a backoff running out, or another dispatcher's lease. */
+static const ll_stmt ST_NEXT_DUE = {
+    "dispatch_next_due",
+    "SELECT ceil(extract(epoch FROM min(next_attempt_at) - clock_timestamp()) * 1000)::bigint"
+    " FROM nifi_ops.load_dispatch WHERE status = 'PENDING'",
+    0};
+
+/*
+ * How long to sleep before the next drain unless a NOTIFY comes first: until the earliest
+ * PENDING row is due, at most poll_interval (the fallback for a lost notification, or for rows
+ * written by a transaction that did not notify). At least 100 ms, so a due row that another
+ * transaction keeps locked does not turn the loop into a busy one.
+ */
+static int64_t next_wait_ms(ll_db *db, const dispatch_settings *s)
+{
+    int64_t wait = s->poll_ms;
+    PGresult *r = ll_db_ensure(db) == LL_DB_OK ? ll_db_exec(db, &ST_NEXT_DUE, NULL) : NULL;
+    if (r) {
+        long long due = ll_db_ll(r, 0, 0, wait);
+        PQclear(r);
+        if (due < wait)
+            wait = due;
+    }
+    return wait < 100 ? 100 : wait;
 }
 
 /* One tick: lease, deliver and settle until no due row is left (contract §6 "drain"). */
@@ -137,15 +171,36 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     ll_log(LL_INFO, NULL, "service_started", "dispatcher started (poll %lld ms, lease %lld ms)",
            (long long)s.poll_ms, (long long)s.lease_ms);
+    /* Drain at start, then whenever a NOTIFY comes (or the listener reconnects), a row falls
+     * due, or poll_interval passes. The wait is cut into slices of at most 1 s so that a stop
+     * signal arriving between two checks is honoured within a second. */
+    int rc = 0;
+    char fatal[512];
     drain(&db, &sink, &s);
+    int64_t drain_at = mono_ms() + next_wait_ms(&db, &s);
     while (!g_stop) {
-        listener_wait(&lis, s.poll_ms < 1000 ? s.poll_ms : 1000);
+        if (rd_kafka_fatal_error(sink.producer, fatal, sizeof fatal)) {
+            /* the idempotent producer cannot deliver any more: let the supervisor restart us;
+             * the leased rows come due again after their lease */
+            ll_log(LL_ERROR, NULL, "kafka_fatal", "producer: %s", fatal);
+            rc = 2;
+            break;
+        }
+        int64_t now = mono_ms();
+        if (now < drain_at) {
+            int64_t slice = drain_at - now < 1000 ? drain_at - now : 1000;
+            if (!listener_wait(&lis, slice))
+                continue;
+        }
+        if (g_stop)
+            break;
         drain(&db, &sink, &s);
+        drain_at = mono_ms() + next_wait_ms(&db, &s);
     }
-    ll_log(LL_INFO, NULL, "service_stopped", "dispatcher stopped");
+    ll_log(LL_INFO, NULL, "service_stopped", "dispatcher stopped (exit %d)", rc);
     listener_close(&lis);
     ll_db_close(&db);
     sink_close(&sink);
     ll_config_free(cfg);
-    return 0;
+    return rc;
 }

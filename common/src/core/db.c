@@ -39,11 +39,10 @@ ll_db_rc ll_db_open(ll_db *db, const char *conninfo, const char *app, int tx_att
 {
     memset(db, 0, sizeof *db);
     db->tx_attempts = tx_attempts < 1 ? 1 : tx_attempts;
-    size_t len = strlen(conninfo) + strlen(app) + 32;
-    db->conninfo = malloc(len);
-    if (!db->conninfo)
+    db->conninfo = strdup(conninfo);
+    db->app = strdup(app);
+    if (!db->conninfo || !db->app)
         return LL_DB_UNAVAILABLE;
-    snprintf(db->conninfo, len, "%s application_name=%s", conninfo, app);
     return ll_db_ensure(db);
 }
 
@@ -55,8 +54,25 @@ void ll_db_close(ll_db *db)
     forget_prepared(db);
     free(db->prepared);
     free(db->conninfo);
+    free(db->app);
     db->prepared = NULL;
     db->conninfo = NULL;
+    db->app = NULL;
+}
+
+/*
+ * The connection: the configured conninfo (key=value or a postgresql:// URI, expanded by libpq)
+ * between defaults it may override (a bounded connect, TCP keepalives, so that a database host
+ * that vanished is noticed in seconds rather than after the kernel's retransmission timeout,
+ * while the consumer must keep polling) and the application name, which is always the service's.
+ */
+static PGconn *connect_db(const ll_db *db)
+{
+    static const char *const keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
+                                       "keepalives_interval", "keepalives_count", "dbname",
+                                       "application_name", NULL};
+    const char *vals[] = {"10", "1", "30", "10", "3", db->conninfo, db->app, NULL};
+    return PQconnectdbParams(keys, vals, 1);
 }
 
 ll_db_rc ll_db_ensure(ll_db *db)
@@ -66,7 +82,7 @@ ll_db_rc ll_db_ensure(ll_db *db)
     if (db->conn)
         PQfinish(db->conn);
     forget_prepared(db);
-    db->conn = PQconnectdb(db->conninfo);
+    db->conn = connect_db(db);
     if (PQstatus(db->conn) != CONNECTION_OK) {
         set_err(db, "08006", "", PQerrorMessage(db->conn));
         PQfinish(db->conn);

@@ -58,8 +58,13 @@ typedef struct part_state {
     int paused;
     int64_t resume_at_ms;
     int64_t hold_offset;   /* the message we wait on, -1 none */
-    int64_t hold_since_ms; /* first deferral of hold_offset */
+    int64_t hold_since_ms; /* first hold of hold_offset */
     int64_t backoff_ms;
+    /* The prerequisite clock: the first DEFER of defer_offset. Kept apart from the hold, which
+     * also covers an unreachable database: an outage longer than loop.prerequisite_wait must not
+     * count as waiting for a prerequisite that nobody could have applied meanwhile. */
+    int64_t defer_offset;  /* -1 none */
+    int64_t defer_since_ms;
     int held_in_batch;
 } part_state;
 
@@ -108,6 +113,7 @@ static part_state *part_get(ll_loop *l, const char *topic, int32_t partition)
     snprintf(ps->topic, sizeof ps->topic, "%s", topic);
     ps->partition = partition;
     ps->hold_offset = -1;
+    ps->defer_offset = -1;
     return ps;
 }
 
@@ -150,16 +156,36 @@ static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *e
     return 0;
 }
 
+/* {"<topic>": [partition, ...], ...} of a partition list, for the rebalance log lines. */
+static json_t *partition_map(const rd_kafka_topic_partition_list_t *parts)
+{
+    json_t *m = json_object();
+    for (int i = 0; i < parts->cnt; i++) {
+        json_t *a = json_object_get(m, parts->elems[i].topic);
+        if (!a) {
+            a = json_array();
+            json_object_set_new(m, parts->elems[i].topic, a);
+        }
+        json_array_append_new(a, json_integer(parts->elems[i].partition));
+    }
+    return json_pack("{s:o}", "partitions", m);
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
                          rd_kafka_topic_partition_list_t *parts, void *opaque)
 {
     ll_loop *l = opaque;
     l->rebalance_gen++;
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        ll_log(LL_INFO, NULL, "partitions_assigned", "assigned %d partitions", parts->cnt);
+        ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",
+                    parts->cnt);
         rd_kafka_assign(rk, parts);
+        /* a partition held (paused) under an earlier assignment must not stay paused: its hold
+         * state was dropped with that assignment, so nothing would ever resume it */
+        rd_kafka_resume_partitions(rk, parts);
     } else {
-        ll_log(LL_INFO, NULL, "partitions_revoked", "revoked %d partitions", parts->cnt);
+        ll_log_json(LL_INFO, NULL, "partitions_revoked", partition_map(parts), "revoked %d partitions",
+                    parts->cnt);
         rd_kafka_assign(rk, NULL);
         l->n_parts = 0; /* hold state belongs to the old assignment */
     }
@@ -423,7 +449,9 @@ typedef enum { MSG_DONE, MSG_HOLD, MSG_ABORT, MSG_FATAL } msg_result;
  * so a replay writes it once), then the record with the original key, value and headers plus
  * ll.error.* headers into the open Kafka transaction.
  */
-static msg_result dead_letter(ll_loop *l, const rd_kafka_message_t *rkm, const char *run_id,
+static void hold(ll_loop *l, part_state *ps, int64_t offset, const char *why);
+
+static msg_result dead_letter(ll_loop *l, part_state *ps, const rd_kafka_message_t *rkm, const char *run_id,
                               const char *code, const char *reason)
 {
     const char *topic = rd_kafka_topic_name(rkm->rkt);
@@ -442,9 +470,13 @@ static msg_result dead_letter(ll_loop *l, const rd_kafka_message_t *rkm, const c
     ll_db_rc rc = ll_db_transaction(&l->db, dl_tx, &a);
     free(dj);
     if (rc != LL_DB_OK) {
+        /* held like any message the database could not take: on this very offset (a hold on
+         * another offset would seek the partition past this message, or back before it) */
         ll_log(LL_WARN, NULL, "dead_letter_event_failed", "cannot record dead letter: %s", l->db.err.message);
+        hold(l, ps, rkm->offset, l->db.err.message);
         return MSG_HOLD;
     }
+    ps->hold_offset = ps->defer_offset = -1;
     rd_kafka_headers_t *h = NULL;
     const rd_kafka_headers_t *orig = NULL;
     if (rd_kafka_message_headers(rkm, (rd_kafka_headers_t **)&orig) == RD_KAFKA_RESP_ERR_NO_ERROR && orig)
@@ -541,10 +573,10 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
     }
     const char *keyp = rkm->key ? key : NULL;
     if (!io)
-        return dead_letter(l, rkm, keyp, "UNKNOWN_TOPIC", "no handler for this topic");
+        return dead_letter(l, ps, rkm, keyp, "UNKNOWN_TOPIC", "no handler for this topic");
     json_t *value = NULL;
     if (!rkm->payload || ll_decode(&io->dopts, rkm->payload, rkm->len, &value, err, sizeof err) != 0)
-        return dead_letter(l, rkm, keyp, "DECODE_FAILED", rkm->payload ? err : "empty message value");
+        return dead_letter(l, ps, rkm, keyp, "DECODE_FAILED", rkm->payload ? err : "empty message value");
 
     ll_msg m = {io->in->logical, topic, rkm->partition, rkm->offset, keyp, value, l->service};
     struct tx_arg a = {l, io, &m, {0}, LL_APPLY_DB};
@@ -558,31 +590,38 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
         if (rc == LL_DB_OK && l->crash_after > 0 && ++l->db_commits >= l->crash_after) {
             ll_log(LL_WARN, &ctx, "fault_injected", "killing self after database commit %lld",
                    (long long)l->db_commits);
+            /* the replies of this batch's earlier messages go to the broker first: it then holds
+             * an open transaction, the most adverse form of this crash point for read_committed
+             * readers (without the flush they may die in the local queue, which hides it) */
+            rd_kafka_flush(l->producer, 10000);
             raise(SIGKILL);
         }
         ps->hold_offset = -1;
+        ps->defer_offset = -1;
         res = a.out.reply ? send_reply(l, io, rkm, a.out.reply) : MSG_DONE;
     } else if (rc == LL_DB_ROLLBACK && a.decision == LL_APPLY_DEFER) {
-        if (ps->hold_offset == rkm->offset && now_ms() - ps->hold_since_ms >= l->prereq_wait_ms) {
+        if (ps->defer_offset != rkm->offset) {
+            ps->defer_offset = rkm->offset;
+            ps->defer_since_ms = now_ms();
+        }
+        if (now_ms() - ps->defer_since_ms >= l->prereq_wait_ms) {
             char reason[700];
             snprintf(reason, sizeof reason, "prerequisite not in the ledger after %lld ms: %s",
                      (long long)l->prereq_wait_ms, a.out.reason);
-            res = dead_letter(l, rkm, run_id ? run_id : keyp, "PREREQUISITE_TIMEOUT", reason);
-            if (res == MSG_DONE)
-                ps->hold_offset = -1;
+            res = dead_letter(l, ps, rkm, run_id ? run_id : keyp, "PREREQUISITE_TIMEOUT", reason);
         } else {
             ll_log(LL_INFO, &ctx, "message_deferred", "deferred: %s", a.out.reason);
             hold(l, ps, rkm->offset, a.out.reason);
             res = MSG_HOLD;
         }
     } else if (rc == LL_DB_ROLLBACK && a.decision == LL_APPLY_DEAD) {
-        res = dead_letter(l, rkm, run_id ? run_id : keyp,
+        res = dead_letter(l, ps, rkm, run_id ? run_id : keyp,
                           a.out.reason_code[0] ? a.out.reason_code : "INVALID_MESSAGE", a.out.reason);
     } else if (rc == LL_DB_ERROR && ll_db_err_is_input(&l->db)) {
         char reason[700];
         snprintf(reason, sizeof reason, "ledger refused the values (SQLSTATE %s %s): %s",
                  l->db.err.sqlstate, l->db.err.constraint, l->db.err.message);
-        res = dead_letter(l, rkm, run_id ? run_id : keyp, "LEDGER_REJECTED", reason);
+        res = dead_letter(l, ps, rkm, run_id ? run_id : keyp, "LEDGER_REJECTED", reason);
     } else {
         ll_log(rc == LL_DB_UNAVAILABLE ? LL_WARN : LL_ERROR, &ctx,
                rc == LL_DB_UNAVAILABLE ? "db_unavailable" : "db_error", "holding partition: %s %s",
@@ -599,22 +638,64 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
 
 /* ---- the batch ------------------------------------------------------------------------------ */
 
-/* Seeks every assigned partition back to its committed offset (after an aborted transaction). */
+/*
+ * Seeks every assigned partition back to its committed offset and forgets the hold state (after
+ * an aborted transaction, or a batch dropped by a rebalance). Paused partitions are resumed: the
+ * hold state that would have resumed them is gone, and whatever they held comes again from the
+ * committed offset. A partition without a committed offset starts at the beginning (the loop's
+ * auto.offset.reset). If the positions cannot be reset, consuming on would skip the dropped
+ * messages: the loop stops as on a fatal error, and the restarted process begins at the
+ * committed offsets.
+ */
 static void rewind_to_committed(ll_loop *l)
 {
     rd_kafka_topic_partition_list_t *asg = NULL;
-    if (rd_kafka_assignment(l->consumer, &asg) || !asg)
+    l->n_parts = 0;
+    if (rd_kafka_assignment(l->consumer, &asg) || !asg) {
+        ll_log(LL_ERROR, NULL, "rewind_failed", "cannot read the assignment");
+        l->fatal = 1;
         return;
-    if (rd_kafka_committed(l->consumer, asg, 10000) == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        for (int i = 0; i < asg->cnt; i++)
-            if (asg->elems[i].offset < 0)
-                asg->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-        rd_kafka_error_t *e = rd_kafka_seek_partitions(l->consumer, asg, 10000);
-        if (e)
-            rd_kafka_error_destroy(e);
+    }
+    const char *why = NULL;
+    for (int attempt = 0; asg->cnt > 0 && attempt < 5 && !l->stop; attempt++) {
+        why = NULL;
+        rd_kafka_resp_err_t ce = rd_kafka_committed(l->consumer, asg, 10000);
+        for (int i = 0; !ce && i < asg->cnt; i++)
+            if (asg->elems[i].err)
+                ce = asg->elems[i].err;
+        if (ce) {
+            why = rd_kafka_err2str(ce);
+        } else {
+            for (int i = 0; i < asg->cnt; i++)
+                if (asg->elems[i].offset < 0)
+                    asg->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+            rd_kafka_error_t *e = rd_kafka_seek_partitions(l->consumer, asg, 10000);
+            if (e) {
+                why = "seek failed";
+                ll_log(LL_WARN, NULL, "seek_failed", "rewind: %s", rd_kafka_error_string(e));
+                rd_kafka_error_destroy(e);
+            }
+            for (int i = 0; !why && i < asg->cnt; i++)
+                if (asg->elems[i].err)
+                    why = rd_kafka_err2str(asg->elems[i].err);
+        }
+        if (!why)
+            break;
+        ll_log(LL_WARN, NULL, "rewind_retry", "rewind to the committed offsets: %s", why);
+        long ms = 200L << attempt; /* 0.2 s, 0.4 s, ... 1.6 s */
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    if (why && l->stop) {
+        /* stopping anyway: the next start begins at the committed offsets */
+    } else if (why) {
+        ll_log(LL_ERROR, NULL, "rewind_failed",
+               "cannot rewind to the committed offsets (%s): stopping so a restart resumes there", why);
+        l->fatal = 1;
+    } else {
+        rd_kafka_resume_partitions(l->consumer, asg);
     }
     rd_kafka_topic_partition_list_destroy(asg);
-    l->n_parts = 0;
 }
 
 static int txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
@@ -759,12 +840,19 @@ int ll_loop_run(ll_loop *l)
             rkm = rd_kafka_consumer_poll(l->consumer, 0);
         }
         rd_kafka_poll(l->producer, 0);
-        if (n > 0 && gen == l->rebalance_gen)
+        if (n > 0 && gen == l->rebalance_gen) {
             process_batch(l, batch, n);
+        } else if (n > 0) {
+            /* A rebalance while the batch was collected: drop the batch. Messages fetched under
+             * the old assignment come again from the committed offsets of the new one, but those
+             * fetched under the new assignment already moved its position past themselves:
+             * rewind, or they would be skipped and a later offset committed over them. */
+            ll_log(LL_INFO, NULL, "batch_dropped",
+                   "rebalance during the poll: %zu messages dropped, rewinding", n);
+            rewind_to_committed(l);
+        }
         for (size_t i = 0; i < n; i++)
             rd_kafka_message_destroy(batch[i]);
-        /* a rebalance while the batch was collected: the new assignment starts at the committed
-         * offsets, so the dropped messages come again */
     }
     free(batch);
     return l->fatal ? 2 : 0;

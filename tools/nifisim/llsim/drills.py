@@ -57,12 +57,13 @@ class Isolated:
 
     stack is an llsim Stack whose services use them (kafka.group.id = <prefix><service>, so the
     transactional ids are <prefix><service>.<instance>); logs and configs go to
-    $LL_RUN_DIR/drills/<name>/. close() stops what still runs and drops the database and topics.
+    $LL_RUN_DIR/drills/<name>_<random>/. close() stops what still runs and drops the database
+    and the topics.
     """
 
     def __init__(self, name, extra_topics=()):
         self.tag = "%s_%s" % (name, uuid.uuid4().hex[:8])
-        self.prefix = "t2.%s." % self.tag
+        self.prefix = "drill.%s." % self.tag
         self.groups = {s: self.prefix + s for s in CONSUMING}
         extra = {s: {"kafka.group.id": g} for s, g in self.groups.items()}
         self.stack = Stack(prefix=self.prefix, extra=extra)

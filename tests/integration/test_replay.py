@@ -1,0 +1,211 @@
+"""Replay drill (kafka-edition.md §1: "replaying any topic from any offset must never change a
+correct ledger, and must never double an effect").
+
+After a scenario with the main path to SUCCESS and its usual detours (a refused duplicate run,
+a zombie's claim, a resent and a conflicting chunk, an invalid manifest, a failed partition, a
+dead letter, a failed stage validation), every service is stopped, every
+consumer group is reset to the earliest offsets (as kafka-consumer-groups --reset-offsets
+--to-earliest does: offsets committed for the group while it has no member), and the services
+run again over every topic from the start, until the groups have caught up (committed offset =
+high watermark on every partition). Then:
+
+- no ledger row is added, removed or changed, in any nifi_ops table (load_run, load_partition,
+  load_file, load_dispatch, load_validation, load_claim_token, load_publish_token,
+  load_run_rejection, ...), except three columns the contract refreshes on an identical
+  re-report: load_run.heartbeat_at and load_partition.heartbeat_at (§5.3 step 3 for a replayed
+  claim, §5.4 step 7 for a replayed chunk: "refresh partition heartbeat and run heartbeat",
+  even when nothing else changes) and load_file.updated_at (§3.3: a re-report overwrites the row,
+  updated_at = now). These are activity stamps, not state: the sweeper reads heartbeats, and a
+  replay is activity. Every other column, timestamps included, must be identical;
+- load_event gains no row at all (a replay writes no event; a dead letter's event has a
+  name-based id, so its replay is absorbed);
+- no second validate-run command is published;
+- every replayed input is answered again, and no answer is ACCEPTED (nothing was applied).
+
+The drill runs on a database and topics of its own (llsim.drills.Isolated), so "every table" and
+"every topic" mean exactly this scenario.
+"""
+import time
+
+import pytest
+
+from conftest import new_run
+from llsim.drills import Isolated, RawReader, committed, lag, reset_group, snapshot, snapshot_diff, wait_until, watermarks
+from llsim.flow import Flow
+from llsim.kafkaio import Nifi
+from llsim.lifecycle import Lifecycle, staging_metrics
+from llsim.stack import SERVICES
+
+TOUCHED = {"load_run": {"heartbeat_at"}, "load_partition": {"heartbeat_at"}, "load_file": {"updated_at"}}
+
+
+@pytest.fixture(scope="module")
+def iso():
+    i = Isolated("replay")
+    yield i
+    codes = i.close()
+    bad = {k: v for k, v in codes.items() if v != 0}
+    assert not bad, "services did not exit cleanly: %s; logs in %s" % (bad, i.stack.log_dir)
+
+
+def scenario(flow, life):
+    """The main path plus the detours a replay must reproduce without effect. Returns the runs."""
+    nifi = flow.nifi
+    # R1: the reference run to EXTRACTED_VALIDATED and its one command, then to SUCCESS through
+    # validation and publish; a validation start sent twice, a second publish claim refused
+    r1 = new_run()
+    steps = flow.to_extracted(r1)
+    assert steps["run"]["outcome"] == "ACCEPTED" and len(steps["commands"]) == 1
+    dispatch_id = steps["commands"][0]["dispatchId"]
+    # a resent run request (same run id): REPLAY; a second run for the same key: refused
+    nifi.send("run-requests", r1.run_request())
+    dup = new_run(business_key=r1.business_key)
+    nifi.send("run-requests", dup.run_request())
+    nifi.flush()
+    assert [d["outcome"] for d in flow.reply("run-decisions", r1.run_id, count=2)] == ["ACCEPTED", "REPLAY"]
+    assert flow.reply("run-decisions", dup.run_id)[0]["code"] == "DUPLICATE_ACTIVE_RUN"
+    # a zombie's claim (another token), a resent chunk, a conflicting chunk after SUCCESS
+    nifi.send("partition-claims", r1.claim("0000", token="00000000-0000-4000-8000-000000000001"))
+    nifi.send("chunks", r1.chunks("0001")[0])
+    nifi.send("chunks", r1.chunk("0002", 0, 3, 4999))
+    nifi.flush()
+    zombie = flow.reply("claim-decisions", r1.run_id, pred=lambda v: v["claimToken"].endswith("0001"))[0]
+    assert not zombie["claimed"]
+    outs = flow.reply("chunk-outcomes", r1.run_id, count=23)[-2:]
+    assert [(o["outcome"], o["code"]) for o in outs] == [("REPLAY", None), ("REJECTED", "CHUNK_CONFLICT")]
+    # R1 on to SUCCESS (the refused run id stays refused after R1 left the active statuses)
+    assert life.start_validation(r1, dispatch_id)["outcome"] == "ACCEPTED"
+    assert life.start_validation(r1, dispatch_id)["outcome"] == "REPLAY"
+    done = life.to_success(r1, dispatch_id)
+    assert done["success"]["runStatus"] == "SUCCESS", done
+    _token, refused = life.claim_publish(r1)
+    assert not refused["claimed"]
+    # R2: a manifest that breaks an invariant (FAILED_MANIFEST)
+    r2 = new_run()
+    flow.create(r2)
+    assert flow.register(r2, plannedPartitionCount=9)["code"] == "MANIFEST_INVALID"
+    # R3: extraction fails on a partition (FAILED_EXTRACT); a request refused while R3 was
+    # active must stay refused on replay although the key is free by then
+    r3 = new_run()
+    flow.create(r3)
+    dup3 = new_run(business_key=r3.business_key)
+    nifi.send("run-requests", dup3.run_request())
+    nifi.flush()
+    assert flow.reply("run-decisions", dup3.run_id)[0]["code"] == "DUPLICATE_ACTIVE_RUN"
+    flow.register(r3)
+    flow.claim_all(r3)
+    nifi.send("chunks", r3.chunks("0000")[0])
+    nifi.send("partition-failures", r3.partition_failure("0000"))
+    nifi.send("partition-failures", r3.partition_failure("0000"))
+    nifi.flush()
+    fails = flow.reply("partition-failure-outcomes", r3.run_id, count=2)
+    assert [(f["outcome"], f["runStatus"]) for f in fails] == [("ACCEPTED", "FAILED_EXTRACT"), ("REPLAY", "FAILED_EXTRACT")]
+    # an undecodable message: a dead letter, recorded once as an event
+    nifi.send("chunks", None, key=r3.run_id, raw=b"\xff\xff\xff\xff")
+    nifi.flush()
+    # R4: extracted, validation started, a failing STAGING metric blocks stage-validated, and the
+    # validation flow fails the run
+    r4 = new_run()
+    d4 = flow.to_extracted(r4)["commands"][0]["dispatchId"]
+    life.start_validation(r4, d4)
+    assert life.metrics(r4, "STAGING", staging_metrics(r4, fail=("AMOUNT_SUM",)))["failCount"] == 1
+    assert life.stage_validated(r4)["outcome"] == "REJECTED"
+    assert life.fail(r4, "STAGE_VALIDATING", "FAILED_STAGE_VALIDATION")["runStatus"] == "FAILED_STAGE_VALIDATION"
+    return [r1, dup, r2, r3, dup3, r4]
+
+
+def group_topics(iso):
+    """{group: [topics it committed offsets for]}: the input topics of each consuming service."""
+    out = {}
+    topics = [iso.topic(t) for t in iso.topics]
+    for g in iso.groups.values():
+        com = committed(iso.bootstrap, g, topics)
+        out[g] = sorted({t for (t, _p), off in com.items() if off >= 0})
+    return out
+
+
+def caught_up(iso, groups):
+    return all(lag(iso.bootstrap, g, ts) == 0 for g, ts in groups.items())
+
+
+def test_replay_from_earliest_changes_nothing(iso):
+    st = iso.stack
+    for s in SERVICES:
+        st.start(s)
+    nifi = Nifi(st.bootstrap, st.prefix)
+    flow = Flow(nifi)
+    life = Lifecycle(flow)
+    db = st.db()
+    cur = db.cursor()
+    try:
+        runs = scenario(flow, life)
+        groups = group_topics(iso)
+        assert iso.topic("chunks") in groups[iso.groups["completion"]], groups
+        assert iso.topic("run-requests") in groups[iso.groups["registrar"]], groups
+        wait_until(lambda: caught_up(iso, groups), 60, "the scenario consumed")
+        wait_until(lambda: pending_dispatches(cur) == 0, 30, "the outbox delivered")
+        codes = st.stop_all()
+        assert codes == {s + "-0": 0 for s in SERVICES}, codes
+
+        before = snapshot(cur, TOUCHED)
+        assert len(before["load_run"]) == 4 and len(before["load_run_rejection"]) == 2
+        assert len(before["load_file"]) == 43 and len(before["load_dispatch"]) == 2
+        assert [e["event_name"] for e in before["load_event"]].count("DEAD_LETTER") == 1
+        inputs = {t: sum(hi - lo for lo, hi in _wm(iso, t).values())
+                  for ts in groups.values() for t in ts}
+
+        for g, ts in groups.items():
+            reset_group(iso.bootstrap, g, ts)
+        assert not caught_up(iso, groups)
+        replies = Flow(nifi)
+        Lifecycle(replies)  # the readers of the validation and publish replies too
+        dead_letters = RawReader(iso.bootstrap, iso.topic("dead-letters"), from_beginning=False)
+        t0 = time.time()
+        for s in SERVICES:
+            st.start(s)
+        wait_until(lambda: caught_up(iso, groups), 120, "the replay consumed")
+        replay_s = time.time() - t0
+        replies.r["validate-run-commands"].drain(3)
+        for r in replies.r.values():
+            r.drain(0.5)
+
+        after = snapshot(cur, TOUCHED)
+        assert snapshot_diff(before, after) == [], "the replay changed the ledger"
+        # the replay did reach the ledger: replayed chunk reports refreshed the run heartbeats
+        cur.execute("SELECT count(*) FROM nifi_ops.load_run WHERE heartbeat_at > %s::timestamptz",
+                    (time.strftime("%Y-%m-%d %H:%M:%S+00", time.gmtime(t0 - 1)),))
+        assert cur.fetchone()[0] >= 1
+
+        assert [c for c in replies.r["validate-run-commands"].records] == [], "a second command was published"
+        # every replayed input answered once more, and nothing answered as applied
+        answered = sum(len(r.records) for t, r in replies.r.items() if t != "validate-run-commands")
+        dead = len(dead_letters.drain(1))
+        dead_letters.close()
+        assert dead == 1, "the undecodable message is dead-lettered again (its event is not)"
+        assert answered + dead == sum(inputs.values()), (answered, dead, inputs)
+        outcomes = {}
+        for t, r in replies.r.items():
+            for rec in r.records:
+                outcomes.setdefault(rec["value"].get("outcome"), []).append((t, rec["value"]))
+        assert "ACCEPTED" not in outcomes, outcomes.get("ACCEPTED")
+        assert set(outcomes) <= {"REPLAY", "REJECTED"}, set(outcomes)
+        replies.close()
+        print("replay of %d inputs took %.1fs" % (sum(inputs.values()), replay_s))
+        r1, dup, r2, r3, dup3, r4 = runs
+        status = {r["run_id"]: r["status"] for r in after["load_run"]}
+        assert status == {r1.run_id: "SUCCESS", r2.run_id: "FAILED_MANIFEST", r3.run_id: "FAILED_EXTRACT",
+                          r4.run_id: "FAILED_STAGE_VALIDATION"}
+        assert {r["run_id"]: r["code"] for r in after["load_run_rejection"]} == {
+            dup.run_id: "DUPLICATE_ACTIVE_RUN", dup3.run_id: "DUPLICATE_ACTIVE_RUN"}
+    finally:
+        flow.close()
+        db.close()
+
+
+def _wm(iso, topic):
+    return watermarks(iso.bootstrap, topic)
+
+
+def pending_dispatches(cur):
+    cur.execute("SELECT count(*) FROM nifi_ops.load_dispatch WHERE status = 'PENDING'")
+    return cur.fetchone()[0]
