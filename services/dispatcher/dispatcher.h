@@ -1,11 +1,13 @@
 /*
- * dispatcher.h - the outbox delivery of contract §6 with a Kafka sink: lease due rows with
- * FOR UPDATE SKIP LOCKED, publish the command, then mark SENT, back off, or DEAD.
+ * dispatcher.h - the outbox delivery of contract §6 with a Kafka sink (or an HTTP sink): lease
+ * due rows with FOR UPDATE SKIP LOCKED, publish or POST the command, then mark SENT, back off,
+ * or DEAD.
  */
 #ifndef DISPATCHER_H
 #define DISPATCHER_H
 
 #include <jansson.h>
+#include <curl/curl.h>
 #include <librdkafka/rdkafka.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,7 +29,8 @@ typedef struct leased {
     int attempt;
     json_t *command;  /* the built command, or NULL when it could not be built */
     char build_error[256];
-    int http_status;  /* delivery result: 200 delivered, 0 failed */
+    int http_status;  /* delivery result: the HTTP status (Kafka sink: 200 delivered), 0 failed in transport */
+    int recorded_http_status; /* stored in last_http_status (0 = NULL; the Kafka sink stores none) */
     char error[512];
 } leased;
 
@@ -56,6 +59,28 @@ int sink_open(kafka_sink *k, const ll_config *cfg, char *err, size_t errlen);
 void sink_deliver(kafka_sink *k, leased *rows, size_t n, int64_t delivery_ms);
 /* Flushes and frees the sink. */
 void sink_close(kafka_sink *k);
+
+/* The HTTP sink (dispatch.sink = http, contract §6): POST to a NiFi receiver with libcurl. */
+typedef struct http_sink {
+    CURLM *multi;
+    char *base_url;           /* nifi.receiver_url without trailing '/' */
+    int64_t timeout_ms;       /* nifi.timeout, every phase */
+    const char *ca_bundle, *client_cert, *client_key; /* borrowed from the configuration */
+} http_sink;
+
+/* Creates the HTTP sink. 0, or -1 with err (no receiver URL). */
+int http_sink_open(http_sink *h, const ll_config *cfg, char *err, size_t errlen);
+/* POSTs every row with a command concurrently; sets each row's http_status and error. */
+void http_sink_deliver(http_sink *h, leased *rows, size_t n);
+/* Frees the sink. */
+void http_sink_close(http_sink *h);
+
+/* The configured sink: Kafka (default) or HTTP. */
+typedef struct dispatch_sink {
+    bool http;
+    kafka_sink kafka;
+    http_sink web;
+} dispatch_sink;
 
 /* A LISTEN load_dispatch connection (contract §6 wake-up); NULL conninfo = polling only. */
 typedef struct listener {

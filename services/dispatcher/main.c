@@ -29,6 +29,12 @@ static const ll_config_key keys[] = {
     {"dispatch.backoff_min", "PT5S", false, "first retry delay"},
     {"dispatch.backoff_max", "PT5M", false, "longest retry delay"},
     {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack"},
+    {"dispatch.sink", "kafka", false, "kafka (publish to the command topics) or http (POST to a NiFi receiver)"},
+    {"nifi.receiver_url", NULL, false, "http sink: base URL of the NiFi ListenHTTP/HandleHttpRequest receiver"},
+    {"nifi.timeout", "PT10S", false, "http sink: timeout of every phase of a POST"},
+    {"nifi.ca_bundle", NULL, false, "http sink: CA bundle of the receiver's certificate"},
+    {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)"},
+    {"nifi.client_key", NULL, false, "http sink: client key"},
     {"log.level", "info", false, "debug, info, warn or error"},
     {NULL, NULL, false, NULL}};
 
@@ -81,7 +87,41 @@ static int64_t next_wait_ms(ll_db *db, const dispatch_settings *s)
 }
 
 /* One tick: lease, deliver and settle until no due row is left (contract §6 "drain"). */
-static void drain(ll_db *db, kafka_sink *sink, const dispatch_settings *s)
+static void deliver(dispatch_sink *sink, leased *rows, size_t n, const dispatch_settings *s)
+{
+    if (sink->http)
+        http_sink_deliver(&sink->web, rows, n);
+    else
+        sink_deliver(&sink->kafka, rows, n, s->delivery_ms);
+}
+
+static bool delivered(const leased *l) { return l->http_status >= 200 && l->http_status < 300; }
+
+/* Opens the configured sink. 0, or -1 with err. */
+static int open_sink(dispatch_sink *sink, const ll_config *cfg, char *err, size_t errlen)
+{
+    const char *kind = ll_config_get(cfg, "dispatch.sink");
+    memset(sink, 0, sizeof *sink);
+    if (strcmp(kind, "http") == 0) {
+        sink->http = true;
+        return http_sink_open(&sink->web, cfg, err, errlen);
+    }
+    if (strcmp(kind, "kafka") != 0) {
+        snprintf(err, errlen, "dispatch.sink must be kafka or http, not '%s'", kind);
+        return -1;
+    }
+    return sink_open(&sink->kafka, cfg, err, errlen);
+}
+
+static void close_sink(dispatch_sink *sink)
+{
+    if (sink->http)
+        http_sink_close(&sink->web);
+    else
+        sink_close(&sink->kafka);
+}
+
+static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
 {
     for (;;) {
         leased *rows = NULL;
@@ -95,15 +135,15 @@ static void drain(ll_db *db, kafka_sink *sink, const dispatch_settings *s)
             outbox_free(rows, n);
             return;
         }
-        sink_deliver(sink, rows, n, s->delivery_ms);
+        deliver(sink, rows, n, s);
         long sent = 0, retried = 0, dead = 0;
         rc = outbox_settle(db, s, rows, n, &sent, &retried, &dead);
         for (size_t i = 0; i < n; i++) {
             ll_log_ctx ctx = {rows[i].run_id, rows[i].partition_id, NULL, -1, -1};
-            ll_log(rows[i].http_status == 200 ? LL_INFO : LL_WARN, &ctx,
-                   rows[i].http_status == 200 ? "dispatch_sent" : "dispatch_retry",
+            bool ok = delivered(&rows[i]);
+            ll_log(ok ? LL_INFO : LL_WARN, &ctx, ok ? "dispatch_sent" : "dispatch_retry",
                    "%s %s attempt %d%s%s", rows[i].type, rows[i].dispatch_id, rows[i].attempt,
-                   rows[i].http_status == 200 ? "" : ": ", rows[i].http_status == 200 ? "" : rows[i].error);
+                   ok ? "" : ": ", ok ? "" : rows[i].error);
         }
         outbox_free(rows, n);
         if (rc != LL_DB_OK) {
@@ -123,7 +163,7 @@ int main(int argc, char **argv)
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
             path = argv[++i];
         } else {
-            printf("ll-dispatcher - delivers the outbox (load_dispatch) to Kafka\n"
+            printf("ll-dispatcher - delivers the outbox (load_dispatch) to Kafka or a NiFi HTTP receiver\n"
                    "usage: ll-dispatcher [--config FILE]\nkeys:\n");
             for (const ll_config_key *k = keys; k->key; k++)
                 printf("  %-28s %s%s%s\n", k->key, k->help, k->default_value ? " [default " : "",
@@ -144,10 +184,10 @@ int main(int argc, char **argv)
         return 1;
     }
     ll_log_init("dispatcher", lvl);
-    kafka_sink sink;
-    if (sink_open(&sink, cfg, err, sizeof err) != 0) {
+    dispatch_sink sink;
+    if (open_sink(&sink, cfg, err, sizeof err) != 0) {
         fprintf(stderr, "ll-dispatcher: %s\n", err);
-        sink_close(&sink);
+        close_sink(&sink);
         ll_config_free(cfg);
         return 1;
     }
@@ -179,7 +219,7 @@ int main(int argc, char **argv)
     drain(&db, &sink, &s);
     int64_t drain_at = mono_ms() + next_wait_ms(&db, &s);
     while (!g_stop) {
-        if (rd_kafka_fatal_error(sink.producer, fatal, sizeof fatal)) {
+        if (!sink.http && rd_kafka_fatal_error(sink.kafka.producer, fatal, sizeof fatal)) {
             /* the idempotent producer cannot deliver any more: let the supervisor restart us;
              * the leased rows come due again after their lease */
             ll_log(LL_ERROR, NULL, "kafka_fatal", "producer: %s", fatal);
@@ -200,7 +240,7 @@ int main(int argc, char **argv)
     ll_log(LL_INFO, NULL, "service_stopped", "dispatcher stopped (exit %d)", rc);
     listener_close(&lis);
     ll_db_close(&db);
-    sink_close(&sink);
+    close_sink(&sink);
     ll_config_free(cfg);
     return rc;
 }

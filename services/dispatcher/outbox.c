@@ -38,24 +38,24 @@ static const ll_stmt ST_REISSUE_INPUT = {
 static const ll_stmt ST_SENT = {
     "outbox_sent",
     "UPDATE nifi_ops.load_dispatch SET status = 'SENT', sent_at = clock_timestamp(),"
-    " last_http_status = NULL, last_error = NULL"
+    " last_http_status = nullif($2::int, 0), last_error = NULL"
     " WHERE dispatch_id = $1::uuid AND status = 'PENDING'",
-    1};
+    2};
 
 static const ll_stmt ST_RETRY = {
     "outbox_retry",
     "UPDATE nifi_ops.load_dispatch SET"
     " next_attempt_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000),"
-    " last_http_status = NULL, last_error = left($3, 2000)"
+    " last_http_status = nullif($4::int, 0), last_error = left($3, 2000)"
     " WHERE dispatch_id = $1::uuid AND status = 'PENDING'",
-    3};
+    4};
 
 static const ll_stmt ST_DEAD = {
     "outbox_dead",
-    "UPDATE nifi_ops.load_dispatch SET status = 'DEAD', last_http_status = NULL,"
+    "UPDATE nifi_ops.load_dispatch SET status = 'DEAD', last_http_status = nullif($3::int, 0),"
     " last_error = left($2, 2000) WHERE dispatch_id = $1::uuid AND status = 'PENDING'"
     " RETURNING run_id::text, partition_id, dispatch_type, attempt_count",
-    2};
+    3};
 
 struct lease_arg {
     const dispatch_settings *s;
@@ -185,7 +185,9 @@ struct settle_arg {
 
 static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
 {
-    const char *p[2] = {l->dispatch_id, why};
+    char status[16];
+    snprintf(status, sizeof status, "%d", l->recorded_http_status);
+    const char *p[3] = {l->dispatch_id, why, status};
     PGresult *r = ll_db_exec(db, &ST_DEAD, p);
     if (!r)
         return LL_DB_ERROR;
@@ -194,8 +196,9 @@ static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
     if (!changed)
         return LL_DB_OK;
     (*dead)++;
-    json_t *details = json_pack("{s:s,s:s,s:n,s:i}", "dispatchId", l->dispatch_id, "type", l->type,
-                                "httpStatus", "attempt", l->attempt);
+    json_t *details = json_pack("{s:s,s:s,s:o,s:i}", "dispatchId", l->dispatch_id, "type", l->type,
+                                "httpStatus", l->recorded_http_status ? json_integer(l->recorded_http_status) : json_null(),
+                                "attempt", l->attempt);
     ll_event ev = {"DISPATCH_DEAD", "ERROR", l->run_id, l->partition_id, -1, -1, NULL, "DISPATCH_DEAD", why, details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
@@ -212,9 +215,11 @@ static ll_db_rc settle_tx(ll_db *db, void *arg)
         if (!l->command) {
             rc = mark_dead(db, l, l->build_error[0] ? l->build_error : "build failed", &a->dead);
         } else {
+            char status[16];
+            snprintf(status, sizeof status, "%d", l->recorded_http_status);
             switch (ll_dispatch_classify(l->http_status, l->attempt, (int)a->s->max_attempts)) {
             case LL_SEND_SENT: {
-                const char *p[1] = {l->dispatch_id};
+                const char *p[2] = {l->dispatch_id, status};
                 PGresult *r = ll_db_exec(db, &ST_SENT, p);
                 if (!r)
                     return LL_DB_ERROR;
@@ -226,7 +231,7 @@ static ll_db_rc settle_tx(ll_db *db, void *arg)
                 char delay[24];
                 snprintf(delay, sizeof delay, "%lld",
                          (long long)ll_dispatch_backoff_ms(l->attempt, a->s->backoff_min_ms, a->s->backoff_max_ms));
-                const char *p[3] = {l->dispatch_id, delay, l->error};
+                const char *p[4] = {l->dispatch_id, delay, l->error, status};
                 PGresult *r = ll_db_exec(db, &ST_RETRY, p);
                 if (!r)
                     return LL_DB_ERROR;
@@ -236,8 +241,10 @@ static ll_db_rc settle_tx(ll_db *db, void *arg)
             }
             case LL_SEND_DEAD:
             default: {
+                /* a permanent answer (4xx but 408/425/429) is DEAD on the first attempt */
+                bool permanent = ll_dispatch_classify(l->http_status, 1, 1 << 30) == LL_SEND_DEAD;
                 char why[700];
-                snprintf(why, sizeof why, "max attempts reached: %s", l->error);
+                snprintf(why, sizeof why, "%s%s", permanent ? "" : "max attempts reached: ", l->error);
                 rc = mark_dead(db, l, why, &a->dead);
                 break;
             }
