@@ -15,7 +15,9 @@ static const ll_input inputs[] = {
 
 int main(int argc, char **argv)
 {
-    ll_service svc = {"claimer", "ownership: partition claims and publish claims", inputs,
-                      sizeof inputs / sizeof inputs[0], NULL, NULL, NULL};
+    ll_service svc = {"claimer", "ownership: partition claims and publish claims",
+                      inputs,    sizeof inputs / sizeof inputs[0],
+                      NULL,      NULL,
+                      NULL};
     return ll_service_main(argc, argv, &svc);
 }

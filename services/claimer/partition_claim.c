@@ -60,8 +60,8 @@ typedef struct claim_in {
 
 /* The reply; for a granted claim it carries the work order (kafka-edition.md §4). */
 static json_t *claim_reply(const ll_msg *m, const claim_in *c, const char *outcome, const char *code,
-                           const char *run_status, const char *part_status, bool claimed,
-                           long long attempt, const ll_run_row *run, const PGresult *part)
+                           const char *run_status, const char *part_status, bool claimed, long long attempt,
+                           const ll_run_row *run, const PGresult *part)
 {
     json_t *r = ll_reply_new(m, c->run_id, c->partition_id, outcome, code, NULL, run_status, part_status);
     json_object_set_new(r, "claimToken", json_string(c->token));
@@ -72,8 +72,10 @@ static json_t *claim_reply(const ll_msg *m, const claim_in *c, const char *outco
         const char *lo = ll_db_text(part, 0, 3), *hi = ll_db_text(part, 0, 4);
         json_object_set_new(r, "jobKey", json_string(run->job_key));
         json_object_set_new(r, "businessKey", json_string(run->business_key));
-        json_object_set_new(r, "snapshotScn", run->snapshot_scn ? json_string(run->snapshot_scn) : json_null());
-        json_object_set_new(r, "hdfsRunPath", run->hdfs_run_path ? json_string(run->hdfs_run_path) : json_null());
+        json_object_set_new(r, "snapshotScn",
+                            run->snapshot_scn ? json_string(run->snapshot_scn) : json_null());
+        json_object_set_new(r, "hdfsRunPath",
+                            run->hdfs_run_path ? json_string(run->hdfs_run_path) : json_null());
         json_object_set_new(r, "lowerBound", lo ? json_string(lo) : json_null());
         json_object_set_new(r, "upperBound", hi ? json_string(hi) : json_null());
         json_object_set_new(r, "upperInclusive", json_boolean(ll_db_bool(part, 0, 5)));
@@ -92,8 +94,8 @@ static ll_apply exec_ok(ll_db *db, const ll_stmt *st, const char *const *p)
     return LL_APPLY_COMMIT;
 }
 
-static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run,
-                      PGresult *part, ll_part_status before, ll_apply_out *out)
+static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run, PGresult *part,
+                      ll_part_status before, ll_apply_out *out)
 {
     const char *p[4] = {c->run_id, c->partition_id, c->token, c->worker};
     PGresult *r = ll_db_exec(db, &ST_GRANT, p);
@@ -110,7 +112,8 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_ru
         ll_run_touch(db, c->run_id) != LL_DB_OK)
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:I}", "workerNode", c->worker, "attempt", (json_int_t)attempt);
-    ll_event ev = {"PARTITION_STARTED", "INFO", c->run_id, c->partition_id, -1, -1, NULL, NULL, NULL, details};
+    ll_event ev = {
+        "PARTITION_STARTED", "INFO", c->run_id, c->partition_id, -1, -1, NULL, NULL, NULL, details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
@@ -176,9 +179,9 @@ static ll_apply decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_r
         default:
             /* claimed=false, a normal race: the run has ended, another token owns the
              * partition, or the partition is finished */
-            out->reply = claim_reply(m, c, "REJECTED", refusal_code(run->status, ps),
-                                     ll_run_status_name(run->status), ll_part_status_name(ps), false,
-                                     attempt, NULL, NULL);
+            out->reply =
+                claim_reply(m, c, "REJECTED", refusal_code(run->status, ps), ll_run_status_name(run->status),
+                            ll_part_status_name(ps), false, attempt, NULL, NULL);
             a = LL_APPLY_ROLLBACK;
             break;
         }
@@ -191,7 +194,8 @@ ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll
 {
     claim_in c;
     if (!ll_need_uuid(out, m->value, "runId", c.run_id) ||
-        !ll_need_str(out, m->value, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &c.partition_id) ||
+        !ll_need_str(out, m->value, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4,
+                     &c.partition_id) ||
         !ll_need_uuid(out, m->value, "claimToken", c.token) ||
         !ll_need_str(out, m->value, "workerNode", NULL, NULL, 1, 200, &c.worker))
         return LL_APPLY_DEAD;

@@ -95,7 +95,8 @@ static bool read_chunk(const json_t *v, chunk_in *c, ll_apply_out *out)
     if (json_is_integer(b) && (c->bytes = (int64_t)json_integer_value(b)) < 0)
         return ll_invalid(out, "byteCount: must be ≥ 0");
     return ll_need_uuid(out, v, "runId", c->run_id) &&
-           ll_need_str(out, v, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &c->partition_id) &&
+           ll_need_str(out, v, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4,
+                       &c->partition_id) &&
            ll_need_uuid(out, v, "claimToken", c->token) &&
            ll_need_int(out, v, "chunkIndex", 0, INT32_MAX, &c->index) &&
            ll_need_int(out, v, "chunkCount", 1, 1000000, &c->count) &&
@@ -137,8 +138,7 @@ static ll_apply compare_file(ll_db *db, const chunk_in *c, const char *const *ke
     if (PQntuples(r) == 1) {
         const char *bytes = ll_db_text(r, 0, 3);
         *changed = ll_db_ll(r, 0, 0, -1) != c->count || strcmp(PQgetvalue(r, 0, 1), c->path) != 0 ||
-                   ll_db_ll(r, 0, 2, -1) != c->records ||
-                   (bytes ? atoll(bytes) != c->bytes : c->bytes != -1);
+                   ll_db_ll(r, 0, 2, -1) != c->records || (bytes ? atoll(bytes) != c->bytes : c->bytes != -1);
     }
     PQclear(r);
     return LL_APPLY_COMMIT;
@@ -151,8 +151,8 @@ static ll_apply upsert_file(ll_db *db, const chunk_in *c, const char *const *key
     snprintf(count, sizeof count, "%lld", (long long)c->count);
     snprintf(records, sizeof records, "%lld", (long long)c->records);
     snprintf(bytes, sizeof bytes, "%lld", (long long)c->bytes);
-    const char *p[8] = {key[0], key[1], key[2], c->fragment, count, c->path, records,
-                        c->bytes >= 0 ? bytes : NULL};
+    const char *p[8] = {key[0], key[1],  key[2],  c->fragment,
+                        count,  c->path, records, c->bytes >= 0 ? bytes : NULL};
     *path_taken = false;
     if (ll_db_command(db, "SAVEPOINT chunk_upsert") != LL_DB_OK)
         return LL_APPLY_DB;
@@ -164,7 +164,8 @@ static ll_apply upsert_file(ll_db *db, const chunk_in *c, const char *const *key
     if (strcmp(db->err.sqlstate, "23505") != 0 || strcmp(db->err.constraint, "uq_load_file_path") != 0)
         return LL_APPLY_DB;
     *path_taken = true;
-    return ll_db_command(db, "ROLLBACK TO SAVEPOINT chunk_upsert") == LL_DB_OK ? LL_APPLY_COMMIT : LL_APPLY_DB;
+    return ll_db_command(db, "ROLLBACK TO SAVEPOINT chunk_upsert") == LL_DB_OK ? LL_APPLY_COMMIT
+                                                                               : LL_APPLY_DB;
 }
 
 /* Contract §5.4 step 10, gate passed: partition SUCCESS, then the run's completion CAS. */
@@ -179,8 +180,10 @@ static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     if (exec_ok(db, &ST_PARTITION_SUCCESS, p) != LL_APPLY_COMMIT ||
         exec_ok(db, &ST_RUN_PARTITION_SUCCESS, run) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
-    json_t *details = json_pack("{s:I,s:I}", "files", (json_int_t)agg->files, "bytes", (json_int_t)agg->bytes);
-    ll_event ev = {"PARTITION_SUCCESS", "INFO", c->run_id, c->partition_id, -1, agg->rows, NULL, NULL, NULL, details};
+    json_t *details =
+        json_pack("{s:I,s:I}", "files", (json_int_t)agg->files, "bytes", (json_int_t)agg->bytes);
+    ll_event ev = {
+        "PARTITION_SUCCESS", "INFO", c->run_id, c->partition_id, -1, agg->rows, NULL, NULL, NULL, details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK || ll_run_complete_extract(db, c->run_id, won) != LL_DB_OK)
@@ -189,8 +192,8 @@ static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
 }
 
 /* Contract §5.4 step 10, gate failed: ROW_COUNT_MISMATCH for the partition and the run. */
-static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg,
-                          int64_t expected, char *run_status, size_t len)
+static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, int64_t expected,
+                          char *run_status, size_t len)
 {
     char msg[256];
     ll_gate_mismatch_message(agg, (int32_t)c->count, expected, msg, sizeof msg);
@@ -203,8 +206,10 @@ static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
         return LL_APPLY_DB;
     snprintf(run_status, len, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
-    ll_event pe = {"PARTITION_FAILED", "ERROR", c->run_id, c->partition_id, -1, agg->rows, NULL, "ROW_COUNT_MISMATCH", msg, NULL};
-    ll_event re = {"RUN_FAILED", "ERROR", c->run_id, c->partition_id, -1, -1, NULL, "ROW_COUNT_MISMATCH", msg, NULL};
+    ll_event pe = {"PARTITION_FAILED",   "ERROR", c->run_id, c->partition_id, -1, agg->rows, NULL,
+                   "ROW_COUNT_MISMATCH", msg,     NULL};
+    ll_event re = {"RUN_FAILED",         "ERROR", c->run_id, c->partition_id, -1, -1, NULL,
+                   "ROW_COUNT_MISMATCH", msg,     NULL};
     if (ll_event_insert(db, &pe) != LL_DB_OK || ll_event_insert(db, &re) != LL_DB_OK)
         return LL_APPLY_DB;
     return LL_APPLY_COMMIT;
@@ -234,16 +239,21 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     const char *key[3] = {c->run_id, c->partition_id, idx};
     const char *rs = ll_run_status_name(op->run.status), *ps = ll_part_status_name(op->status);
     bool changed = true, path_taken = false;
-    if (compare_file(db, c, key, &changed) != LL_APPLY_COMMIT || upsert_file(db, c, key, &path_taken) != LL_APPLY_COMMIT)
+    if (compare_file(db, c, key, &changed) != LL_APPLY_COMMIT ||
+        upsert_file(db, c, key, &path_taken) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
     if (path_taken) {
-        out->reply = outcome(m, c, "REJECTED", "UNIQUE_VIOLATION", "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps, 0, false);
+        out->reply =
+            outcome(m, c, "REJECTED", "UNIQUE_VIOLATION",
+                    "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps, 0, false);
         /* contract §4.1: UNIQUE_VIOLATION names its constraint in details */
         json_object_set_new(out->reply, "details", json_pack("{s:s}", "constraint", "uq_load_file_path"));
         return LL_APPLY_ROLLBACK;
     }
     if (op->status == LL_PART_SUCCESS && changed) {
-        out->reply = outcome(m, c, "REJECTED", "CHUNK_CONFLICT", "chunk differs from the one recorded before the partition succeeded", rs, ps, 0, false);
+        out->reply =
+            outcome(m, c, "REJECTED", "CHUNK_CONFLICT",
+                    "chunk differs from the one recorded before the partition succeeded", rs, ps, 0, false);
         return LL_APPLY_ROLLBACK;
     }
     const char *pk[2] = {c->run_id, c->partition_id};
@@ -258,7 +268,8 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     case LL_GATE_PASS:
         if (pass_gate(db, c, &agg, &won) != LL_APPLY_COMMIT)
             return LL_APPLY_DB;
-        out->reply = outcome(m, c, result, NULL, NULL, won ? "EXTRACTED_VALIDATED" : rs, "SUCCESS", agg.files, won);
+        out->reply =
+            outcome(m, c, result, NULL, NULL, won ? "EXTRACTED_VALIDATED" : rs, "SUCCESS", agg.files, won);
         break;
     case LL_GATE_MISMATCH:
         if (fail_gate(db, c, &agg, op->expected_rows, run_status, sizeof run_status) != LL_APPLY_COMMIT)
@@ -279,7 +290,8 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
     if (!read_chunk(m->value, &c, out))
         return LL_APPLY_DEAD;
     if (c.index >= c.count) {
-        out->reply = outcome(m, &c, "REJECTED", "CHUNK_INDEX_OUT_OF_RANGE", "chunkIndex must be below chunkCount", NULL, NULL, 0, false);
+        out->reply = outcome(m, &c, "REJECTED", "CHUNK_INDEX_OUT_OF_RANGE",
+                             "chunkIndex must be below chunkCount", NULL, NULL, 0, false);
         return LL_APPLY_ROLLBACK;
     }
     owned_partition op;
@@ -291,15 +303,20 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
         a = LL_APPLY_DB;
     } else if (own == OWN_NO_RUN || own == OWN_NO_MANIFEST || own == OWN_NOT_YET) {
         snprintf(out->reason, sizeof out->reason, "%s",
-                 own == OWN_NO_RUN ? "run not in the ledger yet"
-                 : own == OWN_NO_MANIFEST ? "manifest not applied yet" : "claim token not granted yet");
+                 own == OWN_NO_RUN        ? "run not in the ledger yet"
+                 : own == OWN_NO_MANIFEST ? "manifest not applied yet"
+                                          : "claim token not granted yet");
         a = LL_APPLY_DEFER;
     } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION) {
-        out->reply = outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", NULL, rs, NULL, 0, false);
+        out->reply =
+            outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", NULL,
+                    rs, NULL, 0, false);
     } else if (own == OWN_MISMATCH) {
-        out->reply = outcome(m, &c, "REJECTED", "CLAIM_MISMATCH", "claim token does not own the partition", rs, ll_part_status_name(op.status), 0, false);
+        out->reply = outcome(m, &c, "REJECTED", "CLAIM_MISMATCH", "claim token does not own the partition",
+                             rs, ll_part_status_name(op.status), 0, false);
     } else if (!ll_chunk_path_inside_run(op.run.hdfs_run_path, c.path)) {
-        out->reply = outcome(m, &c, "REJECTED", "HDFS_PATH_OUTSIDE_RUN", "hdfsPath is not below the run path", rs, ll_part_status_name(op.status), 0, false);
+        out->reply = outcome(m, &c, "REJECTED", "HDFS_PATH_OUTSIDE_RUN", "hdfsPath is not below the run path",
+                             rs, ll_part_status_name(op.status), 0, false);
     } else {
         a = record_and_judge(db, m, &c, &op, out);
     }

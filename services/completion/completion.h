@@ -24,21 +24,21 @@ typedef struct owned_partition {
 
 /* How the reporter's token relates to the partition (ownership.c). */
 typedef enum ownership {
-    OWN_MATCH = 0,      /* the stored token is the reporter's */
-    OWN_MISMATCH,       /* superseded or never claimable: CLAIM_MISMATCH at once */
-    OWN_NOT_YET,        /* a token the ledger has not seen while a claim could still be granted: defer */
-    OWN_NO_RUN,         /* run not in the ledger yet: defer */
-    OWN_RUN_REFUSED,    /* the run request was refused: RUN_NOT_FOUND */
-    OWN_NO_PARTITION,   /* manifest applied, partition unknown: PARTITION_NOT_FOUND */
-    OWN_NO_MANIFEST     /* run CREATED: the manifest is not applied yet: defer */
+    OWN_MATCH = 0,    /* the stored token is the reporter's */
+    OWN_MISMATCH,     /* superseded or never claimable: CLAIM_MISMATCH at once */
+    OWN_NOT_YET,      /* a token the ledger has not seen while a claim could still be granted: defer */
+    OWN_NO_RUN,       /* run not in the ledger yet: defer */
+    OWN_RUN_REFUSED,  /* the run request was refused: RUN_NOT_FOUND */
+    OWN_NO_PARTITION, /* manifest applied, partition unknown: PARTITION_NOT_FOUND */
+    OWN_NO_MANIFEST   /* run CREATED: the manifest is not applied yet: defer */
 } ownership;
 
 /*
  * Locks run then partition (contract §2.8) and compares tokens, consulting the token history
  * (kafka-edition.md §6). *rc is LL_DB_OK unless a query failed. Free with owned_partition_clear.
  */
-ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id,
-                               const char *token, owned_partition *op, ll_db_rc *rc);
+ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
+                               owned_partition *op, ll_db_rc *rc);
 /* Frees the run row inside. */
 void owned_partition_clear(owned_partition *op);
 

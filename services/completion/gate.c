@@ -30,7 +30,8 @@ ll_db_rc read_gate(ll_db *db, const char *run_id, const char *stage, const char 
         names[i] = PQgetvalue(r, (int)i, 0);
         results[i] = PQgetvalue(r, (int)i, 1);
         int64_t c;
-        if (*count < 0 && strcmp(names[i], count_metric) == 0 && ll_metric_count(ll_db_text(r, (int)i, 2), &c) == 0)
+        if (*count < 0 && strcmp(names[i], count_metric) == 0 &&
+            ll_metric_count(ll_db_text(r, (int)i, 2), &c) == 0)
             *count = c;
     }
     int rc = ll_validation_gate(names, results, n, reasons);

@@ -15,8 +15,8 @@ static const ll_input inputs[] = {
      "ValidationStartDecision.avsc", completion_apply_validation_start},
     {"validation-metrics", "ValidationMetrics.avsc", "validation-metrics-outcomes",
      "ValidationMetricsOutcome.avsc", completion_apply_validation_metrics},
-    {"stage-validations", "StageValidated.avsc", "stage-validation-outcomes",
-     "StageValidatedOutcome.avsc", completion_apply_stage_validated},
+    {"stage-validations", "StageValidated.avsc", "stage-validation-outcomes", "StageValidatedOutcome.avsc",
+     completion_apply_stage_validated},
     {"publish-results", "PublishResult.avsc", "publish-result-outcomes", "PublishResultOutcome.avsc",
      completion_apply_publish_result},
     {"run-successes", "RunSuccess.avsc", "run-success-outcomes", "RunSuccessOutcome.avsc",
@@ -28,6 +28,8 @@ static const ll_input inputs[] = {
 int main(int argc, char **argv)
 {
     ll_service svc = {"completion", "every gate after a claim: chunks, failures, validation, publish result",
-                      inputs, sizeof inputs / sizeof inputs[0], NULL, NULL, NULL};
+                      inputs,       sizeof inputs / sizeof inputs[0],
+                      NULL,         NULL,
+                      NULL};
     return ll_service_main(argc, argv, &svc);
 }

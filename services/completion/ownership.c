@@ -19,10 +19,13 @@ static const ll_stmt ST_LOCK_PARTITION = {
     " WHERE run_id = $1::uuid AND partition_id = $2 FOR UPDATE",
     2};
 
-void owned_partition_clear(owned_partition *op) { ll_run_row_clear(&op->run); }
+void owned_partition_clear(owned_partition *op)
+{
+    ll_run_row_clear(&op->run);
+}
 
-ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id,
-                               const char *token, owned_partition *op, ll_db_rc *rc)
+ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
+                               owned_partition *op, ll_db_rc *rc)
 {
     memset(op, 0, sizeof *op);
     if ((*rc = ll_run_lock(db, run_id, &op->run)) != LL_DB_OK)
@@ -54,7 +57,7 @@ ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partit
     bool known = false;
     if ((*rc = ll_claim_token_known(db, run_id, partition_id, token, &known)) != LL_DB_OK)
         return OWN_NO_RUN;
-    bool claimable = op->run.status == LL_RUN_EXTRACTING &&
-                     (op->status == LL_PART_PENDING || op->status == LL_PART_RETRY);
+    bool claimable =
+        op->run.status == LL_RUN_EXTRACTING && (op->status == LL_PART_PENDING || op->status == LL_PART_RETRY);
     return !known && claimable ? OWN_NOT_YET : OWN_MISMATCH;
 }

@@ -48,13 +48,14 @@ static bool read_pfail(const json_t *v, pfail_in *f, ll_apply_out *out)
     f->attempt = json_is_integer(a) ? (int64_t)json_integer_value(a) : -1;
     if (json_is_integer(a) && f->attempt < 0)
         return ll_invalid(out, "attempt: must be ≥ 0");
-    bool ok = ll_need_uuid(out, v, "runId", f->run_id) &&
-              ll_need_str(out, v, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &f->partition_id) &&
-              ll_need_uuid(out, v, "claimToken", f->token) &&
-              ll_need_str(out, v, "errorStage", NULL, NULL, 1, 100, &f->stage) &&
-              ll_need_str(out, v, "errorClass", NULL, NULL, 1, 100, &f->error_class) &&
-              ll_need_str(out, v, "errorCode", NULL, NULL, 1, 100, &f->code) &&
-              ll_need_opt_str(out, v, "message", 2000, &f->message);
+    bool ok =
+        ll_need_uuid(out, v, "runId", f->run_id) &&
+        ll_need_str(out, v, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &f->partition_id) &&
+        ll_need_uuid(out, v, "claimToken", f->token) &&
+        ll_need_str(out, v, "errorStage", NULL, NULL, 1, 100, &f->stage) &&
+        ll_need_str(out, v, "errorClass", NULL, NULL, 1, 100, &f->error_class) &&
+        ll_need_str(out, v, "errorCode", NULL, NULL, 1, 100, &f->code) &&
+        ll_need_opt_str(out, v, "message", 2000, &f->message);
     if (ok && !f->message)
         f->message = "";
     return ok;
@@ -89,20 +90,23 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:o}", "stage", f->stage, "attempt",
                                 f->attempt >= 0 ? json_integer(f->attempt) : json_null());
-    ll_event pe = {"PARTITION_FAILED", "ERROR", f->run_id, f->partition_id, -1, -1, f->error_class, f->code, f->message, details};
+    ll_event pe = {"PARTITION_FAILED", "ERROR", f->run_id,  f->partition_id, -1, -1,
+                   f->error_class,     f->code, f->message, details};
     ll_db_rc rc = ll_event_insert(db, &pe);
     json_decref(details);
     if (rc != LL_DB_OK)
         return LL_APPLY_DB;
     ll_run_status after = op->run.status;
     if (op->run.status == LL_RUN_EXTRACTING) {
-        after = ll_is_snapshot_error(f->code, f->error_class) ? LL_RUN_FAILED_SNAPSHOT_EXPIRED : LL_RUN_FAILED_EXTRACT;
+        after = ll_is_snapshot_error(f->code, f->error_class) ? LL_RUN_FAILED_SNAPSHOT_EXPIRED
+                                                              : LL_RUN_FAILED_EXTRACT;
         const char *q[5] = {f->run_id, ll_run_status_name(after), f->stage, f->code, f->message};
         if (exec_ok(db, &ST_RUN_FAIL, q) != LL_APPLY_COMMIT)
             return LL_APPLY_DB;
         char msg[2100];
         snprintf(msg, sizeof msg, "partition %s: %s", f->partition_id, f->message);
-        ll_event re = {"RUN_FAILED", "ERROR", f->run_id, f->partition_id, -1, -1, f->error_class, f->code, msg, NULL};
+        ll_event re = {"RUN_FAILED", "ERROR", f->run_id, f->partition_id, -1, -1, f->error_class,
+                       f->code,      msg,     NULL};
         if (ll_event_insert(db, &re) != LL_DB_OK)
             return LL_APPLY_DB;
     }
@@ -125,11 +129,14 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
         a = LL_APPLY_DB;
     } else if (own == OWN_NO_RUN || own == OWN_NO_MANIFEST || own == OWN_NOT_YET) {
         snprintf(out->reason, sizeof out->reason, "%s",
-                 own == OWN_NO_RUN ? "run not in the ledger yet"
-                 : own == OWN_NO_MANIFEST ? "manifest not applied yet" : "claim token not granted yet");
+                 own == OWN_NO_RUN        ? "run not in the ledger yet"
+                 : own == OWN_NO_MANIFEST ? "manifest not applied yet"
+                                          : "claim token not granted yet");
         a = LL_APPLY_DEFER;
     } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION) {
-        out->reply = outcome(m, &f, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", rs, NULL, false);
+        out->reply =
+            outcome(m, &f, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", rs,
+                    NULL, false);
     } else {
         switch (ll_pfail_decide(op.status, own == OWN_MATCH ? op.stored_token : NULL, f.token)) {
         case LL_PFAIL_APPLY:

@@ -40,11 +40,13 @@ static bool read_presult(const json_t *v, presult_in *p, ll_apply_out *out)
 {
     if (!ll_need_uuid(out, v, "runId", p->run_id) || !ll_need_uuid(out, v, "publishToken", p->token) ||
         !ll_need_str(out, v, "outcome", NULL, NULL, 1, 40, &p->outcome) ||
-        !ll_need_opt_str(out, v, "errorCode", 100, &p->code) || !ll_need_opt_str(out, v, "message", 2000, &p->message))
+        !ll_need_opt_str(out, v, "errorCode", 100, &p->code) ||
+        !ll_need_opt_str(out, v, "message", 2000, &p->message))
         return false;
     if (strcmp(p->outcome, "PUBLISHED") != 0 && strcmp(p->outcome, "FAILED_PUBLISH") != 0 &&
         strcmp(p->outcome, "PUBLISH_UNKNOWN") != 0)
-        return ll_invalid(out, "outcome: '%.40s' is not PUBLISHED, FAILED_PUBLISH or PUBLISH_UNKNOWN", p->outcome);
+        return ll_invalid(out, "outcome: '%.40s' is not PUBLISHED, FAILED_PUBLISH or PUBLISH_UNKNOWN",
+                          p->outcome);
     if (!p->message)
         p->message = "";
     return true;
@@ -67,11 +69,12 @@ static ll_apply record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply
     const char *q4[4] = {p->run_id, p->outcome, code, p->message};
     if (ll_exec(db, published ? &ST_PUBLISHED : &ST_NOT_PUBLISHED, published ? q1 : q4) != LL_DB_OK)
         return LL_APPLY_DB;
-    const char *name = published ? "PUBLISH_FINISHED"
-                       : strcmp(p->outcome, "FAILED_PUBLISH") == 0 ? "RUN_FAILED" : "PUBLISH_UNKNOWN";
+    const char *name = published                                   ? "PUBLISH_FINISHED"
+                       : strcmp(p->outcome, "FAILED_PUBLISH") == 0 ? "RUN_FAILED"
+                                                                   : "PUBLISH_UNKNOWN";
     json_t *details = json_pack("{s:s}", "publishToken", p->token);
-    ll_event ev = {name, published ? "INFO" : "ERROR", p->run_id, NULL, -1, -1, NULL,
-                   published ? NULL : code, p->message, details};
+    ll_event ev = {name, published ? "INFO" : "ERROR", p->run_id,  NULL,   -1, -1,
+                   NULL, published ? NULL : code,      p->message, details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)

@@ -23,7 +23,7 @@ run_lookup lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, ll_app
 
 ll_apply defer_until(ll_run_status current, ll_run_status needed, ll_apply_out *out)
 {
-    snprintf(out->reason, sizeof out->reason, "run is %s; waiting for %s",
-             ll_run_status_name(current), ll_run_status_name(needed));
+    snprintf(out->reason, sizeof out->reason, "run is %s; waiting for %s", ll_run_status_name(current),
+             ll_run_status_name(needed));
     return LL_APPLY_DEFER;
 }

@@ -76,7 +76,8 @@ ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m,
     } else {
         ll_strlist reasons = {0};
         ll_strlist_addf(&reasons, "RUN_STATUS %s", ll_run_status_name(run.status));
-        out->reply = outcome(m, run_id, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), false, &reasons);
+        out->reply = outcome(m, run_id, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status),
+                             false, &reasons);
         ll_strlist_clear(&reasons);
     }
     ll_run_row_clear(&run);

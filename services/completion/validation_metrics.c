@@ -45,8 +45,8 @@ static bool check_metric(ll_apply_out *out, json_t *mt, size_t i)
     const char *name, *result, *s;
     if (!ll_need_str(out, mt, "metricName", ll_is_metric_name, "^[A-Za-z0-9_.:-]{1,150}$", 1, 150, &name) ||
         !ll_need_str(out, mt, "result", ll_is_metric_result, "PASS|FAIL|WARN", 4, 4, &result) ||
-        !ll_need_opt_str(out, mt, "expectedValue", 2000, &s) || !ll_need_opt_str(out, mt, "actualValue", 2000, &s) ||
-        !ll_need_opt_str(out, mt, "tolerance", 100, &s))
+        !ll_need_opt_str(out, mt, "expectedValue", 2000, &s) ||
+        !ll_need_opt_str(out, mt, "actualValue", 2000, &s) || !ll_need_opt_str(out, mt, "tolerance", 100, &s))
         return false;
     (void)i;
     return true;
@@ -74,7 +74,8 @@ static bool read_metrics(const json_t *v, metrics_in *mi, ll_apply_out *out)
         if (!check_metric(out, mt, i))
             return false;
         for (size_t j = 0; j < i; j++)
-            if (strcmp(ll_f_str(json_array_get(mi->metrics, j), "metricName"), ll_f_str(mt, "metricName")) == 0)
+            if (strcmp(ll_f_str(json_array_get(mi->metrics, j), "metricName"), ll_f_str(mt, "metricName")) ==
+                0)
                 return ll_invalid(out, "metrics: '%.150s' appears twice", ll_f_str(mt, "metricName"));
         if (strcmp(ll_f_str(mt, "result"), "FAIL") == 0)
             mi->fails++;
@@ -139,7 +140,8 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
         if (ll_run_may_reach(run.status, need)) {
             a = defer_until(run.status, need, out);
         } else {
-            out->reply = outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), 0);
+            out->reply =
+                outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), 0);
             a = LL_APPLY_ROLLBACK;
         }
         ll_run_row_clear(&run);

@@ -83,7 +83,8 @@ static ll_apply winner_reply(ll_db *db, const ll_msg *m, const vstart_in *v, con
     json_object_set_new(d, "snapshotScn", run->snapshot_scn ? json_string(run->snapshot_scn) : json_null());
     json_object_set_new(d, "hdfsRunPath", run->hdfs_run_path ? json_string(run->hdfs_run_path) : json_null());
     json_object_set_new(d, "stageTable", run->stage_table ? json_string(run->stage_table) : json_null());
-    json_object_set_new(d, "sourceCount", run->source_count >= 0 ? json_integer(run->source_count) : json_null());
+    json_object_set_new(d, "sourceCount",
+                        run->source_count >= 0 ? json_integer(run->source_count) : json_null());
     json_object_set_new(d, "extractedCount", json_integer(run->extracted_count));
     json_object_set_new(d, "sourceMetrics", metrics);
     out->reply = d;
@@ -103,7 +104,8 @@ static ll_apply start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, 
     if (won) {
         const char *w[3] = {v->run_id, v->dispatch_id, v->node};
         json_t *details = json_pack("{s:s,s:s}", "dispatchId", v->dispatch_id, "node", v->node);
-        ll_event ev = {"STAGE_VALIDATION_STARTED", "INFO", v->run_id, NULL, -1, -1, NULL, NULL, NULL, details};
+        ll_event ev = {
+            "STAGE_VALIDATION_STARTED", "INFO", v->run_id, NULL, -1, -1, NULL, NULL, NULL, details};
         ll_db_rc rc = ll_exec(db, &ST_RECORD_WINNER, w);
         if (rc == LL_DB_OK)
             rc = ll_event_insert(db, &ev);
@@ -124,7 +126,8 @@ static ll_apply start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, 
 ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     vstart_in v;
-    if (!ll_need_uuid(out, m->value, "runId", v.run_id) || !ll_need_uuid(out, m->value, "dispatchId", v.dispatch_id) ||
+    if (!ll_need_uuid(out, m->value, "runId", v.run_id) ||
+        !ll_need_uuid(out, m->value, "dispatchId", v.dispatch_id) ||
         !ll_need_opt_str(out, m->value, "node", 200, &v.node))
         return LL_APPLY_DEAD;
     if (!v.node)
@@ -151,7 +154,8 @@ ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m
         out->reply = decision(m, &v, "REJECTED", "DISPATCH_MISMATCH", ll_run_status_name(run.status));
     } else {
         bool acked_now = strcmp(PQgetvalue(r, 0, 2), "ACKED") != 0;
-        a = ll_exec(db, &ST_ACK, p) == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out) : LL_APPLY_DB;
+        a = ll_exec(db, &ST_ACK, p) == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out)
+                                                : LL_APPLY_DB;
     }
     PQclear(r);
     ll_run_row_clear(&run);

@@ -27,9 +27,9 @@ typedef struct leased {
     char type[32];
     char *partition_id, *job_key, *business_key, *created_at;
     int attempt;
-    json_t *command;  /* the built command, or NULL when it could not be built */
+    json_t *command; /* the built command, or NULL when it could not be built */
     char build_error[256];
-    int http_status;  /* delivery result: the HTTP status (Kafka sink: 200 delivered), 0 failed in transport */
+    int http_status; /* delivery result: the HTTP status (Kafka sink: 200 delivered), 0 failed in transport */
     int recorded_http_status; /* stored in last_http_status (0 = NULL; the Kafka sink stores none) */
     char error[512];
 } leased;
@@ -41,8 +41,8 @@ void outbox_free(leased *rows, size_t n);
 /* Builds the command record of each row (REISSUE reads the partition at send time). */
 ll_db_rc outbox_build(ll_db *db, leased *rows, size_t n);
 /* Records each row's delivery result (SENT / backoff / DEAD with its event). */
-ll_db_rc outbox_settle(ll_db *db, const dispatch_settings *s, leased *rows, size_t n,
-                       long *sent, long *retried, long *dead);
+ll_db_rc outbox_settle(ll_db *db, const dispatch_settings *s, leased *rows, size_t n, long *sent,
+                       long *retried, long *dead);
 
 /* The Kafka sink: one idempotent producer and the two command topics. */
 typedef struct kafka_sink {
@@ -63,8 +63,8 @@ void sink_close(kafka_sink *k);
 /* The HTTP sink (dispatch.sink = http, contract §6): POST to a NiFi receiver with libcurl. */
 typedef struct http_sink {
     CURLM *multi;
-    char *base_url;           /* nifi.receiver_url without trailing '/' */
-    int64_t timeout_ms;       /* nifi.timeout, every phase */
+    char *base_url;                                   /* nifi.receiver_url without trailing '/' */
+    int64_t timeout_ms;                               /* nifi.timeout, every phase */
     const char *ca_bundle, *client_cert, *client_key; /* borrowed from the configuration */
 } http_sink;
 

@@ -18,7 +18,8 @@
 static const ll_config_key keys[] = {
     {"service.instance_id", NULL, false, "id of this instance (informational)"},
     {"db.conninfo", NULL, true, "libpq conninfo of the dispatcher's PostgreSQL role"},
-    {"db.listen_conninfo", NULL, false, "conninfo of the LISTEN connection; default db.conninfo; 'none' = polling only"},
+    {"db.listen_conninfo", NULL, false,
+     "conninfo of the LISTEN connection; default db.conninfo; 'none' = polling only"},
     {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
     {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
     {"schema.dir", NULL, false, "folder of the .avsc files"},
@@ -29,8 +30,10 @@ static const ll_config_key keys[] = {
     {"dispatch.backoff_min", "PT5S", false, "first retry delay"},
     {"dispatch.backoff_max", "PT5M", false, "longest retry delay"},
     {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack"},
-    {"dispatch.sink", "kafka", false, "kafka (publish to the command topics) or http (POST to a NiFi receiver)"},
-    {"nifi.receiver_url", NULL, false, "http sink: base URL of the NiFi ListenHTTP/HandleHttpRequest receiver"},
+    {"dispatch.sink", "kafka", false,
+     "kafka (publish to the command topics) or http (POST to a NiFi receiver)"},
+    {"nifi.receiver_url", NULL, false,
+     "http sink: base URL of the NiFi ListenHTTP/HandleHttpRequest receiver"},
     {"nifi.timeout", "PT10S", false, "http sink: timeout of every phase of a POST"},
     {"nifi.ca_bundle", NULL, false, "http sink: CA bundle of the receiver's certificate"},
     {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)"},
@@ -39,18 +42,23 @@ static const ll_config_key keys[] = {
     {NULL, NULL, false, NULL}};
 
 static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) { (void)sig; g_stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
 
 static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, size_t n)
 {
     return ll_config_int(cfg, "dispatch.batch", &s->batch, err, n) ||
-           ll_config_duration_ms(cfg, "dispatch.lease", &s->lease_ms, err, n) ||
-           ll_config_duration_ms(cfg, "dispatch.poll_interval", &s->poll_ms, err, n) ||
-           ll_config_int(cfg, "dispatch.max_attempts", &s->max_attempts, err, n) ||
-           ll_config_duration_ms(cfg, "dispatch.backoff_min", &s->backoff_min_ms, err, n) ||
-           ll_config_duration_ms(cfg, "dispatch.backoff_max", &s->backoff_max_ms, err, n) ||
-           ll_config_duration_ms(cfg, "dispatch.delivery_timeout", &s->delivery_ms, err, n)
-               ? -1 : 0;
+                   ll_config_duration_ms(cfg, "dispatch.lease", &s->lease_ms, err, n) ||
+                   ll_config_duration_ms(cfg, "dispatch.poll_interval", &s->poll_ms, err, n) ||
+                   ll_config_int(cfg, "dispatch.max_attempts", &s->max_attempts, err, n) ||
+                   ll_config_duration_ms(cfg, "dispatch.backoff_min", &s->backoff_min_ms, err, n) ||
+                   ll_config_duration_ms(cfg, "dispatch.backoff_max", &s->backoff_max_ms, err, n) ||
+                   ll_config_duration_ms(cfg, "dispatch.delivery_timeout", &s->delivery_ms, err, n)
+               ? -1
+               : 0;
 }
 
 static int64_t mono_ms(void)
@@ -95,7 +103,10 @@ static void deliver(dispatch_sink *sink, leased *rows, size_t n, const dispatch_
         sink_deliver(&sink->kafka, rows, n, s->delivery_ms);
 }
 
-static bool delivered(const leased *l) { return l->http_status >= 200 && l->http_status < 300; }
+static bool delivered(const leased *l)
+{
+    return l->http_status >= 200 && l->http_status < 300;
+}
 
 /* Opens the configured sink. 0, or -1 with err. */
 static int open_sink(dispatch_sink *sink, const ll_config *cfg, char *err, size_t errlen)
@@ -142,8 +153,8 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
             ll_log_ctx ctx = {rows[i].run_id, rows[i].partition_id, NULL, -1, -1};
             bool ok = delivered(&rows[i]);
             ll_log(ok ? LL_INFO : LL_WARN, &ctx, ok ? "dispatch_sent" : "dispatch_retry",
-                   "%s %s attempt %d%s%s", rows[i].type, rows[i].dispatch_id, rows[i].attempt,
-                   ok ? "" : ": ", ok ? "" : rows[i].error);
+                   "%s %s attempt %d%s%s", rows[i].type, rows[i].dispatch_id, rows[i].attempt, ok ? "" : ": ",
+                   ok ? "" : rows[i].error);
         }
         outbox_free(rows, n);
         if (rc != LL_DB_OK) {

@@ -63,7 +63,10 @@ struct lease_arg {
     size_t n;
 };
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
 
 static ll_db_rc lease_tx(ll_db *db, void *arg)
 {
@@ -115,15 +118,17 @@ void outbox_free(leased *rows, size_t n)
     free(rows);
 }
 
-static json_t *opt(const char *s) { return s ? json_string(s) : json_null(); }
+static json_t *opt(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
 
 /* VALIDATE_RUN: {dispatchId, runId, jobKey, businessKey, dispatchType, attempt, createdAt}. */
 static void build_validate(leased *l)
 {
-    l->command = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:s}", "dispatchId", l->dispatch_id, "runId",
-                           l->run_id, "jobKey", l->job_key, "businessKey", l->business_key,
-                           "dispatchType", l->type, "attempt", l->attempt, "createdAt",
-                           l->created_at ? l->created_at : "");
+    l->command = json_pack("{s:s,s:s,s:s,s:s,s:s,s:i,s:s}", "dispatchId", l->dispatch_id, "runId", l->run_id,
+                           "jobKey", l->job_key, "businessKey", l->business_key, "dispatchType", l->type,
+                           "attempt", l->attempt, "createdAt", l->created_at ? l->created_at : "");
 }
 
 /* REISSUE_PARTITION: the contract §6 payload, read from the run and partition at send time. */
@@ -196,10 +201,11 @@ static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
     if (!changed)
         return LL_DB_OK;
     (*dead)++;
-    json_t *details = json_pack("{s:s,s:s,s:o,s:i}", "dispatchId", l->dispatch_id, "type", l->type,
-                                "httpStatus", l->recorded_http_status ? json_integer(l->recorded_http_status) : json_null(),
-                                "attempt", l->attempt);
-    ll_event ev = {"DISPATCH_DEAD", "ERROR", l->run_id, l->partition_id, -1, -1, NULL, "DISPATCH_DEAD", why, details};
+    json_t *details = json_pack(
+        "{s:s,s:s,s:o,s:i}", "dispatchId", l->dispatch_id, "type", l->type, "httpStatus",
+        l->recorded_http_status ? json_integer(l->recorded_http_status) : json_null(), "attempt", l->attempt);
+    ll_event ev = {"DISPATCH_DEAD", "ERROR", l->run_id, l->partition_id, -1, -1, NULL,
+                   "DISPATCH_DEAD", why,     details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     return rc;
@@ -230,7 +236,8 @@ static ll_db_rc settle_tx(ll_db *db, void *arg)
             case LL_SEND_RETRY: {
                 char delay[24];
                 snprintf(delay, sizeof delay, "%lld",
-                         (long long)ll_dispatch_backoff_ms(l->attempt, a->s->backoff_min_ms, a->s->backoff_max_ms));
+                         (long long)ll_dispatch_backoff_ms(l->attempt, a->s->backoff_min_ms,
+                                                           a->s->backoff_max_ms));
                 const char *p[4] = {l->dispatch_id, delay, l->error, status};
                 PGresult *r = ll_db_exec(db, &ST_RETRY, p);
                 if (!r)

@@ -67,9 +67,9 @@ static size_t on_answer(char *data, size_t size, size_t nmemb, void *arg)
 /* The contract §6 payloads: VALIDATE_RUN {runId, dispatchId}; REISSUE_PARTITION the work order. */
 static char *payload(const leased *l)
 {
-    static const char *const reissue_fields[] = {"runId", "dispatchId", "partitionId", "businessKey",
-        "snapshotScn", "hdfsRunPath", "lowerBound", "upperBound", "upperInclusive", "isNullPartition",
-        "expectedRowCount", NULL};
+    static const char *const reissue_fields[] = {
+        "runId",      "dispatchId", "partitionId",    "businessKey",     "snapshotScn",      "hdfsRunPath",
+        "lowerBound", "upperBound", "upperInclusive", "isNullPartition", "expectedRowCount", NULL};
     static const char *const validate_fields[] = {"runId", "dispatchId", NULL};
     const char *const *fields = strcmp(l->type, "VALIDATE_RUN") == 0 ? validate_fields : reissue_fields;
     json_t *body = json_object();

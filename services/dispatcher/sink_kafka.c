@@ -105,11 +105,11 @@ static void publish(kafka_sink *k, leased *l)
     rd_kafka_header_add(h, "dispatchId", -1, l->dispatch_id, -1);
     rd_kafka_header_add(h, "dispatchType", -1, l->type, -1);
     snprintf(l->error, sizeof l->error, "kafka delivery not confirmed in time");
-    rd_kafka_resp_err_t e = rd_kafka_producev(
-        k->producer, RD_KAFKA_V_TOPIC(validate ? k->validate_topic : k->reissue_topic),
-        RD_KAFKA_V_KEY(l->run_id, strlen(l->run_id)), RD_KAFKA_V_VALUE(buf, len),
-        RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_HEADERS(h), RD_KAFKA_V_OPAQUE(l),
-        RD_KAFKA_V_END);
+    rd_kafka_resp_err_t e =
+        rd_kafka_producev(k->producer, RD_KAFKA_V_TOPIC(validate ? k->validate_topic : k->reissue_topic),
+                          RD_KAFKA_V_KEY(l->run_id, strlen(l->run_id)), RD_KAFKA_V_VALUE(buf, len),
+                          RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE), RD_KAFKA_V_HEADERS(h),
+                          RD_KAFKA_V_OPAQUE(l), RD_KAFKA_V_END);
     if (e) {
         rd_kafka_headers_destroy(h);
         free(buf);

@@ -6,10 +6,8 @@
 #include "registrar.h"
 
 static const ll_input inputs[] = {
-    {"run-requests", "RunRequest.avsc", "run-decisions", "RunDecision.avsc",
-     registrar_apply_run_request},
-    {"manifests", "Manifest.avsc", "manifest-decisions", "ManifestDecision.avsc",
-     registrar_apply_manifest},
+    {"run-requests", "RunRequest.avsc", "run-decisions", "RunDecision.avsc", registrar_apply_run_request},
+    {"manifests", "Manifest.avsc", "manifest-decisions", "ManifestDecision.avsc", registrar_apply_manifest},
 };
 
 int main(int argc, char **argv)

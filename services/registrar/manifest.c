@@ -106,7 +106,8 @@ static bool read_partitions(const json_t *arr, manifest_in *mi, ll_apply_out *ou
         json_t *p = json_array_get(arr, i);
         ll_manifest_partition *mp = &mi->parts[i];
         int64_t rows = 0;
-        if (!ll_need_str(out, p, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &mp->partition_id) ||
+        if (!ll_need_str(out, p, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4,
+                         &mp->partition_id) ||
             !opt_decimal(out, p, "lowerBound", &mp->lower_bound) ||
             !opt_decimal(out, p, "upperBound", &mp->upper_bound) ||
             !ll_need_int(out, p, "expectedRowCount", 0, INT64_MAX, &rows))
@@ -128,8 +129,7 @@ static bool read_manifest(const json_t *v, manifest_in *mi, ll_apply_out *out)
     mi->metrics_version = ll_f_str(v, "sourceMetricsVersion");
     if (!mi->metrics_version)
         mi->metrics_version = "v1";
-    if (!ll_need_uuid(out, v, "runId", mi->run_id) ||
-        !opt_decimal(out, v, "snapshotScn", &mi->scn) ||
+    if (!ll_need_uuid(out, v, "runId", mi->run_id) || !opt_decimal(out, v, "snapshotScn", &mi->scn) ||
         !ll_need_int(out, v, "sourceCount", 0, INT64_MAX, &mi->plan.source_count) ||
         !ll_need_int(out, v, "sourceNullSplitCount", 0, INT64_MAX, &mi->plan.source_null_split_count) ||
         !opt_decimal(out, v, "sourceMinSplit", &mi->plan.source_min_split) ||
@@ -146,10 +146,12 @@ static bool read_manifest(const json_t *v, manifest_in *mi, ll_apply_out *out)
             return ll_invalid(out, "sourceMetrics: at most 200 entries");
         const char *k;
         json_t *val;
-        json_object_foreach(mi->metrics, k, val) {
+        json_object_foreach(mi->metrics, k, val)
+        {
             long n = ll_utf8_chars(json_string_value(val) ? json_string_value(val) : "");
             if (!ll_is_metric_name(k) || n < 0 || n > 2000)
-                return ll_invalid(out, "sourceMetrics: entry '%.60s' invalid (name pattern, value ≤ 2000 chars)", k);
+                return ll_invalid(
+                    out, "sourceMetrics: entry '%.60s' invalid (name pattern, value ≤ 2000 chars)", k);
         }
     }
     return read_partitions(mi->partitions, mi, out);
@@ -170,8 +172,8 @@ static json_t *dispatch_from_request(const manifest_in *mi, int *empty)
 }
 
 static json_t *decision(const ll_msg *m, const char *run_id, const char *outcome, const char *code,
-                        const char *message, const char *status, json_t *dispatch, int empty,
-                        bool scheduled, json_t *violations)
+                        const char *message, const char *status, json_t *dispatch, int empty, bool scheduled,
+                        json_t *violations)
 {
     json_t *r = ll_reply_new(m, run_id, NULL, outcome, code, message, status, NULL);
     json_object_set_new(r, "dispatchPartitions", dispatch ? dispatch : json_array());
@@ -190,8 +192,8 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Contract §5.2 step 2: the run is past CREATED; answer from the ledger. */
-static ll_apply answer_registered(ll_db *db, const ll_msg *m, const manifest_in *mi,
-                                  const ll_run_row *run, const ll_strlist *violations, ll_apply_out *out)
+static ll_apply answer_registered(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_run_row *run,
+                                  const ll_strlist *violations, ll_apply_out *out)
 {
     const char *p[1] = {mi->run_id};
     PGresult *r = ll_db_exec(db, &ST_PARTITIONS, p);
@@ -217,15 +219,16 @@ static ll_apply answer_registered(ll_db *db, const ll_msg *m, const manifest_in 
                 empty++;
                 continue;
             }
-            json_t *o = json_pack("{s:s,s:o,s:o,s:b,s:b,s:I}", "partitionId", PQgetvalue(r, i, 0),
-                                  "lowerBound", ll_db_text(r, i, 1) ? json_string(ll_db_text(r, i, 1)) : json_null(),
-                                  "upperBound", ll_db_text(r, i, 2) ? json_string(ll_db_text(r, i, 2)) : json_null(),
-                                  "upperInclusive", ll_db_bool(r, i, 3), "isNullPartition", ll_db_bool(r, i, 4),
-                                  "expectedRowCount", (json_int_t)rows);
+            json_t *o =
+                json_pack("{s:s,s:o,s:o,s:b,s:b,s:I}", "partitionId", PQgetvalue(r, i, 0), "lowerBound",
+                          ll_db_text(r, i, 1) ? json_string(ll_db_text(r, i, 1)) : json_null(), "upperBound",
+                          ll_db_text(r, i, 2) ? json_string(ll_db_text(r, i, 2)) : json_null(),
+                          "upperInclusive", ll_db_bool(r, i, 3), "isNullPartition", ll_db_bool(r, i, 4),
+                          "expectedRowCount", (json_int_t)rows);
             json_array_append_new(dispatch, o);
         }
-        out->reply = decision(m, mi->run_id, "REPLAY", NULL, NULL, ll_run_status_name(run->status),
-                              dispatch, empty, false, NULL);
+        out->reply = decision(m, mi->run_id, "REPLAY", NULL, NULL, ll_run_status_name(run->status), dispatch,
+                              empty, false, NULL);
     } else if (run->status == LL_RUN_FAILED_MANIFEST && violations->n > 0 && run->error_message) {
         /* the same invalid manifest again: the same refusal (nothing was written either time) */
         char *joined = ll_strlist_join(violations, "; ");
@@ -233,8 +236,8 @@ static ll_apply answer_registered(ll_db *db, const ll_msg *m, const manifest_in 
         json_t *vs = json_array();
         for (size_t i = 0; i < violations->n; i++)
             json_array_append_new(vs, json_string(violations->items[i]));
-        out->reply = again ? decision(m, mi->run_id, "REPLAY", "MANIFEST_INVALID", joined,
-                                      "FAILED_MANIFEST", NULL, 0, false, vs)
+        out->reply = again ? decision(m, mi->run_id, "REPLAY", "MANIFEST_INVALID", joined, "FAILED_MANIFEST",
+                                      NULL, 0, false, vs)
                            : decision(m, mi->run_id, "REJECTED", "RUN_STATUS_MISMATCH", NULL,
                                       "FAILED_MANIFEST", NULL, 0, false, (json_decref(vs), NULL));
         free(joined);
@@ -247,8 +250,8 @@ static ll_apply answer_registered(ll_db *db, const ll_msg *m, const manifest_in 
 }
 
 /* Contract §5.2 step 5: commit FAILED_MANIFEST, then answer MANIFEST_INVALID. */
-static ll_apply fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi,
-                              const ll_strlist *violations, ll_apply_out *out)
+static ll_apply fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_strlist *violations,
+                              ll_apply_out *out)
 {
     char *joined = ll_strlist_join(violations, "; ");
     const char *p[2] = {mi->run_id, joined};
@@ -256,13 +259,14 @@ static ll_apply fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi,
     ll_apply a = LL_APPLY_DB;
     if (r) {
         PQclear(r);
-        ll_event ev = {"MANIFEST_INVALID", "ERROR", mi->run_id, NULL, -1, -1, NULL, "MANIFEST_INVALID", joined, NULL};
+        ll_event ev = {"MANIFEST_INVALID", "ERROR", mi->run_id, NULL, -1, -1, NULL,
+                       "MANIFEST_INVALID", joined,  NULL};
         if (ll_event_insert(db, &ev) == LL_DB_OK) {
             json_t *vs = json_array();
             for (size_t i = 0; i < violations->n; i++)
                 json_array_append_new(vs, json_string(violations->items[i]));
-            out->reply = decision(m, mi->run_id, "REJECTED", "MANIFEST_INVALID", joined,
-                                  "FAILED_MANIFEST", NULL, 0, false, vs);
+            out->reply = decision(m, mi->run_id, "REJECTED", "MANIFEST_INVALID", joined, "FAILED_MANIFEST",
+                                  NULL, 0, false, vs);
             a = LL_APPLY_COMMIT;
         }
     }
@@ -296,8 +300,9 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
     json_decref(metrics);
 
     const char *p_ins[2] = {mi->run_id, parts};
-    const char *p_start[8] = {mi->run_id, mi->scn, count, nulls, mi->plan.source_min_split,
-                              mi->plan.source_max_split, pcount, ecount};
+    const char *p_start[8] = {
+        mi->run_id, mi->scn, count, nulls, mi->plan.source_min_split, mi->plan.source_max_split,
+        pcount,     ecount};
     const char *p_met[3] = {mi->run_id, metrics_s, mi->metrics_version};
     ll_apply a = exec_ok(db, &ST_INSERT_PARTITIONS, p_ins);
     if (a == LL_APPLY_COMMIT)
@@ -308,7 +313,8 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
     free(metrics_s);
     json_t *details = json_pack("{s:i,s:i,s:o}", "partitions", (int)mi->plan.n_partitions, "empty", empty,
                                 "snapshotScn", mi->scn ? json_string(mi->scn) : json_null());
-    ll_event ev = {"MANIFEST_CREATED", "INFO", mi->run_id, NULL, -1, mi->plan.source_count, NULL, NULL, NULL, details};
+    ll_event ev = {"MANIFEST_CREATED",    "INFO", mi->run_id, NULL, -1,
+                   mi->plan.source_count, NULL,   NULL,       NULL, details};
     if (a == LL_APPLY_COMMIT && ll_event_insert(db, &ev) != LL_DB_OK)
         a = LL_APPLY_DB;
     json_decref(details);
@@ -320,8 +326,8 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
         json_decref(dispatch);
         return a;
     }
-    out->reply = decision(m, mi->run_id, "ACCEPTED", NULL, NULL,
-                          won ? "EXTRACTED_VALIDATED" : "EXTRACTING", dispatch, empty, won, NULL);
+    out->reply = decision(m, mi->run_id, "ACCEPTED", NULL, NULL, won ? "EXTRACTED_VALIDATED" : "EXTRACTING",
+                          dispatch, empty, won, NULL);
     return LL_APPLY_COMMIT;
 }
 

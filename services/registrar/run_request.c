@@ -17,15 +17,13 @@
 #include "ll/rules.h"
 #include "registrar.h"
 
-static const ll_stmt ST_FIND_RUN = {
-    "reg_find_run",
-    "SELECT job_key, business_key, status, hdfs_run_path, stage_table_name"
-    " FROM nifi_ops.load_run WHERE run_id = $1::uuid",
-    1};
+static const ll_stmt ST_FIND_RUN = {"reg_find_run",
+                                    "SELECT job_key, business_key, status, hdfs_run_path, stage_table_name"
+                                    " FROM nifi_ops.load_run WHERE run_id = $1::uuid",
+                                    1};
 
 static const ll_stmt ST_FIND_REJECTION = {
-    "reg_find_rejection",
-    "SELECT code, message FROM nifi_ops.load_run_rejection WHERE run_id = $1::uuid", 1};
+    "reg_find_rejection", "SELECT code, message FROM nifi_ops.load_run_rejection WHERE run_id = $1::uuid", 1};
 
 static const ll_stmt ST_INSERT_RUN = {
     "reg_insert_run",
@@ -69,7 +67,8 @@ static json_t *reply(const ll_msg *m, const run_request *rq, const char *outcome
     json_object_set_new(r, "stageTable", table ? json_string(table) : json_null());
     /* contract §5.1 step 5: DUPLICATE_ACTIVE_RUN carries details {jobKey, businessKey} (also on replay) */
     if (code && strcmp(code, "DUPLICATE_ACTIVE_RUN") == 0)
-        json_object_set_new(r, "details", json_pack("{s:s,s:s}", "jobKey", rq->job_key, "businessKey", rq->business_key));
+        json_object_set_new(r, "details",
+                            json_pack("{s:s,s:s}", "jobKey", rq->job_key, "businessKey", rq->business_key));
     return r;
 }
 
@@ -105,11 +104,11 @@ static ll_apply replay_if_known(ll_db *db, const ll_msg *m, const run_request *r
         *known = true;
         bool same = strcmp(PQgetvalue(r, 0, 0), rq->job_key) == 0 &&
                     strcmp(PQgetvalue(r, 0, 1), rq->business_key) == 0;
-        out->reply = same ? reply(m, rq, "REPLAY", NULL, NULL, PQgetvalue(r, 0, 2),
-                                  ll_db_text(r, 0, 3), ll_db_text(r, 0, 4))
+        out->reply = same ? reply(m, rq, "REPLAY", NULL, NULL, PQgetvalue(r, 0, 2), ll_db_text(r, 0, 3),
+                                  ll_db_text(r, 0, 4))
                           : reply(m, rq, "REJECTED", "RUN_ID_CONFLICT",
-                                  "run id already used for another job or business key",
-                                  PQgetvalue(r, 0, 2), NULL, NULL);
+                                  "run id already used for another job or business key", PQgetvalue(r, 0, 2),
+                                  NULL, NULL);
         PQclear(r);
         return LL_APPLY_ROLLBACK;
     }

@@ -21,7 +21,8 @@ static const ll_config_key keys[] = {
     {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
     {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline"},
     {"recovery.extract_query_timeout", "PT60M", false, "must equal NiFi EXTRACT.QUERY.TIMEOUT"},
-    {"recovery.stale", "PT90M", false, "a RUNNING partition without heartbeat this long is stale; must exceed extract_query_timeout"},
+    {"recovery.stale", "PT90M", false,
+     "a RUNNING partition without heartbeat this long is stale; must exceed extract_query_timeout"},
     {"recovery.mode", "FAIL", false, "FAIL or REISSUE"},
     {"recovery.max_attempts", "3", false, "claims allowed per partition in REISSUE mode"},
     {"recovery.validation_stale", "PT2H", false, "alert threshold for runs waiting on validation or publish"},
@@ -33,7 +34,11 @@ static const ll_config_key keys[] = {
     {NULL, NULL, false, NULL}};
 
 static volatile sig_atomic_t g_stop;
-static void on_signal(int sig) { (void)sig; g_stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
 
 static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, size_t n)
 {
@@ -73,15 +78,22 @@ static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, siz
 static void report(const sweep_counts *c)
 {
     long total = c->reissue_partition + c->timeout_stale_partition + c->timeout_run_deadline +
-                 c->requeue_dispatch + c->dead_dispatch + c->abandon_dispatch + c->stale_alert + c->publish_unknown;
+                 c->requeue_dispatch + c->dead_dispatch + c->abandon_dispatch + c->stale_alert +
+                 c->publish_unknown;
     if (total == 0)
         return;
     json_t *f = json_object();
-    const struct { const char *k; long v; } items[] = {
-        {"reissue_partition", c->reissue_partition}, {"timeout_stale_partition", c->timeout_stale_partition},
-        {"timeout_run_deadline", c->timeout_run_deadline}, {"requeue_dispatch", c->requeue_dispatch},
-        {"dead_dispatch", c->dead_dispatch}, {"abandon_dispatch", c->abandon_dispatch},
-        {"stale_alert", c->stale_alert}, {"publish_unknown", c->publish_unknown}};
+    const struct {
+        const char *k;
+        long v;
+    } items[] = {{"reissue_partition", c->reissue_partition},
+                 {"timeout_stale_partition", c->timeout_stale_partition},
+                 {"timeout_run_deadline", c->timeout_run_deadline},
+                 {"requeue_dispatch", c->requeue_dispatch},
+                 {"dead_dispatch", c->dead_dispatch},
+                 {"abandon_dispatch", c->abandon_dispatch},
+                 {"stale_alert", c->stale_alert},
+                 {"publish_unknown", c->publish_unknown}};
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
         if (items[i].v)
             json_object_set_new(f, items[i].k, json_integer(items[i].v));

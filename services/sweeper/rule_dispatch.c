@@ -51,11 +51,19 @@ static const ll_stmt ST_NOTIFY = {"sweep_notify_requeue", "SELECT pg_notify('loa
 
 static ll_db_rc dead_event(ll_db *db, PGresult *r, int i, const char *name, const char *level)
 {
-    json_t *details = json_pack("{s:s,s:s,s:n,s:I}", "dispatchId", PQgetvalue(r, i, 0), "type",
-                                PQgetvalue(r, i, 3), "httpStatus", "attempt",
-                                (json_int_t)(PQnfields(r) > 5 ? ll_db_ll(r, i, 5, 0) : 0));
-    ll_event ev = {name, level, PQgetvalue(r, i, 1), ll_db_text(r, i, 2), -1, -1, NULL, name,
-                   PQnfields(r) > 6 ? ll_db_text(r, i, 6) : "abandoned: the run ended before the command was acknowledged",
+    json_t *details =
+        json_pack("{s:s,s:s,s:n,s:I}", "dispatchId", PQgetvalue(r, i, 0), "type", PQgetvalue(r, i, 3),
+                  "httpStatus", "attempt", (json_int_t)(PQnfields(r) > 5 ? ll_db_ll(r, i, 5, 0) : 0));
+    ll_event ev = {name,
+                   level,
+                   PQgetvalue(r, i, 1),
+                   ll_db_text(r, i, 2),
+                   -1,
+                   -1,
+                   NULL,
+                   name,
+                   PQnfields(r) > 6 ? ll_db_text(r, i, 6)
+                                    : "abandoned: the run ended before the command was acknowledged",
                    details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
@@ -70,12 +78,21 @@ static ll_db_rc requeue_events(ll_db *db, PGresult *r)
             continue;
         bool first = true;
         for (int j = 0; j < i; j++)
-            if (strcmp(PQgetvalue(r, j, 4), "PENDING") == 0 && strcmp(PQgetvalue(r, j, 1), PQgetvalue(r, i, 1)) == 0)
+            if (strcmp(PQgetvalue(r, j, 4), "PENDING") == 0 &&
+                strcmp(PQgetvalue(r, j, 1), PQgetvalue(r, i, 1)) == 0)
                 first = false;
         if (!first)
             continue;
-        ll_event ev = {"DISPATCH_REQUEUED", "WARN", PQgetvalue(r, i, 1), NULL, -1, -1, NULL, NULL,
-                       "ack timeout, requeued by sweeper", NULL};
+        ll_event ev = {"DISPATCH_REQUEUED",
+                       "WARN",
+                       PQgetvalue(r, i, 1),
+                       NULL,
+                       -1,
+                       -1,
+                       NULL,
+                       NULL,
+                       "ack timeout, requeued by sweeper",
+                       NULL};
         if (ll_event_insert(db, &ev) != LL_DB_OK)
             return LL_DB_ERROR;
     }

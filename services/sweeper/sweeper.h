@@ -24,8 +24,8 @@ typedef struct sweep_settings {
 
 /* Counts of one tick, by rule (contract §7 result map). */
 typedef struct sweep_counts {
-    long reissue_partition, timeout_stale_partition, timeout_run_deadline, requeue_dispatch,
-        dead_dispatch, abandon_dispatch, stale_alert, publish_unknown;
+    long reissue_partition, timeout_stale_partition, timeout_run_deadline, requeue_dispatch, dead_dispatch,
+        abandon_dispatch, stale_alert, publish_unknown;
 } sweep_counts;
 
 /* Runs one tick: false in *acted when another sweeper held the lock. LL_DB_OK or an error. */

@@ -8,8 +8,8 @@
 #include "ll/log.h"
 #include "sweeper.h"
 
-static const ll_stmt ST_TRY_LOCK = {
-    "sweep_try_lock", "SELECT pg_try_advisory_xact_lock(hashtext('load_control_sweeper'))", 0};
+static const ll_stmt ST_TRY_LOCK = {"sweep_try_lock",
+                                    "SELECT pg_try_advisory_xact_lock(hashtext('load_control_sweeper'))", 0};
 
 typedef ll_db_rc (*rule_fn)(ll_db *db, const sweep_settings *s, sweep_counts *c);
 
@@ -17,7 +17,7 @@ static const struct {
     const char *name;
     rule_fn fn;
 } RULES[] = {
-    {"stale_partitions", rule_stale_partitions}, {"run_deadline", rule_run_deadline},
+    {"stale_partitions", rule_stale_partitions},     {"run_deadline", rule_run_deadline},
     {"unacked_dispatches", rule_unacked_dispatches}, {"stale_alerts", rule_stale_alerts},
     {"stalled_publish", rule_stalled_publish},
 };

@@ -92,15 +92,14 @@ static int teardown(void **state)
     return 0;
 }
 
-static int decode_mem(const ll_schema *reader, const ll_schema_ids *ids, ll_framing framing,
-                      const void *buf, size_t len, json_t **out, char *err, size_t errlen)
+static int decode_mem(const ll_schema *reader, const ll_schema_ids *ids, ll_framing framing, const void *buf,
+                      size_t len, json_t **out, char *err, size_t errlen)
 {
     ll_decode_opts o = {.framing = framing, .reader = reader, .ids = ids};
     return ll_decode(&o, buf, len, out, err, errlen);
 }
 
-static json_t *decode_ok(const fx *f, const ll_schema *reader, ll_framing framing,
-                         const char *file)
+static json_t *decode_ok(const fx *f, const ll_schema *reader, ll_framing framing, const char *file)
 {
     size_t len;
     unsigned char *buf = slurp(file, &len);
@@ -114,8 +113,8 @@ static json_t *decode_ok(const fx *f, const ll_schema *reader, ll_framing framin
     return out;
 }
 
-static void decode_fails(const fx *f, const ll_schema *reader, ll_framing framing,
-                         const void *buf, size_t len, const char *reason)
+static void decode_fails(const fx *f, const ll_schema *reader, ll_framing framing, const void *buf,
+                         size_t len, const char *reason)
 {
     char err[256] = "";
     json_t *out = (json_t *)0x1;
@@ -129,8 +128,8 @@ static void decode_fails(const fx *f, const ll_schema *reader, ll_framing framin
         fail_msg("err \"%s\" lacks \"%s\"", err, reason);
 }
 
-static void decode_file_fails(const fx *f, const ll_schema *reader, ll_framing framing,
-                              const char *file, const char *reason)
+static void decode_file_fails(const fx *f, const ll_schema *reader, ll_framing framing, const char *file,
+                              const char *reason)
 {
     size_t len;
     unsigned char *buf = slurp(file, &len);
@@ -176,7 +175,10 @@ static void assert_sample_a(json_t *j)
     assert_string_equal(json_string_value(json_object_get(json_array_get(items, 1), "label")), "x");
     json_t *blob = json_object_get(j, "blob");
     assert_int_equal(json_string_length(blob), 9);
-    assert_memory_equal(json_string_value(blob), "raw\x01" "bytes", 9);
+    assert_memory_equal(json_string_value(blob),
+                        "raw\x01"
+                        "bytes",
+                        9);
     assert_true(json_real_value(json_object_get(j, "weight")) == 0.25);
     assert_int_equal(json_object_size(j), 12);
 }
@@ -189,10 +191,8 @@ static void test_four_framings(void **state)
         ll_framing fr;
         const char *file;
     } cases[] = {
-        {LL_FRAMING_BARE, "sample_v1_bare.bin"},
-        {LL_FRAMING_CONFLUENT, "sample_v1_confluent.bin"},
-        {LL_FRAMING_CONTAINER, "sample_v1_container.bin"},
-        {LL_FRAMING_BLOCK, "sample_v1_block.bin"},
+        {LL_FRAMING_BARE, "sample_v1_bare.bin"},           {LL_FRAMING_CONFLUENT, "sample_v1_confluent.bin"},
+        {LL_FRAMING_CONTAINER, "sample_v1_container.bin"}, {LL_FRAMING_BLOCK, "sample_v1_block.bin"},
         {LL_FRAMING_BARE, "sample_v1_negblocks_bare.bin"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -222,8 +222,7 @@ static void test_older_writer(void **state)
         json_t *items = json_object_get(got, "items");
         assert_int_equal(json_array_size(items), 2);
         for (size_t k = 0; k < 2; k++) {
-            assert_int_equal(json_integer_value(json_object_get(json_array_get(items, k), "qty")),
-                             1);
+            assert_int_equal(json_integer_value(json_object_get(json_array_get(items, k), "qty")), 1);
             assert_true(json_is_null(json_object_get(json_array_get(items, k), "label")));
         }
         /* int -> long */
@@ -271,8 +270,7 @@ static void test_nifi_union_order(void **state)
     unsigned char *buf = slurp("sample_nifi_bare.bin", &len);
     char err[256] = "";
     json_t *out = NULL;
-    assert_int_equal(decode_mem(f->v1, NULL, LL_FRAMING_BARE, buf, len, &out, err, sizeof err),
-                     -1);
+    assert_int_equal(decode_mem(f->v1, NULL, LL_FRAMING_BARE, buf, len, &out, err, sizeof err), -1);
     assert_null(out);
     assert_true(err[0] != '\0');
     free(buf);
@@ -288,8 +286,7 @@ static void test_recursive_schema(void **state)
 {
     fx *f = *state;
     json_t *got = decode_ok(f, f->node, LL_FRAMING_BARE, "node_3_bare.bin");
-    json_t *want = json_pack("{s:i,s:{s:i,s:{s:i,s:n}}}", "v", 1, "next", "v", 2, "next", "v", 3,
-                             "next");
+    json_t *want = json_pack("{s:i,s:{s:i,s:{s:i,s:n}}}", "v", 1, "next", "v", 2, "next", "v", 3, "next");
     assert_json_equal(got, want);
     json_decref(got);
     json_decref(want);
@@ -336,12 +333,9 @@ static void test_truncations(void **state)
         ll_framing fr;
         const char *file;
     } cases[] = {
-        {LL_FRAMING_BARE, "sample_v1_bare.bin"},
-        {LL_FRAMING_BARE, "sample_v1_negblocks_bare.bin"},
-        {LL_FRAMING_CONFLUENT, "sample_v1_confluent.bin"},
-        {LL_FRAMING_CONTAINER, "sample_v1_container.bin"},
-        {LL_FRAMING_BLOCK, "sample_v1_block.bin"},
-        {LL_FRAMING_CONTAINER, "sample_v0_container.bin"},
+        {LL_FRAMING_BARE, "sample_v1_bare.bin"},           {LL_FRAMING_BARE, "sample_v1_negblocks_bare.bin"},
+        {LL_FRAMING_CONFLUENT, "sample_v1_confluent.bin"}, {LL_FRAMING_CONTAINER, "sample_v1_container.bin"},
+        {LL_FRAMING_BLOCK, "sample_v1_block.bin"},         {LL_FRAMING_CONTAINER, "sample_v0_container.bin"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         size_t len;
@@ -419,8 +413,7 @@ static void test_confluent_ids(void **state)
     buf[4] = 7;
     json_t *out = NULL;
     char err[256];
-    assert_int_equal(decode_mem(f->v1, NULL, LL_FRAMING_CONFLUENT, buf, len, &out, err, sizeof err),
-                     -1);
+    assert_int_equal(decode_mem(f->v1, NULL, LL_FRAMING_CONFLUENT, buf, len, &out, err, sizeof err), -1);
     assert_non_null(strstr(err, "no schema id table"));
     free(buf);
 }
@@ -444,19 +437,22 @@ static void test_hostile_lengths(void **state)
     /* a minimal valid record by hand, then hostile variants of it */
     unsigned char m[64];
     size_t o = 0;
-    m[o++] = 0x02; m[o++] = 'r';      /* id "r" */
-    m[o++] = 0x02;                    /* count 1 */
-    m[o++] = 0x02;                    /* small 1 */
-    m[o++] = 0x01;                    /* flag true */
-    m[o++] = 0x00;                    /* note null */
-    m[o++] = 0x00;                    /* size null */
-    memset(m + o, 0, 8); o += 8;      /* ratio 0.0 */
-    m[o++] = 0x00;                    /* status NEW */
-    m[o++] = 0x00;                    /* tags {} */
+    m[o++] = 0x02;
+    m[o++] = 'r';  /* id "r" */
+    m[o++] = 0x02; /* count 1 */
+    m[o++] = 0x02; /* small 1 */
+    m[o++] = 0x01; /* flag true */
+    m[o++] = 0x00; /* note null */
+    m[o++] = 0x00; /* size null */
+    memset(m + o, 0, 8);
+    o += 8;        /* ratio 0.0 */
+    m[o++] = 0x00; /* status NEW */
+    m[o++] = 0x00; /* tags {} */
     size_t at_items = o;
-    m[o++] = 0x00;                    /* items [] */
-    m[o++] = 0x00;                    /* blob "" */
-    memset(m + o, 0, 4); o += 4;      /* weight 0.0 */
+    m[o++] = 0x00; /* items [] */
+    m[o++] = 0x00; /* blob "" */
+    memset(m + o, 0, 4);
+    o += 4; /* weight 0.0 */
     json_t *out = NULL;
     char err[256];
     assert_int_equal(decode_mem(f->v1, NULL, LL_FRAMING_BARE, m, o, &out, err, sizeof err), 0);
@@ -490,7 +486,10 @@ static void test_hostile_lengths(void **state)
     k = at_tags;
     h[k++] = 0x01; /* count -1 */
     h[k++] = 0x02; /* size 1, but the entry takes 4 */
-    h[k++] = 0x02; h[k++] = 'k'; h[k++] = 0x02; h[k++] = 'v';
+    h[k++] = 0x02;
+    h[k++] = 'k';
+    h[k++] = 0x02;
+    h[k++] = 'v';
     h[k++] = 0x00;
     memcpy(h + k, m + at_items, o - at_items);
     k += o - at_items;
@@ -632,12 +631,11 @@ static void test_bad_arguments(void **state)
 static void test_mutations(void **state)
 {
     fx *f = *state;
-    const char *files[] = {"sample_v1_bare.bin",       "sample_v1_confluent.bin",
-                           "sample_v1_container.bin",  "sample_v1_block.bin",
-                           "sample_v0_container.bin",  "sample_v2_confluent.bin",
+    const char *files[] = {"sample_v1_bare.bin",           "sample_v1_confluent.bin",
+                           "sample_v1_container.bin",      "sample_v1_block.bin",
+                           "sample_v0_container.bin",      "sample_v2_confluent.bin",
                            "sample_v1_negblocks_bare.bin", "node_3_bare.bin"};
-    ll_framing frs[] = {LL_FRAMING_BARE, LL_FRAMING_CONFLUENT, LL_FRAMING_CONTAINER,
-                        LL_FRAMING_BLOCK};
+    ll_framing frs[] = {LL_FRAMING_BARE, LL_FRAMING_CONFLUENT, LL_FRAMING_CONTAINER, LL_FRAMING_BLOCK};
     unsigned long seed = 12345;
     int accepted = 0, refused = 0;
     for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
@@ -700,17 +698,16 @@ static void test_projection_nested(void **state)
         err, sizeof err);
     if (r == NULL)
         fail_msg("%s", err);
-    json_t *v = json_pack("{s:{s:{s:i},s:{s:i}},s:{s:i},s:f,s:s}", "m", "k1", "a", 1, "k2", "a", 2,
-                          "u", "b", 7, "old_name", 0.5, "e", "A");
+    json_t *v = json_pack("{s:{s:{s:i},s:{s:i}},s:{s:i},s:f,s:s}", "m", "k1", "a", 1, "k2", "a", 2, "u", "b",
+                          7, "old_name", 0.5, "e", "A");
     ll_encode_opts eo = {.framing = LL_FRAMING_CONTAINER, .schema = w};
     unsigned char *buf;
     size_t len;
     assert_int_equal(ll_encode(&eo, v, &buf, &len, err, sizeof err), 0);
     json_t *out = NULL;
     assert_int_equal(decode_mem(r, NULL, LL_FRAMING_CONTAINER, buf, len, &out, err, sizeof err), 0);
-    json_t *want = json_pack("{s:{s:{s:i,s:i},s:{s:i,s:i}},s:{s:f,s:s},s:f,s:s}", "m", "k1", "a", 1,
-                             "c", 5, "k2", "a", 2, "c", 5, "u", "b", 7.0, "d", "z", "new_name", 0.5,
-                             "e", "A");
+    json_t *want = json_pack("{s:{s:{s:i,s:i},s:{s:i,s:i}},s:{s:f,s:s},s:f,s:s}", "m", "k1", "a", 1, "c", 5,
+                             "k2", "a", 2, "c", 5, "u", "b", 7.0, "d", "z", "new_name", 0.5, "e", "A");
     assert_json_equal(out, want);
     json_decref(out);
     json_decref(want);
@@ -740,8 +737,8 @@ static void test_projection_nested(void **state)
     json_decref(v);
     ll_schema_free(r);
     r = ll_schema_from_json(
-        "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"old_name\",\"type\":\"int\"}]}",
-        err, sizeof err);
+        "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"old_name\",\"type\":\"int\"}]}", err,
+        sizeof err);
     v = json_pack("{s:{},s:n,s:f,s:s}", "m", "u", "old_name", 0.5, "e", "A");
     assert_int_equal(ll_encode(&eo, v, &buf, &len, err, sizeof err), 0);
     decode_fails(f, r, LL_FRAMING_CONTAINER, buf, len, "old_name: writer float cannot be read as int");
@@ -761,9 +758,8 @@ typedef struct thread_arg {
 static void *decode_thread(void *p)
 {
     thread_arg *a = p;
-    const char *files[] = {"sample_v0_container.bin", "sample_v2_container.bin",
-                           "sample_nifi_container.bin", "sample_v1_container.bin",
-                           "sample_v2_confluent.bin"};
+    const char *files[] = {"sample_v0_container.bin", "sample_v2_container.bin", "sample_nifi_container.bin",
+                           "sample_v1_container.bin", "sample_v2_confluent.bin"};
     const char *want_files[] = {"sample_v0.expected.json", "sample_v2.expected.json",
                                 "sample_v1.expected.json", "sample_v1.expected.json",
                                 "sample_v2.expected.json"};
@@ -782,12 +778,12 @@ static void *decode_thread(void *p)
     for (int k = 0; k < 300; k++) {
         int i = (k + a->id) % 5;
         ll_decode_opts o = {.framing = i == 4 ? LL_FRAMING_CONFLUENT : LL_FRAMING_CONTAINER,
-                            .reader = a->f->v1, .ids = a->f->ids};
+                            .reader = a->f->v1,
+                            .ids = a->f->ids};
         json_t *out = NULL;
         char err[256];
         err[0] = '\0';
-        if (ll_decode(&o, bufs[i], lens[i], &out, err, sizeof err) != 0 ||
-            !json_equal(out, wants[i])) {
+        if (ll_decode(&o, bufs[i], lens[i], &out, err, sizeof err) != 0 || !json_equal(out, wants[i])) {
             if (a->failures++ == 0)
                 fprintf(stderr, "thread %d, %s (%zu bytes): %s\n", a->id, files[i], lens[i],
                         err[0] ? err : "wrong value");
@@ -819,24 +815,15 @@ static void test_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_four_framings),
-        cmocka_unit_test(test_older_writer),
-        cmocka_unit_test(test_newer_writer),
-        cmocka_unit_test(test_nifi_union_order),
-        cmocka_unit_test(test_recursive_schema),
-        cmocka_unit_test(test_nesting_bomb),
-        cmocka_unit_test(test_truncations),
-        cmocka_unit_test(test_leftover_bytes),
-        cmocka_unit_test(test_bad_magic),
-        cmocka_unit_test(test_confluent_ids),
-        cmocka_unit_test(test_hostile_lengths),
-        cmocka_unit_test(test_max_message_bytes),
-        cmocka_unit_test(test_containers_refused),
-        cmocka_unit_test(test_block_framing_refused),
-        cmocka_unit_test(test_bad_arguments),
-        cmocka_unit_test(test_mutations),
-        cmocka_unit_test(test_projection_nested),
-        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_four_framings),      cmocka_unit_test(test_older_writer),
+        cmocka_unit_test(test_newer_writer),       cmocka_unit_test(test_nifi_union_order),
+        cmocka_unit_test(test_recursive_schema),   cmocka_unit_test(test_nesting_bomb),
+        cmocka_unit_test(test_truncations),        cmocka_unit_test(test_leftover_bytes),
+        cmocka_unit_test(test_bad_magic),          cmocka_unit_test(test_confluent_ids),
+        cmocka_unit_test(test_hostile_lengths),    cmocka_unit_test(test_max_message_bytes),
+        cmocka_unit_test(test_containers_refused), cmocka_unit_test(test_block_framing_refused),
+        cmocka_unit_test(test_bad_arguments),      cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_projection_nested),  cmocka_unit_test(test_threads),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

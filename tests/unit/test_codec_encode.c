@@ -122,8 +122,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static unsigned char *encode_ok(const ll_schema *s, ll_framing fr, int32_t id, const json_t *v,
-                                size_t *len)
+static unsigned char *encode_ok(const ll_schema *s, ll_framing fr, int32_t id, const json_t *v, size_t *len)
 {
     ll_encode_opts o = {.framing = fr, .schema = s, .schema_id = id};
     unsigned char *buf = NULL;
@@ -211,7 +210,12 @@ static void test_round_trips(void **state)
             assert_int_equal(buf[4], 0x04);
             assert_int_equal(buf[5], 22);
             assert_memory_equal(buf + 6, "avro.schema", 11);
-            assert_non_null(find_bytes(buf, len, "\x14" "avro.codec" "\x08" "null", 16));
+            assert_non_null(find_bytes(buf, len,
+                                       "\x14"
+                                       "avro.codec"
+                                       "\x08"
+                                       "null",
+                                       16));
             /* the sync marker closes the header and the block */
             size_t dlen;
             unsigned char *bare = encode_ok(f->v1, LL_FRAMING_BARE, 0, v, &dlen);
@@ -235,16 +239,15 @@ static void test_round_trips(void **state)
 static void test_defaults_on_encode(void **state)
 {
     fx *f = *state;
-    json_t *v = json_pack("{s:s,s:i,s:i,s:b,s:[{s:s},{s:s,s:i}]}", "id", "x", "count", 1, "small",
-                          2, "flag", 0, "items", "name", "n1", "name", "n2", "qty", 9);
+    json_t *v = json_pack("{s:s,s:i,s:i,s:b,s:[{s:s},{s:s,s:i}]}", "id", "x", "count", 1, "small", 2, "flag",
+                          0, "items", "name", "n1", "name", "n2", "qty", 9);
     size_t len;
     unsigned char *buf = encode_ok(f->v1, LL_FRAMING_BARE, 0, v, &len);
     json_t *back = decode_ok(f->v1, NULL, LL_FRAMING_BARE, buf, len);
-    json_t *want = json_pack(
-        "{s:s,s:i,s:i,s:b,s:n,s:n,s:f,s:s,s:{},s:[{s:s,s:i,s:n},{s:s,s:i,s:n}],s:s,s:f}", "id",
-        "x", "count", 1, "small", 2, "flag", 0, "note", "size", "ratio", 0.5, "status", "NEW",
-        "tags", "items", "name", "n1", "qty", 1, "label", "name", "n2", "qty", 9, "label", "blob",
-        "", "weight", 1.5);
+    json_t *want = json_pack("{s:s,s:i,s:i,s:b,s:n,s:n,s:f,s:s,s:{},s:[{s:s,s:i,s:n},{s:s,s:i,s:n}],s:s,s:f}",
+                             "id", "x", "count", 1, "small", 2, "flag", 0, "note", "size", "ratio", 0.5,
+                             "status", "NEW", "tags", "items", "name", "n1", "qty", 1, "label", "name", "n2",
+                             "qty", 9, "label", "blob", "", "weight", 1.5);
     assert_json_equal(back, want);
     json_decref(want);
     json_decref(back);
@@ -256,9 +259,8 @@ static void test_older_schema_encoded_read_newer(void **state)
 {
     fx *f = *state;
     /* write with the old schema (Confluent id 3), read with the current one */
-    json_t *v = json_pack("{s:s,s:i,s:i,s:b,s:s,s:{s:s},s:[{s:s}]}", "id", "old", "count", 5,
-                          "small", 6, "flag", 1, "note", "n", "tags", "a", "b", "items", "name",
-                          "i1");
+    json_t *v = json_pack("{s:s,s:i,s:i,s:b,s:s,s:{s:s},s:[{s:s}]}", "id", "old", "count", 5, "small", 6,
+                          "flag", 1, "note", "n", "tags", "a", "b", "items", "name", "i1");
     size_t len;
     unsigned char *buf = encode_ok(f->v0, LL_FRAMING_CONFLUENT, 3, v, &len);
     char err[256];
@@ -308,8 +310,8 @@ static void test_union_branch_by_json_type(void **state)
     check_branch(f, json_integer(-5), 2);
     check_branch(f, json_real(2.5), 3);
     check_branch(f, json_true(), 4);
-    check_branch(f, json_pack("{s:i}", "x", 1), 5);       /* fits record P */
-    check_branch(f, json_pack("{s:i}", "k", 7), 6);       /* not P: the map */
+    check_branch(f, json_pack("{s:i}", "x", 1), 5); /* fits record P */
+    check_branch(f, json_pack("{s:i}", "k", 7), 6); /* not P: the map */
     check_branch(f, json_pack("[s,s]", "p", "q"), 7);
     check_branch(f, json_array(), 7);
 
@@ -321,18 +323,18 @@ static void test_union_branch_by_json_type(void **state)
     json_decref(bad);
 
     /* int or long by size; long before double for integers; float from an integer */
-    json_t *v = json_pack("{s:n,s:i,s:I,s:i,s:s,s:s,s:s,s:s}", "a", "b", 5, "c", (json_int_t)7,
-                          "d", 3, "e", "B", "f", "raw", "g", "abcd", "h", "");
+    json_t *v = json_pack("{s:n,s:i,s:I,s:i,s:s,s:s,s:s,s:s}", "a", "b", 5, "c", (json_int_t)7, "d", 3, "e",
+                          "B", "f", "raw", "g", "abcd", "h", "");
     size_t len;
     unsigned char *buf = encode_ok(f->u, LL_FRAMING_BARE, 0, v, &len);
-    const unsigned char want[] = {0x00,       /* a: null */
-                                  0x00, 0x0a, /* b: int 5 */
-                                  0x02, 0x0e, /* c: long 7 (branch 1) */
+    const unsigned char want[] = {0x00,                         /* a: null */
+                                  0x00, 0x0a,                   /* b: int 5 */
+                                  0x02, 0x0e,                   /* c: long 7 (branch 1) */
                                   0x02, 0x00, 0x00, 0x40, 0x40, /* d: float 3.0 */
-                                  0x02, 0x02, /* e: enum B */
-                                  0x02, 0x06, 'r', 'a', 'w', /* f: bytes */
-                                  0x02, 'a', 'b', 'c', 'd', /* g: fixed */
-                                  0x02, 0x00}; /* h: "" */
+                                  0x02, 0x02,                   /* e: enum B */
+                                  0x02, 0x06, 'r',  'a',  'w',  /* f: bytes */
+                                  0x02, 'a',  'b',  'c',  'd',  /* g: fixed */
+                                  0x02, 0x00};                  /* h: "" */
     assert_int_equal(len, sizeof want);
     assert_memory_equal(buf, want, sizeof want);
     json_t *back = decode_ok(f->u, NULL, LL_FRAMING_BARE, buf, len);
@@ -432,9 +434,8 @@ static void test_recursive_values(void **state)
     unsigned char *buf = encode_ok(f->node, LL_FRAMING_BARE, 0, v, &len);
     json_t *back = decode_ok(f->node, NULL, LL_FRAMING_BARE, buf, len);
     assert_json_equal(back, v);
-    assert_int_equal(json_integer_value(json_object_get(
-                         json_object_get(json_object_get(back, "next"), "next"), "v")),
-                     3);
+    assert_int_equal(
+        json_integer_value(json_object_get(json_object_get(json_object_get(back, "next"), "next"), "v")), 3);
     json_decref(back);
     free(buf);
     json_decref(v);
@@ -474,8 +475,7 @@ static void test_primitive_schemas(void **state)
     ll_schema_free(s);
 
     /* a record without fields is zero bytes */
-    s = ll_schema_from_json("{\"type\":\"record\",\"name\":\"Empty\",\"fields\":[]}", err,
-                            sizeof err);
+    s = ll_schema_from_json("{\"type\":\"record\",\"name\":\"Empty\",\"fields\":[]}", err, sizeof err);
     assert_non_null(s);
     v = json_object();
     buf = encode_ok(s, LL_FRAMING_BARE, 0, v, &len);

@@ -59,8 +59,7 @@ static void test_load_files(void **state)
 {
     (void)state;
     char err[256] = "";
-    const char *names[] = {"sample_v0.avsc", "sample_v1.avsc", "sample_v2.avsc",
-                           "sample_nifi.avsc"};
+    const char *names[] = {"sample_v0.avsc", "sample_v1.avsc", "sample_v2.avsc", "sample_nifi.avsc"};
     for (size_t i = 0; i < 4; i++) {
         ll_schema *s = ll_schema_from_file(data_file(names[i]), err, sizeof err);
         assert_non_null(s);
@@ -272,12 +271,12 @@ static void test_schema_ids_bad_entries(void **state)
     snprintf(path, sizeof path, "%s/ids.json", dir);
     snprintf(avsc, sizeof avsc, "%s/bad.avsc", dir);
     const char *bodies[] = {
-        "{\"1\": \"bad.avsc\"}",         /* schema refused */
-        "{\"1\": \"missing.avsc\"}",     /* file missing */
-        "{\"-1\": \"bad.avsc\"}",        /* negative id */
+        "{\"1\": \"bad.avsc\"}",          /* schema refused */
+        "{\"1\": \"missing.avsc\"}",      /* file missing */
+        "{\"-1\": \"bad.avsc\"}",         /* negative id */
         "{\"2147483648\": \"bad.avsc\"}", /* beyond int32 */
-        "{\"1\": 5}",                    /* not a path */
-        "[1]",                           /* not an object */
+        "{\"1\": 5}",                     /* not a path */
+        "[1]",                            /* not an object */
     };
     FILE *f = fopen(avsc, "w");
     assert_non_null(f);

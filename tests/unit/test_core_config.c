@@ -14,12 +14,11 @@
 
 #include "ll/config.h"
 
-static const ll_config_key KEYS[] = {
-    {"db.conninfo", NULL, true, "conninfo"},
-    {"loop.batch_max", "200", false, "batch"},
-    {"loop.poll", "PT0.1S", false, "poll"},
-    {"flag", "false", false, "a flag"},
-    {NULL, NULL, false, NULL}};
+static const ll_config_key KEYS[] = {{"db.conninfo", NULL, true, "conninfo"},
+                                     {"loop.batch_max", "200", false, "batch"},
+                                     {"loop.poll", "PT0.1S", false, "poll"},
+                                     {"flag", "false", false, "a flag"},
+                                     {NULL, NULL, false, NULL}};
 
 static const char *const TOPICS[] = {"chunks", "run-requests", NULL};
 

@@ -40,8 +40,7 @@ static void test_waits_until_judgeable(void **state)
             assert_int_equal(ll_chunk_gate((ll_run_status)r, LL_PART_RUNNING, &a, 3, 300), LL_GATE_WAIT);
     for (int p = 0; p < LL_PART_STATUS_COUNT; p++)
         if (p != LL_PART_RUNNING)
-            assert_int_equal(ll_chunk_gate(LL_RUN_EXTRACTING, (ll_part_status)p, &a, 3, 300),
-                             LL_GATE_WAIT);
+            assert_int_equal(ll_chunk_gate(LL_RUN_EXTRACTING, (ll_part_status)p, &a, 3, 300), LL_GATE_WAIT);
     /* fewer files than chunkCount, even with wrong rows: not judged yet */
     a = agg(2, 0, 1, 999, 1);
     assert_int_equal(gate(&a, 3, 300), LL_GATE_WAIT);

@@ -7,9 +7,9 @@
 
 #include "ll/rules.h"
 
-#define TOKEN "0f8fad5b-d9cb-469f-a165-70867728950e"
+#define TOKEN    "0f8fad5b-d9cb-469f-a165-70867728950e"
 #define TOKEN_UC "0F8FAD5B-D9CB-469F-A165-70867728950E"
-#define OTHER "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+#define OTHER    "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 
 /* The request tokens tried against a partition that stores TOKEN. */
 static const char *const same_tokens[] = {TOKEN, TOKEN_UC};
@@ -68,8 +68,7 @@ static void test_named_cases(void **state)
     assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, NULL, TOKEN), LL_CLAIM_GRANT);
     /* a RETRY partition keeping an old token is still claimable by a new one */
     assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, OTHER, TOKEN), LL_CLAIM_GRANT);
-    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RUNNING, TOKEN_UC, TOKEN),
-                     LL_CLAIM_REPLAY);
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RUNNING, TOKEN_UC, TOKEN), LL_CLAIM_REPLAY);
     assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RUNNING, OTHER, TOKEN),
                      LL_CLAIM_REFUSE_PARTITION);
     assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_SUCCESS, TOKEN, TOKEN),

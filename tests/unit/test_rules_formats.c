@@ -194,19 +194,19 @@ static void test_utf8_chars(void **state)
     assert_int_equal(ll_utf8_chars("\xf4\x90\x80\x80"), -1);        /* U+110000 */
     assert_int_equal(ll_utf8_chars("\xf5\x80\x80\x80"), -1);
     assert_int_equal(ll_utf8_chars("\xff"), -1);
-    assert_int_equal(ll_utf8_chars("a\xe2\x82"), -1);               /* truncated at the end */
-    assert_int_equal(ll_utf8_chars("\xe2\x82x"), -1);               /* bad continuation */
+    assert_int_equal(ll_utf8_chars("a\xe2\x82"), -1); /* truncated at the end */
+    assert_int_equal(ll_utf8_chars("\xe2\x82x"), -1); /* bad continuation */
     assert_int_equal(ll_utf8_chars(NULL), -1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_job_key),         cmocka_unit_test(test_business_key),
-        cmocka_unit_test(test_partition_id),    cmocka_unit_test(test_decimal_str),
-        cmocka_unit_test(test_table_prefix),    cmocka_unit_test(test_hdfs_path),
-        cmocka_unit_test(test_metric_name),     cmocka_unit_test(test_uuid_forms),
-        cmocka_unit_test(test_uuid_equal),      cmocka_unit_test(test_utf8_chars),
+        cmocka_unit_test(test_job_key),      cmocka_unit_test(test_business_key),
+        cmocka_unit_test(test_partition_id), cmocka_unit_test(test_decimal_str),
+        cmocka_unit_test(test_table_prefix), cmocka_unit_test(test_hdfs_path),
+        cmocka_unit_test(test_metric_name),  cmocka_unit_test(test_uuid_forms),
+        cmocka_unit_test(test_uuid_equal),   cmocka_unit_test(test_utf8_chars),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,8 +18,7 @@
 #define D39 "999999999999999999999999999999999999999"
 
 /* A range partition [lo, hi) or [lo, hi]. */
-static ll_manifest_partition range(const char *id, const char *lo, const char *hi, bool incl,
-                                   int64_t rows)
+static ll_manifest_partition range(const char *id, const char *lo, const char *hi, bool incl, int64_t rows)
 {
     return (ll_manifest_partition){id, lo, hi, incl, false, rows};
 }
@@ -51,7 +50,10 @@ static void expect_allow(const ll_manifest *m, bool allow_empty, const char *joi
     ll_strlist_clear(&out);
 }
 
-static void expect(const ll_manifest *m, const char *joined) { expect_allow(m, false, joined); }
+static void expect(const ll_manifest *m, const char *joined)
+{
+    expect_allow(m, false, joined);
+}
 
 /* The base plan: [0,100) [100,200) [200,300]. */
 static const ll_manifest_partition base[] = {
@@ -82,8 +84,7 @@ static void test_request_order_does_not_matter(void **state)
 static void test_duplicate_partition_id(void **state)
 {
     (void)state;
-    ll_manifest_partition p[] = {range("0000", "0", "100", false, 1),
-                                 range("0000", "100", "200", true, 1)};
+    ll_manifest_partition p[] = {range("0000", "0", "100", false, 1), range("0000", "100", "200", true, 1)};
     ll_manifest m = plan(p, 2);
     expect(&m, "DUPLICATE_PARTITION_ID");
     ll_manifest_partition q[] = {range("0007", "0", "1", false, 1), range("0003", "1", "2", false, 1),
@@ -150,8 +151,7 @@ static void test_expected_sum_does_not_overflow(void **state)
 static void test_empty_source(void **state)
 {
     (void)state;
-    ll_manifest_partition p[] = {range("0000", "0", "100", false, 0),
-                                 range("0001", "100", "200", true, 0)};
+    ll_manifest_partition p[] = {range("0000", "0", "100", false, 0), range("0001", "100", "200", true, 0)};
     ll_manifest m = plan(p, 2);
     expect(&m, "EMPTY_SOURCE_BLOCKED");
     expect_allow(&m, true, "");
@@ -238,8 +238,7 @@ static void test_invalid_bounds_excluded_from_range_checks(void **state)
 {
     (void)state;
     /* the bad one sits where it would close the gap and carries the wrong inclusive flag */
-    ll_manifest_partition p[] = {range("0000", "0", "100", false, 10),
-                                 range("0001", "300", "100", true, 20),
+    ll_manifest_partition p[] = {range("0000", "0", "100", false, 10), range("0001", "300", "100", true, 20),
                                  range("0002", "100", "300", true, 30)};
     ll_manifest m = plan(p, 3);
     m.source_min_split = "0";
@@ -331,8 +330,7 @@ static void test_sort_is_numeric_then_by_id(void **state)
 static void test_decimal_equality_in_chain(void **state)
 {
     (void)state;
-    ll_manifest_partition p[] = {range("0000", "-" D38, "-0", false, 1),
-                                 range("0001", "0", "0100", false, 1),
+    ll_manifest_partition p[] = {range("0000", "-" D38, "-0", false, 1), range("0001", "0", "0100", false, 1),
                                  range("0002", "100", D38, true, 1)};
     ll_manifest m = plan(p, 3);
     m.source_min_split = "-" D38;
@@ -456,8 +454,8 @@ static void test_ten_thousand_partitions(void **state)
 {
     (void)state;
     size_t n = 10000;
-    char (*ids)[24] = malloc(n * sizeof *ids);
-    char (*bounds)[24] = malloc((n + 1) * sizeof *bounds);
+    char(*ids)[24] = malloc(n * sizeof *ids);
+    char(*bounds)[24] = malloc((n + 1) * sizeof *bounds);
     ll_manifest_partition *p = chain(n, ids, bounds);
     /* reverse the request order */
     for (size_t i = 0; i < n / 2; i++) {

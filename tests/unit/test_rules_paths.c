@@ -9,9 +9,9 @@
 
 #include "ll/rules.h"
 
-#define RUN_ID "3F2504E0-4F89-41D3-9A0C-0305E82C3301"
+#define RUN_ID    "3F2504E0-4F89-41D3-9A0C-0305E82C3301"
 #define RUN_ID_LC "3f2504e0-4f89-41d3-9a0c-0305e82c3301"
-#define RUN_PATH "/data/raw/ORA_JOB/run_id=" RUN_ID_LC
+#define RUN_PATH  "/data/raw/ORA_JOB/run_id=" RUN_ID_LC
 
 static void test_dotdot_segments(void **state)
 {
@@ -86,10 +86,10 @@ static void test_chunk_path_inside_run(void **state)
     (void)state;
     assert_true(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/part-0.parquet"));
     assert_true(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/p=0001/sub/part-0.parquet"));
-    assert_true(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/"));     /* as the reference */
-    assert_true(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/..a"));  /* not a ".." segment */
+    assert_true(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/"));    /* as the reference */
+    assert_true(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/..a")); /* not a ".." segment */
     assert_true(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/.../x"));
-    assert_false(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH));        /* the directory itself */
+    assert_false(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH));                    /* the directory itself */
     assert_false(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "x/part-0.parquet")); /* sibling */
     assert_false(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/../other/part-0.parquet"));
     assert_false(ll_chunk_path_inside_run(RUN_PATH, RUN_PATH "/a/../../x"));
@@ -105,8 +105,8 @@ static void test_chunk_path_inside_run(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_dotdot_segments),  cmocka_unit_test(test_hdfs_run_path),
-        cmocka_unit_test(test_hdfs_run_path_limits), cmocka_unit_test(test_stage_table),
+        cmocka_unit_test(test_dotdot_segments),       cmocka_unit_test(test_hdfs_run_path),
+        cmocka_unit_test(test_hdfs_run_path_limits),  cmocka_unit_test(test_stage_table),
         cmocka_unit_test(test_chunk_path_inside_run),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,9 +7,9 @@
 
 #include "ll/rules.h"
 
-#define TOKEN "0f8fad5b-d9cb-469f-a165-70867728950e"
+#define TOKEN    "0f8fad5b-d9cb-469f-a165-70867728950e"
 #define TOKEN_UC "0F8FAD5B-D9CB-469F-A165-70867728950E"
-#define OTHER "7c9e6679-7425-40de-944b-e07fc1f90ae7"
+#define OTHER    "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 
 static void test_token_checked_first(void **state)
 {

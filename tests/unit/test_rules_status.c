@@ -8,13 +8,24 @@
 #include "ll/status.h"
 
 static const char *const run_names[] = {
-    "CREATED", "EXTRACTING", "EXTRACTED_VALIDATED", "STAGE_VALIDATING", "STAGING_VALIDATED",
-    "PUBLISHING", "PUBLISHED", "SUCCESS", "FAILED_MANIFEST", "FAILED_EXTRACT",
-    "FAILED_STAGE_VALIDATION", "FAILED_PUBLISH", "PUBLISH_UNKNOWN", "FAILED_TARGET_VALIDATION",
-    "FAILED_SNAPSHOT_EXPIRED", "TIMED_OUT",
+    "CREATED",
+    "EXTRACTING",
+    "EXTRACTED_VALIDATED",
+    "STAGE_VALIDATING",
+    "STAGING_VALIDATED",
+    "PUBLISHING",
+    "PUBLISHED",
+    "SUCCESS",
+    "FAILED_MANIFEST",
+    "FAILED_EXTRACT",
+    "FAILED_STAGE_VALIDATION",
+    "FAILED_PUBLISH",
+    "PUBLISH_UNKNOWN",
+    "FAILED_TARGET_VALIDATION",
+    "FAILED_SNAPSHOT_EXPIRED",
+    "TIMED_OUT",
 };
-static const char *const part_names[] = {"PENDING", "RUNNING", "RETRY", "SUCCESS", "FAILED",
-                                         "TIMED_OUT"};
+static const char *const part_names[] = {"PENDING", "RUNNING", "RETRY", "SUCCESS", "FAILED", "TIMED_OUT"};
 
 static void test_run_names_round_trip(void **state)
 {
@@ -55,7 +66,7 @@ static void test_unknown_names_rejected(void **state)
     assert_int_equal(ll_run_status_parse("CREATED", NULL), -1);
     assert_int_equal(ll_part_status_parse("RETRY", NULL), -1);
     assert_int_equal(ll_part_status_parse("EXTRACTING", &p), -1); /* a run name */
-    assert_int_equal(r, LL_RUN_SUCCESS);                           /* untouched */
+    assert_int_equal(r, LL_RUN_SUCCESS);                          /* untouched */
     assert_int_equal(p, LL_PART_SUCCESS);
 }
 
@@ -72,10 +83,14 @@ static void test_active_and_terminal_classes(void **state)
 {
     (void)state;
     const bool active[LL_RUN_STATUS_COUNT] = {
-        [LL_RUN_CREATED] = true,           [LL_RUN_EXTRACTING] = true,
-        [LL_RUN_EXTRACTED_VALIDATED] = true, [LL_RUN_STAGE_VALIDATING] = true,
-        [LL_RUN_STAGING_VALIDATED] = true, [LL_RUN_PUBLISHING] = true,
-        [LL_RUN_PUBLISHED] = true,         [LL_RUN_PUBLISH_UNKNOWN] = true,
+        [LL_RUN_CREATED] = true,
+        [LL_RUN_EXTRACTING] = true,
+        [LL_RUN_EXTRACTED_VALIDATED] = true,
+        [LL_RUN_STAGE_VALIDATING] = true,
+        [LL_RUN_STAGING_VALIDATED] = true,
+        [LL_RUN_PUBLISHING] = true,
+        [LL_RUN_PUBLISHED] = true,
+        [LL_RUN_PUBLISH_UNKNOWN] = true,
     };
     const bool terminal[LL_RUN_STATUS_COUNT] = {
         [LL_RUN_SUCCESS] = true,
@@ -103,10 +118,8 @@ static void test_active_and_terminal_classes(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run_names_round_trip),
-        cmocka_unit_test(test_part_names_round_trip),
-        cmocka_unit_test(test_unknown_names_rejected),
-        cmocka_unit_test(test_out_of_range_name_is_null),
+        cmocka_unit_test(test_run_names_round_trip),        cmocka_unit_test(test_part_names_round_trip),
+        cmocka_unit_test(test_unknown_names_rejected),      cmocka_unit_test(test_out_of_range_name_is_null),
         cmocka_unit_test(test_active_and_terminal_classes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

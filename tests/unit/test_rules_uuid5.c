@@ -37,13 +37,13 @@ static void test_loadledger_namespace(void **state)
     /* pinned values (Python uuid.uuid5): a changed namespace would change every derived id */
     assert_int_equal(ll_uuid_v5(LL_UUID_NAMESPACE, "", out), 0);
     assert_string_equal(out, "50bdcca5-a923-5654-8e5c-b999882f8dfc");
-    assert_int_equal(ll_uuid_v5(LL_UUID_NAMESPACE,
-                                "dispatch:VALIDATE_RUN:4f1c0f7e-8a8e-4c37-9d54-3b7f0a1c2d3e", out), 0);
+    assert_int_equal(
+        ll_uuid_v5(LL_UUID_NAMESPACE, "dispatch:VALIDATE_RUN:4f1c0f7e-8a8e-4c37-9d54-3b7f0a1c2d3e", out), 0);
     assert_string_equal(out, "1efdbb53-7bd2-5fd1-8d10-82511eb960e8");
     assert_int_equal(ll_uuid_v5(LL_UUID_NAMESPACE, "h\xc3\xa9llo", out), 0); /* UTF-8 bytes */
     assert_string_equal(out, "9a703789-952b-5e7b-bb44-ca1ebcf1268d");
-    assert_int_equal(out[14], '5');                                          /* version */
-    assert_true(strchr("89ab", out[19]) != NULL);                            /* variant */
+    assert_int_equal(out[14], '5');               /* version */
+    assert_true(strchr("89ab", out[19]) != NULL); /* variant */
 }
 
 static void test_bad_arguments(void **state)

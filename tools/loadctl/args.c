@@ -32,8 +32,8 @@ static int usage_error(const lc_opts *o, const char *usage, const char *fmt, con
     return LC_USAGE;
 }
 
-int lc_args(lc_opts *o, const char *usage, int argc, char **argv, const lc_optspec *specs,
-            const char **pos, int min_pos, int max_pos, int *npos)
+int lc_args(lc_opts *o, const char *usage, int argc, char **argv, const lc_optspec *specs, const char **pos,
+            int min_pos, int max_pos, int *npos)
 {
     static const lc_optspec common[] = {{"db", NULL, NULL}, {"json", NULL, NULL}, {NULL, NULL, NULL}};
     *npos = 0;

@@ -38,28 +38,26 @@ static const char USAGE_CLEANUP[] =
 /* §5.17: $1 job or NULL, $2/$3 retentions (ms), $4 the effective limit. */
 static const ll_stmt ST_CANDIDATES = {
     "cleanup_candidates",
-    "SELECT r.run_id, r.job_key, r.business_key, r.status, r.hdfs_run_path, r.stage_table_name, "
-    LC_ISO(LC_ENDED) ", " LC_RETENTION_CLASS
-    " FROM nifi_ops.load_run r"
-    " WHERE r.cleaned_at IS NULL AND ($1::text IS NULL OR r.job_key = $1)"
-    "   AND " LC_PAST_RETENTION("$2", "$3")
-    " ORDER BY " LC_ENDED ", r.run_id LIMIT $4::int",
+    "SELECT r.run_id, r.job_key, r.business_key, r.status, r.hdfs_run_path, r.stage_table_name, " LC_ISO(
+        LC_ENDED) ", " LC_RETENTION_CLASS " FROM nifi_ops.load_run r"
+                  " WHERE r.cleaned_at IS NULL AND ($1::text IS NULL OR r.job_key = $1)"
+                  "   AND " LC_PAST_RETENTION("$2", "$3") " ORDER BY " LC_ENDED ", r.run_id LIMIT $4::int",
     4};
-static const char *const CANDIDATE_NAMES[] = {"runId", "jobKey", "businessKey", "status",
-    "hdfsRunPath", "stageTable", "completedAt", "retentionClass", NULL};
+static const char *const CANDIDATE_NAMES[] = {"runId",       "jobKey",         "businessKey",
+                                              "status",      "hdfsRunPath",    "stageTable",
+                                              "completedAt", "retentionClass", NULL};
 
 /* §5.18 step 1: lock the run and evaluate "due" in the same statement. */
 static const ll_stmt ST_LOCK_DUE = {
     "cleanup_lock_due",
-    "SELECT r.status, r.cleaned_at IS NOT NULL, " LC_PAST_RETENTION("$2", "$3")
-    " FROM nifi_ops.load_run r WHERE r.run_id = $1::uuid FOR UPDATE",
+    "SELECT r.status, r.cleaned_at IS NOT NULL, " LC_PAST_RETENTION(
+        "$2", "$3") " FROM nifi_ops.load_run r WHERE r.run_id = $1::uuid FOR UPDATE",
     3};
 
-static const ll_stmt ST_MARK = {
-    "cleanup_mark",
-    "UPDATE nifi_ops.load_run SET cleaned_at = clock_timestamp()"
-    " WHERE run_id = $1::uuid AND cleaned_at IS NULL",
-    1};
+static const ll_stmt ST_MARK = {"cleanup_mark",
+                                "UPDATE nifi_ops.load_run SET cleaned_at = clock_timestamp()"
+                                " WHERE run_id = $1::uuid AND cleaned_at IS NULL",
+                                1};
 
 int lc_cleanup_candidates(const lc_opts *go, int argc, char **argv)
 {
@@ -93,8 +91,8 @@ int lc_cleanup_candidates(const lc_opts *go, int argc, char **argv)
         lc_print_json(json_pack("{s:o,s:I}", "runs", lc_rows_json(r, CANDIDATE_NAMES), "limit",
                                 (json_int_t)strtol(eff, NULL, 10)));
     } else {
-        printf("%-36s  %-24s %-12s %-24s %-7s %-24s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS",
-               "CLASS", "ENDED (UTC)", "RUN PATH / STAGE TABLE");
+        printf("%-36s  %-24s %-12s %-24s %-7s %-24s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS", "CLASS",
+               "ENDED (UTC)", "RUN PATH / STAGE TABLE");
         for (int i = 0; i < PQntuples(r); i++)
             printf("%-36s  %-24.24s %-12.12s %-24s %-7s %-24s %s %s\n", lc_cell(r, i, 0), lc_cell(r, i, 1),
                    lc_cell(r, i, 2), lc_cell(r, i, 3), lc_cell(r, i, 7), lc_cell(r, i, 6), lc_cell(r, i, 4),
@@ -139,10 +137,15 @@ static ll_db_rc cleanup_body(ll_db *db, void *arg)
     if (n != 1)
         return t->outcome = ALREADY, LL_DB_ROLLBACK;
     json_t *details = lc_audit_details();
-    json_object_set_new(details, "droppedTable", t->dropped_table ? lc_json_str(t->dropped_table) : json_null());
+    json_object_set_new(details, "droppedTable",
+                        t->dropped_table ? lc_json_str(t->dropped_table) : json_null());
     json_object_set_new(details, "deletedPath", t->deleted_path ? json_string(t->deleted_path) : json_null());
-    ll_event ev = {.name = "RUN_CLEANED", .level = "INFO", .run_id = t->run_id, .chunk_index = -1,
-                   .row_count = -1, .details = details};
+    ll_event ev = {.name = "RUN_CLEANED",
+                   .level = "INFO",
+                   .run_id = t->run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc == LL_DB_OK)

@@ -34,12 +34,12 @@ typedef struct lc_opts {
 #define LC_ISO(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 /* The seven failure/timeout statuses (contract §3.1 "terminal failure", cleanup "failed" class). */
-#define LC_FAILED_STATUSES                                                                       \
-    "'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH',"          \
+#define LC_FAILED_STATUSES                                                                                   \
+    "'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH',"                      \
     " 'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT'"
 /* The eight active statuses in pipeline order (contract §3.1, uq_load_run_active). */
-#define LC_ACTIVE_STATUSES                                                                       \
-    "'CREATED', 'EXTRACTING', 'EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'STAGING_VALIDATED',"   \
+#define LC_ACTIVE_STATUSES                                                                                   \
+    "'CREATED', 'EXTRACTING', 'EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'STAGING_VALIDATED',"               \
     " 'PUBLISHING', 'PUBLISHED', 'PUBLISH_UNKNOWN'"
 
 /* ---- commands (one file each) ------------------------------------------------------------- */
@@ -78,8 +78,8 @@ typedef struct lc_optspec {
  * after printing what is wrong and the usage on stderr (fewer than min_pos or more than max_pos
  * positionals, an unknown option, a missing option value).
  */
-int lc_args(lc_opts *o, const char *usage, int argc, char **argv, const lc_optspec *specs,
-            const char **pos, int min_pos, int max_pos, int *npos);
+int lc_args(lc_opts *o, const char *usage, int argc, char **argv, const lc_optspec *specs, const char **pos,
+            int min_pos, int max_pos, int *npos);
 
 /* Parses a decimal integer in [lo, hi] (the whole string). Returns 0, or -1. */
 int lc_parse_int(const char *s, long lo, long hi, long *out);
@@ -98,8 +98,8 @@ int lc_parse_duration(const char *s, int64_t *out_ms);
  * object {"ok": false, "exitCode", "code", "message", "details"} on stdout. details (may be
  * NULL) is consumed.
  */
-int lc_fail(const lc_opts *o, int code, const char *err_code, json_t *details, const char *fmt,
-            ...) __attribute__((format(printf, 5, 6)));
+int lc_fail(const lc_opts *o, int code, const char *err_code, json_t *details, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Reports a database failure (db->err) of `what` as lc_fail(LC_DB, DATABASE_UNAVAILABLE or
  * DATABASE_ERROR) and returns LC_DB. */
 int lc_fail_db(const lc_opts *o, const ll_db *db, const char *what);

@@ -78,13 +78,17 @@ int lc_monitor(const lc_opts *go, int argc, char **argv)
     lc_opts opts = *go, *o = &opts;
     lc_monitor_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
-    const char *pos[1], *refresh = "5", *stale = "PT90M", *vstale = "PT2H", *alerts = "100",
-               *runs = "200", *run = NULL;
+    const char *pos[1], *refresh = "5", *stale = "PT90M", *vstale = "PT2H", *alerts = "100", *runs = "200",
+                        *run = NULL;
     bool once = false;
     int npos;
-    lc_optspec specs[12] = {{"job", &cfg.job, NULL},{"refresh", &refresh, NULL},     {"stale", &stale, NULL},
-                            {"validation-stale", &vstale, NULL}, {"alert-limit", &alerts, NULL},
-                            {"max-runs", &runs, NULL},       {"run", &run, NULL},
+    lc_optspec specs[12] = {{"job", &cfg.job, NULL},
+                            {"refresh", &refresh, NULL},
+                            {"stale", &stale, NULL},
+                            {"validation-stale", &vstale, NULL},
+                            {"alert-limit", &alerts, NULL},
+                            {"max-runs", &runs, NULL},
+                            {"run", &run, NULL},
                             {"once", NULL, &once}};
     lc_retention_options(&cfg.rt, specs + 8);
     specs[11] = (lc_optspec){NULL, NULL, NULL};
@@ -103,7 +107,8 @@ int lc_monitor(const lc_opts *go, int argc, char **argv)
     ll_db db;
     if ((rc = lc_db_open(o, &db)) != LC_OK)
         return rc;
-    rc = once ? print_once(o, &db, &cfg, run ? run_id : NULL) : lc_monitor_tui(&db, &cfg, run ? run_id : NULL);
+    rc =
+        once ? print_once(o, &db, &cfg, run ? run_id : NULL) : lc_monitor_tui(&db, &cfg, run ? run_id : NULL);
     ll_db_close(&db);
     return rc;
 }

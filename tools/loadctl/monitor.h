@@ -38,16 +38,38 @@ typedef struct lc_monitor_cfg {
  * "active", "recent" (key = run status), "dispatch" (key = status), "cleanupDue" (key NULL). */
 enum { MC_KIND, MC_KEY, MC_N };
 /* Columns of lc_snapshot.runs. */
-enum { MR_ID, MR_JOB, MR_BK, MR_STATUS, MR_EXPECTED, MR_SUCCESS, MR_FAILED, MR_RUNNING,
-       MR_TOTAL, MR_HEARTBEAT, MR_IDLE_S, MR_STARTED, MR_ERR_CODE };
+enum {
+    MR_ID,
+    MR_JOB,
+    MR_BK,
+    MR_STATUS,
+    MR_EXPECTED,
+    MR_SUCCESS,
+    MR_FAILED,
+    MR_RUNNING,
+    MR_TOTAL,
+    MR_HEARTBEAT,
+    MR_IDLE_S,
+    MR_STARTED,
+    MR_ERR_CODE
+};
 /* Columns of lc_snapshot.alerts. */
 enum { MA_KIND, MA_SEVERITY, MA_RUN, MA_JOB, MA_BK, MA_AT, MA_MESSAGE, MA_DISPATCH, MA_AT_SHORT };
 /* Columns of lc_snapshot.run (one row). */
-enum { MD_ID, MD_JOB, MD_BK, MD_STATUS, MD_ERR_CODE, MD_ERR_MSG, MD_HEARTBEAT, MD_EXPECTED,
-       MD_SOURCE, MD_EXTRACTED };
+enum {
+    MD_ID,
+    MD_JOB,
+    MD_BK,
+    MD_STATUS,
+    MD_ERR_CODE,
+    MD_ERR_MSG,
+    MD_HEARTBEAT,
+    MD_EXPECTED,
+    MD_SOURCE,
+    MD_EXTRACTED
+};
 /* Columns of lc_snapshot.parts. */
-enum { MP_ID, MP_STATUS, MP_EXPECTED, MP_ACTUAL, MP_CHUNKS, MP_ATTEMPTS, MP_WORKER, MP_ERR_CODE,
-       MP_IDLE_S };
+enum { MP_ID, MP_STATUS, MP_EXPECTED, MP_ACTUAL, MP_CHUNKS, MP_ATTEMPTS, MP_WORKER, MP_ERR_CODE, MP_IDLE_S };
 /* Columns of lc_snapshot.metrics. */
 enum { MM_STAGE, MM_NAME, MM_EXPECTED, MM_ACTUAL, MM_RESULT, MM_VERSION };
 

@@ -10,31 +10,46 @@
 
 #include "monitor.h"
 
-const char *const LC_STATUS_ORDER[16] = {
-    "CREATED", "EXTRACTING", "EXTRACTED_VALIDATED", "STAGE_VALIDATING", "STAGING_VALIDATED",
-    "PUBLISHING", "PUBLISHED", "PUBLISH_UNKNOWN", "SUCCESS", "FAILED_MANIFEST", "FAILED_EXTRACT",
-    "FAILED_STAGE_VALIDATION", "FAILED_PUBLISH", "FAILED_TARGET_VALIDATION",
-    "FAILED_SNAPSHOT_EXPIRED", "TIMED_OUT"};
+const char *const LC_STATUS_ORDER[16] = {"CREATED",
+                                         "EXTRACTING",
+                                         "EXTRACTED_VALIDATED",
+                                         "STAGE_VALIDATING",
+                                         "STAGING_VALIDATED",
+                                         "PUBLISHING",
+                                         "PUBLISHED",
+                                         "PUBLISH_UNKNOWN",
+                                         "SUCCESS",
+                                         "FAILED_MANIFEST",
+                                         "FAILED_EXTRACT",
+                                         "FAILED_STAGE_VALIDATION",
+                                         "FAILED_PUBLISH",
+                                         "FAILED_TARGET_VALIDATION",
+                                         "FAILED_SNAPSHOT_EXPIRED",
+                                         "TIMED_OUT"};
 
 /* $1/$2 success/failed retention (ms), $3 cleanup.max_batch (caps the cleanup-due count), $4 job
  * key or NULL (every count of one job). */
 static const ll_stmt ST_COUNTS = {
     "monitor_counts",
-    "SELECT 'now', " LC_ISO("clock_timestamp()") ", 0::bigint"
-    " UNION ALL SELECT 'active', r.status, count(*) FROM nifi_ops.load_run r"
-    "  WHERE r.status IN (" LC_ACTIVE_STATUSES ") AND ($4::text IS NULL OR r.job_key = $4)"
-    "  GROUP BY r.status"
-    " UNION ALL SELECT 'recent', r.status, count(*) FROM nifi_ops.load_run r"
-    "  WHERE r.status NOT IN (" LC_ACTIVE_STATUSES ")"
-    "    AND " LC_ENDED " >= clock_timestamp() - interval '24 hours'"
-    "    AND ($4::text IS NULL OR r.job_key = $4) GROUP BY r.status"
-    " UNION ALL SELECT 'dispatch', s.status,"
-    "  (SELECT count(*) FROM nifi_ops.load_dispatch d JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
-    "   WHERE d.status = s.status AND ($4::text IS NULL OR r.job_key = $4))"
-    "  FROM unnest(ARRAY['PENDING', 'SENT', 'DEAD']) AS s(status)"
-    " UNION ALL SELECT 'cleanupDue', NULL, (SELECT count(*) FROM (SELECT 1 FROM nifi_ops.load_run r"
-    "  WHERE r.cleaned_at IS NULL AND ($4::text IS NULL OR r.job_key = $4)"
-    "   AND " LC_PAST_RETENTION("$1", "$2") " LIMIT $3::int) c)",
+    "SELECT 'now', " LC_ISO(
+        "clock_timestamp()") ", 0::bigint"
+                             " UNION ALL SELECT 'active', r.status, count(*) FROM nifi_ops.load_run r"
+                             "  WHERE r.status IN (" LC_ACTIVE_STATUSES
+                             ") AND ($4::text IS NULL OR r.job_key = $4)"
+                             "  GROUP BY r.status"
+                             " UNION ALL SELECT 'recent', r.status, count(*) FROM nifi_ops.load_run r"
+                             "  WHERE r.status NOT IN (" LC_ACTIVE_STATUSES ")"
+                             "    AND " LC_ENDED " >= clock_timestamp() - interval '24 hours'"
+                             "    AND ($4::text IS NULL OR r.job_key = $4) GROUP BY r.status"
+                             " UNION ALL SELECT 'dispatch', s.status,"
+                             "  (SELECT count(*) FROM nifi_ops.load_dispatch d JOIN nifi_ops.load_run r ON "
+                             "r.run_id = d.run_id"
+                             "   WHERE d.status = s.status AND ($4::text IS NULL OR r.job_key = $4))"
+                             "  FROM unnest(ARRAY['PENDING', 'SENT', 'DEAD']) AS s(status)"
+                             " UNION ALL SELECT 'cleanupDue', NULL, (SELECT count(*) FROM (SELECT 1 FROM "
+                             "nifi_ops.load_run r"
+                             "  WHERE r.cleaned_at IS NULL AND ($4::text IS NULL OR r.job_key = $4)"
+                             "   AND " LC_PAST_RETENTION("$1", "$2") " LIMIT $3::int) c)",
     4};
 
 /* Active runs in pipeline order, newest first within a status; progress counted from the
@@ -44,17 +59,24 @@ static const ll_stmt ST_RUNS = {
     "monitor_runs",
     "SELECT r.run_id, r.job_key, r.business_key, r.status,"
     " coalesce(r.expected_partition_count, p.total), p.success, p.failed, p.running, p.total,"
-    " " LC_ISO("r.heartbeat_at") ","
-    " floor(extract(epoch FROM clock_timestamp() - r.heartbeat_at))::bigint,"
-    " " LC_ISO("r.started_at") ", r.error_code"
-    " FROM nifi_ops.load_run r CROSS JOIN LATERAL ("
-    "  SELECT count(*) FILTER (WHERE q.status = 'SUCCESS') AS success,"
-    "   count(*) FILTER (WHERE q.status IN ('FAILED', 'TIMED_OUT')) AS failed,"
-    "   count(*) FILTER (WHERE q.status = 'RUNNING') AS running, count(*) AS total"
-    "  FROM nifi_ops.load_partition q WHERE q.run_id = r.run_id) p"
-    " WHERE r.status IN (" LC_ACTIVE_STATUSES ") AND ($2::text IS NULL OR r.job_key = $2)"
-    " ORDER BY array_position(ARRAY[" LC_ACTIVE_STATUSES "]::text[], r.status::text),"
-    "  r.started_at DESC, r.run_id LIMIT $1::int",
+    " " LC_ISO(
+        "r.heartbeat_at") ","
+                          " floor(extract(epoch FROM clock_timestamp() - r.heartbeat_at))::bigint,"
+                          " " LC_ISO(
+                              "r.started_at") ", r.error_code"
+                                              " FROM nifi_ops.load_run r CROSS JOIN LATERAL ("
+                                              "  SELECT count(*) FILTER (WHERE q.status = 'SUCCESS') AS "
+                                              "success,"
+                                              "   count(*) FILTER (WHERE q.status IN ('FAILED', "
+                                              "'TIMED_OUT')) AS failed,"
+                                              "   count(*) FILTER (WHERE q.status = 'RUNNING') AS running, "
+                                              "count(*) AS total"
+                                              "  FROM nifi_ops.load_partition q WHERE q.run_id = r.run_id) p"
+                                              " WHERE r.status IN (" LC_ACTIVE_STATUSES
+                                              ") AND ($2::text IS NULL OR r.job_key = $2)"
+                                              " ORDER BY array_position(ARRAY[" LC_ACTIVE_STATUSES
+                                              "]::text[], r.status::text),"
+                                              "  r.started_at DESC, r.run_id LIMIT $1::int",
     2};
 
 /* Contract §5.21 alerts. $1 validation_stale (ms), $2 stale (ms), $3 alert limit, $4 job key or
@@ -62,47 +84,50 @@ static const ll_stmt ST_RUNS = {
  * trimmed to 500 chars, empty -> NULL; ERROR before WARN, newest first, NULL times last. */
 static const ll_stmt ST_ALERTS = {
     "monitor_alerts",
-    "SELECT kind, severity, run_id, job_key, business_key, " LC_ISO("at") ","
-    " nullif(left(btrim(msg), 500), ''), dispatch_id,"
-    " to_char(at AT TIME ZONE 'UTC', 'MM-DD HH24:MI') FROM ("
-    "  SELECT 'PUBLISH_UNKNOWN' AS kind, 'ERROR' AS severity, r.run_id::text AS run_id, r.job_key,"
-    "   r.business_key, r.heartbeat_at AS at, r.error_message::text AS msg, NULL::text AS dispatch_id"
-    "  FROM nifi_ops.load_run r WHERE r.status = 'PUBLISH_UNKNOWN'"
-    " UNION ALL"
-    "  SELECT 'DISPATCH_DEAD', 'ERROR', d.run_id::text, r.job_key, r.business_key, d.next_attempt_at,"
-    "   d.dispatch_type || ': ' || coalesce(d.last_error, ''), d.dispatch_id::text"
-    "  FROM nifi_ops.load_dispatch d LEFT JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
-    "  WHERE d.status = 'DEAD'"
-    " UNION ALL"
-    "  SELECT 'RUN_FAILED', 'ERROR', r.run_id::text, r.job_key, r.business_key, " LC_ENDED ","
-    "   btrim(coalesce(r.error_code, '') || ' ' || coalesce(r.error_message, '')), NULL"
-    "  FROM nifi_ops.load_run r WHERE r.status IN (" LC_FAILED_STATUSES ")"
-    "   AND " LC_ENDED " >= clock_timestamp() - interval '24 hours'"
-    " UNION ALL"
-    "  SELECT 'RUN_STALE', 'WARN', r.run_id::text, r.job_key, r.business_key, r.heartbeat_at,"
-    "   'stalled since last change', NULL"
-    "  FROM nifi_ops.load_run r"
-    "  WHERE (r.status IN ('EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'PUBLISHED')"
-    "     AND r.heartbeat_at < clock_timestamp() - $1::bigint * interval '1 millisecond')"
-    "   OR (r.status IN ('CREATED', 'EXTRACTING')"
-    "     AND r.heartbeat_at < clock_timestamp() - $2::bigint * interval '1 millisecond')"
-    " UNION ALL"
-    "  SELECT * FROM (SELECT DISTINCT ON (e.run_id) 'CLEANUP_FAILED', 'WARN', e.run_id::text,"
-    "   e.job_key, e.business_key, e.event_time, e.message::text, NULL::text"
-    "   FROM nifi_ops.load_event e WHERE e.event_name = 'CLEANUP_FAILED'"
-    "    AND e.event_time >= clock_timestamp() - interval '24 hours'"
-    "    AND NOT EXISTS (SELECT 1 FROM nifi_ops.load_run c"
-    "                    WHERE c.run_id = e.run_id AND c.cleaned_at IS NOT NULL)"
-    "   ORDER BY e.run_id, e.event_time DESC) cf"
-    " ) a WHERE ($4::text IS NULL OR a.job_key = $4)"
-    " ORDER BY (severity = 'ERROR') DESC, at DESC NULLS LAST, kind, run_id LIMIT $3::int",
+    "SELECT kind, severity, run_id, job_key, business_key, " LC_ISO(
+        "at") ","
+              " nullif(left(btrim(msg), 500), ''), dispatch_id,"
+              " to_char(at AT TIME ZONE 'UTC', 'MM-DD HH24:MI') FROM ("
+              "  SELECT 'PUBLISH_UNKNOWN' AS kind, 'ERROR' AS severity, r.run_id::text AS run_id, r.job_key,"
+              "   r.business_key, r.heartbeat_at AS at, r.error_message::text AS msg, NULL::text AS "
+              "dispatch_id"
+              "  FROM nifi_ops.load_run r WHERE r.status = 'PUBLISH_UNKNOWN'"
+              " UNION ALL"
+              "  SELECT 'DISPATCH_DEAD', 'ERROR', d.run_id::text, r.job_key, r.business_key, "
+              "d.next_attempt_at,"
+              "   d.dispatch_type || ': ' || coalesce(d.last_error, ''), d.dispatch_id::text"
+              "  FROM nifi_ops.load_dispatch d LEFT JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
+              "  WHERE d.status = 'DEAD'"
+              " UNION ALL"
+              "  SELECT 'RUN_FAILED', 'ERROR', r.run_id::text, r.job_key, r.business_key, " LC_ENDED ","
+              "   btrim(coalesce(r.error_code, '') || ' ' || coalesce(r.error_message, '')), NULL"
+              "  FROM nifi_ops.load_run r WHERE r.status IN (" LC_FAILED_STATUSES ")"
+              "   AND " LC_ENDED " >= clock_timestamp() - interval '24 hours'"
+              " UNION ALL"
+              "  SELECT 'RUN_STALE', 'WARN', r.run_id::text, r.job_key, r.business_key, r.heartbeat_at,"
+              "   'stalled since last change', NULL"
+              "  FROM nifi_ops.load_run r"
+              "  WHERE (r.status IN ('EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'PUBLISHED')"
+              "     AND r.heartbeat_at < clock_timestamp() - $1::bigint * interval '1 millisecond')"
+              "   OR (r.status IN ('CREATED', 'EXTRACTING')"
+              "     AND r.heartbeat_at < clock_timestamp() - $2::bigint * interval '1 millisecond')"
+              " UNION ALL"
+              "  SELECT * FROM (SELECT DISTINCT ON (e.run_id) 'CLEANUP_FAILED', 'WARN', e.run_id::text,"
+              "   e.job_key, e.business_key, e.event_time, e.message::text, NULL::text"
+              "   FROM nifi_ops.load_event e WHERE e.event_name = 'CLEANUP_FAILED'"
+              "    AND e.event_time >= clock_timestamp() - interval '24 hours'"
+              "    AND NOT EXISTS (SELECT 1 FROM nifi_ops.load_run c"
+              "                    WHERE c.run_id = e.run_id AND c.cleaned_at IS NOT NULL)"
+              "   ORDER BY e.run_id, e.event_time DESC) cf"
+              " ) a WHERE ($4::text IS NULL OR a.job_key = $4)"
+              " ORDER BY (severity = 'ERROR') DESC, at DESC NULLS LAST, kind, run_id LIMIT $3::int",
     4};
 
 static const ll_stmt ST_RUN = {
     "monitor_run",
-    "SELECT run_id, job_key, business_key, status, error_code, error_message, "
-    LC_ISO("heartbeat_at") ", expected_partition_count, source_count, extracted_count"
-    " FROM nifi_ops.load_run WHERE run_id = $1::uuid",
+    "SELECT run_id, job_key, business_key, status, error_code, error_message, " LC_ISO(
+        "heartbeat_at") ", expected_partition_count, source_count, extracted_count"
+                        " FROM nifi_ops.load_run WHERE run_id = $1::uuid",
     1};
 
 static const ll_stmt ST_PARTS = {
@@ -176,7 +201,8 @@ long lc_snapshot_count(const lc_snapshot *s, const char *kind, const char *key)
         if (strcmp(PQgetvalue(s->counts, i, MC_KIND), kind) != 0)
             continue;
         bool null_key = PQgetisnull(s->counts, i, MC_KEY);
-        if ((key == NULL && null_key) || (key && !null_key && strcmp(PQgetvalue(s->counts, i, MC_KEY), key) == 0))
+        if ((key == NULL && null_key) ||
+            (key && !null_key && strcmp(PQgetvalue(s->counts, i, MC_KEY), key) == 0))
             return strtol(PQgetvalue(s->counts, i, MC_N), NULL, 10);
     }
     return 0;

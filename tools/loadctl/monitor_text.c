@@ -56,11 +56,12 @@ void lc_monitor_print_text(const lc_snapshot *s, const lc_monitor_cfg *cfg)
     printf("dispatches: PENDING %ld  SENT %ld  DEAD %ld   cleanup due: %ld\n",
            lc_snapshot_count(s, "dispatch", "PENDING"), lc_snapshot_count(s, "dispatch", "SENT"),
            lc_snapshot_count(s, "dispatch", "DEAD"), lc_snapshot_count(s, "cleanupDue", NULL));
-    printf("\nRUNS (%d active)\n%-36s  %-24s %-26s %-19s %9s %6s %6s %s\n", PQntuples(s->runs), "RUN",
-           "JOB", "BUSINESS KEY", "STATUS", "DONE/EXP", "FAILED", "RUN", "IDLE");
+    printf("\nRUNS (%d active)\n%-36s  %-24s %-26s %-19s %9s %6s %6s %s\n", PQntuples(s->runs), "RUN", "JOB",
+           "BUSINESS KEY", "STATUS", "DONE/EXP", "FAILED", "RUN", "IDLE");
     for (int i = 0; i < PQntuples(s->runs); i++) {
         char prog[48], age[24];
-        snprintf(prog, sizeof prog, "%s/%s", lc_cell(s->runs, i, MR_SUCCESS), lc_cell(s->runs, i, MR_EXPECTED));
+        snprintf(prog, sizeof prog, "%s/%s", lc_cell(s->runs, i, MR_SUCCESS),
+                 lc_cell(s->runs, i, MR_EXPECTED));
         lc_format_age(strtoll(lc_cell(s->runs, i, MR_IDLE_S), NULL, 10), age, sizeof age);
         printf("%-36s  %-24s %-26s %-19s %9s %6s %6s %s\n", lc_cell(s->runs, i, MR_ID),
                lc_cell(s->runs, i, MR_JOB), lc_cell(s->runs, i, MR_BK), lc_cell(s->runs, i, MR_STATUS), prog,
@@ -70,8 +71,9 @@ void lc_monitor_print_text(const lc_snapshot *s, const lc_monitor_cfg *cfg)
     for (int i = 0; i < PQntuples(s->alerts); i++)
         printf("%-5s %-15s %-36s %-24s %s  %s%s%s\n", lc_cell(s->alerts, i, MA_SEVERITY),
                lc_cell(s->alerts, i, MA_KIND), lc_cell(s->alerts, i, MA_RUN), lc_cell(s->alerts, i, MA_JOB),
-               lc_cell(s->alerts, i, MA_AT_SHORT), PQgetisnull(s->alerts, i, MA_MESSAGE) ? "" :
-               PQgetvalue(s->alerts, i, MA_MESSAGE), PQgetisnull(s->alerts, i, MA_DISPATCH) ? "" : "  dispatch ",
+               lc_cell(s->alerts, i, MA_AT_SHORT),
+               PQgetisnull(s->alerts, i, MA_MESSAGE) ? "" : PQgetvalue(s->alerts, i, MA_MESSAGE),
+               PQgetisnull(s->alerts, i, MA_DISPATCH) ? "" : "  dispatch ",
                PQgetisnull(s->alerts, i, MA_DISPATCH) ? "" : PQgetvalue(s->alerts, i, MA_DISPATCH));
     if (s->run)
         print_detail(s);
@@ -79,17 +81,31 @@ void lc_monitor_print_text(const lc_snapshot *s, const lc_monitor_cfg *cfg)
            (long long)(cfg->validation_stale_ms / 1000));
 }
 
-static const char *const RUN_NAMES[] = {"runId", "jobKey", "businessKey", "status",
-    "#expectedPartitionCount", "#successPartitions", "#failedPartitions", "#runningPartitions",
-    "#partitions", "heartbeatAt", "#idleSeconds", "startedAt", "errorCode", NULL};
-static const char *const ALERT_NAMES[] = {"kind", "severity", "runId", "jobKey", "businessKey",
-    "at", "message", "dispatchId", NULL};
-static const char *const DETAIL_NAMES[] = {"runId", "jobKey", "businessKey", "status", "errorCode",
-    "errorMessage", "heartbeatAt", "#expectedPartitionCount", "#sourceCount", "#extractedCount", NULL};
-static const char *const PART_NAMES[] = {"partitionId", "status", "#expectedRowCount",
-    "#actualRowCount", "#writtenChunks", "#attemptCount", "workerNode", "errorCode", "#idleSeconds", NULL};
-static const char *const METRIC_NAMES[] = {"stage", "metricName", "expectedValue", "actualValue",
-    "result", "queryVersion", NULL};
+static const char *const RUN_NAMES[] = {"runId",
+                                        "jobKey",
+                                        "businessKey",
+                                        "status",
+                                        "#expectedPartitionCount",
+                                        "#successPartitions",
+                                        "#failedPartitions",
+                                        "#runningPartitions",
+                                        "#partitions",
+                                        "heartbeatAt",
+                                        "#idleSeconds",
+                                        "startedAt",
+                                        "errorCode",
+                                        NULL};
+static const char *const ALERT_NAMES[] = {"kind", "severity", "runId",      "jobKey", "businessKey",
+                                          "at",   "message",  "dispatchId", NULL};
+static const char *const DETAIL_NAMES[] = {
+    "runId",        "jobKey",          "businessKey", "status",
+    "errorCode",    "errorMessage",    "heartbeatAt", "#expectedPartitionCount",
+    "#sourceCount", "#extractedCount", NULL};
+static const char *const PART_NAMES[] = {
+    "partitionId",   "status",     "#expectedRowCount", "#actualRowCount", "#writtenChunks",
+    "#attemptCount", "workerNode", "errorCode",         "#idleSeconds",    NULL};
+static const char *const METRIC_NAMES[] = {
+    "stage", "metricName", "expectedValue", "actualValue", "result", "queryVersion", NULL};
 
 /* {status: n} of one kind of counts (zeros omitted). */
 static json_t *status_counts(const lc_snapshot *s, const char *kind)
@@ -110,10 +126,11 @@ void lc_monitor_print_json(const lc_snapshot *s, const lc_monitor_cfg *cfg)
     json_object_set_new(o, "activeRuns", status_counts(s, "active"));
     json_object_set_new(o, "recentRuns", status_counts(s, "recent"));
     json_object_set_new(o, "recentWindowHours", json_integer(24));
-    json_object_set_new(o, "dispatches", json_pack("{s:i,s:i,s:i}", "PENDING",
-                        (int)lc_snapshot_count(s, "dispatch", "PENDING"), "SENT",
-                        (int)lc_snapshot_count(s, "dispatch", "SENT"), "DEAD",
-                        (int)lc_snapshot_count(s, "dispatch", "DEAD")));
+    json_object_set_new(o, "dispatches",
+                        json_pack("{s:i,s:i,s:i}", "PENDING",
+                                  (int)lc_snapshot_count(s, "dispatch", "PENDING"), "SENT",
+                                  (int)lc_snapshot_count(s, "dispatch", "SENT"), "DEAD",
+                                  (int)lc_snapshot_count(s, "dispatch", "DEAD")));
     json_object_set_new(o, "cleanupDue", json_integer(lc_snapshot_count(s, "cleanupDue", NULL)));
     json_object_set_new(o, "alerts", lc_rows_json(s->alerts, ALERT_NAMES));
     json_object_set_new(o, "runs", lc_rows_json(s->runs, RUN_NAMES));
@@ -127,7 +144,8 @@ void lc_monitor_print_json(const lc_snapshot *s, const lc_monitor_cfg *cfg)
         }
         json_object_set_new(o, "run", d);
     }
-    json_object_set_new(o, "thresholds", json_pack("{s:I,s:I}", "staleMs", (json_int_t)cfg->stale_ms,
-                        "validationStaleMs", (json_int_t)cfg->validation_stale_ms));
+    json_object_set_new(o, "thresholds",
+                        json_pack("{s:I,s:I}", "staleMs", (json_int_t)cfg->stale_ms, "validationStaleMs",
+                                  (json_int_t)cfg->validation_stale_ms));
     lc_print_json(o);
 }

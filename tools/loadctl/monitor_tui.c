@@ -45,12 +45,12 @@ typedef struct tui {
     const lc_monitor_cfg *cfg;
     lc_snapshot snap;
     bool have_snap;
-    char selected[40];   /* run id of the selected run ("" = none) */
-    int sel, top;        /* selected row and first row shown in the run list */
-    int part_top;        /* first partition shown in the detail */
+    char selected[40]; /* run id of the selected run ("" = none) */
+    int sel, top;      /* selected row and first row shown in the run list */
+    int part_top;      /* first partition shown in the detail */
     bool detail;
     bool colors;
-    char status[600];    /* the last line */
+    char status[600]; /* the last line */
     bool status_error;
 } tui;
 
@@ -129,8 +129,8 @@ static void draw_header(const tui *t)
     attron(title);
     mvhline(0, 0, ' ', COLS);
     attroff(title);
-    put(0, 0, title | A_BOLD, " loadledger monitor  %.19s UTC  every %llds", t->have_snap ? lc_snapshot_time(s) : "",
-        (long long)(t->cfg->refresh_ms / 1000));
+    put(0, 0, title | A_BOLD, " loadledger monitor  %.19s UTC  every %llds",
+        t->have_snap ? lc_snapshot_time(s) : "", (long long)(t->cfg->refresh_ms / 1000));
     const char *keys = "q quit  r refresh  Up/Down select  Enter detail ";
     if (COLS > 60 + (int)strlen(keys))
         put(0, COLS - (int)strlen(keys), title, "%s", keys);
@@ -194,8 +194,8 @@ static void draw_runs(tui *t, int y, int h)
     int n = PQntuples(r);
     widths w = run_widths();
     put(y, 0, A_BOLD, "RUNS (%d active)", n);
-    put(y + 1, 0, A_UNDERLINE, "  %-*.*s %-*.*s %-*.*s %-19s %9s %4s %4s %5s", w.id, w.id, "RUN", w.job, w.job,
-        "JOB", w.bk, w.bk, "BUSINESS KEY", "STATUS", "DONE/EXP", "FAIL", "RUN", "IDLE");
+    put(y + 1, 0, A_UNDERLINE, "  %-*.*s %-*.*s %-*.*s %-19s %9s %4s %4s %5s", w.id, w.id, "RUN", w.job,
+        w.job, "JOB", w.bk, w.bk, "BUSINESS KEY", "STATUS", "DONE/EXP", "FAIL", "RUN", "IDLE");
     int rows = h - 2;
     if (rows <= 0)
         return;
@@ -219,7 +219,8 @@ static void draw_runs(tui *t, int y, int h)
         put(y + 2 + row, x, a | status_attr(t, st), "%-19s", st);
         bool failed = strcmp(lc_cell(r, i, MR_FAILED), "0") != 0;
         put(y + 2 + row, x + 19, a, " %9s ", prog);
-        put(y + 2 + row, x + 30, a | (failed ? color(t, C_ERROR) : A_NORMAL), "%4s", lc_cell(r, i, MR_FAILED));
+        put(y + 2 + row, x + 30, a | (failed ? color(t, C_ERROR) : A_NORMAL), "%4s",
+            lc_cell(r, i, MR_FAILED));
         put(y + 2 + row, x + 34, a, " %4s %5s", lc_cell(r, i, MR_RUNNING), age);
     }
     if (n == 0)
@@ -265,16 +266,17 @@ static void draw_detail(tui *t, int y, int h)
                 PQgetisnull(s->parts, i, MP_ERR_CODE) ? "" : PQgetvalue(s->parts, i, MP_ERR_CODE));
         }
         if (np > rows && rows > 0)
-            put(line, COLS - 24 > 60 ? COLS - 24 : 60, color(t, C_DIM), "%d-%d of %d PgUp/PgDn", t->part_top + 1,
-                t->part_top + rows < np ? t->part_top + rows : np, np);
+            put(line, COLS - 24 > 60 ? COLS - 24 : 60, color(t, C_DIM), "%d-%d of %d PgUp/PgDn",
+                t->part_top + 1, t->part_top + rows < np ? t->part_top + rows : np, np);
         line += part_rows;
     }
     if (metric_rows > 0) {
-        put(line, 2, A_UNDERLINE, "%-8s %-28s %-18s %-18s %s", "STAGE", "METRIC", "EXPECTED", "ACTUAL", "RESULT");
+        put(line, 2, A_UNDERLINE, "%-8s %-28s %-18s %-18s %s", "STAGE", "METRIC", "EXPECTED", "ACTUAL",
+            "RESULT");
         for (int i = 0; i < nm && i < metric_rows - 1; i++) {
-            put(line + 1 + i, 2, A_NORMAL, "%-8s %-28.28s %-18.18s %-18.18s ", lc_cell(s->metrics, i, MM_STAGE),
-                lc_cell(s->metrics, i, MM_NAME), lc_cell(s->metrics, i, MM_EXPECTED),
-                lc_cell(s->metrics, i, MM_ACTUAL));
+            put(line + 1 + i, 2, A_NORMAL, "%-8s %-28.28s %-18.18s %-18.18s ",
+                lc_cell(s->metrics, i, MM_STAGE), lc_cell(s->metrics, i, MM_NAME),
+                lc_cell(s->metrics, i, MM_EXPECTED), lc_cell(s->metrics, i, MM_ACTUAL));
             const char *res = lc_cell(s->metrics, i, MM_RESULT);
             put(line + 1 + i, 78, status_attr(t, res), "%s", res);
         }
@@ -294,8 +296,9 @@ static void draw_alerts(const tui *t, int y, int h)
         put(y + 1 + i, 0, color(t, err ? C_ERROR : C_WARN) | (err ? A_BOLD : A_NORMAL), "%-5s %-15s",
             lc_cell(a, i, MA_SEVERITY), lc_cell(a, i, MA_KIND));
         int jw = COLS >= 120 ? 24 : 12;
-        put(y + 1 + i, 22, A_NORMAL, "%.8s %-*.*s %-11s %s", lc_cell(a, i, MA_RUN), jw, jw, lc_cell(a, i, MA_JOB),
-            lc_cell(a, i, MA_AT_SHORT), PQgetisnull(a, i, MA_MESSAGE) ? "" : PQgetvalue(a, i, MA_MESSAGE));
+        put(y + 1 + i, 22, A_NORMAL, "%.8s %-*.*s %-11s %s", lc_cell(a, i, MA_RUN), jw, jw,
+            lc_cell(a, i, MA_JOB), lc_cell(a, i, MA_AT_SHORT),
+            PQgetisnull(a, i, MA_MESSAGE) ? "" : PQgetvalue(a, i, MA_MESSAGE));
     }
     if (n == 0)
         put(y + 1, 2, color(t, C_OK), "no alert");

@@ -31,12 +31,11 @@ static const ll_stmt ST_LOCK_DISPATCH = {
     " WHERE dispatch_id = $1::uuid AND run_id = $2::uuid FOR UPDATE",
     2};
 
-static const ll_stmt ST_RESET = {
-    "resend_reset",
-    "UPDATE nifi_ops.load_dispatch SET status = 'PENDING', attempt_count = 0,"
-    " next_attempt_at = clock_timestamp(), last_error = NULL"
-    " WHERE dispatch_id = $1::uuid AND status IN ('DEAD', 'SENT')",
-    1};
+static const ll_stmt ST_RESET = {"resend_reset",
+                                 "UPDATE nifi_ops.load_dispatch SET status = 'PENDING', attempt_count = 0,"
+                                 " next_attempt_at = clock_timestamp(), last_error = NULL"
+                                 " WHERE dispatch_id = $1::uuid AND status IN ('DEAD', 'SENT')",
+                                 1};
 
 static const ll_stmt ST_NOTIFY = {"resend_notify", "SELECT pg_notify('load_dispatch', $1)", 1};
 
@@ -46,9 +45,9 @@ typedef enum { RESENT, RUN_NOT_FOUND, DISPATCH_NOT_FOUND, MISMATCH } resend_outc
 typedef struct resend_tx {
     const char *run_id, *dispatch_id;
     resend_outcome outcome;
-    char previous[24];     /* the dispatch's status when locked */
-    char type[32];         /* VALIDATE_RUN / REISSUE_PARTITION */
-    char partition[48];    /* "" for VALIDATE_RUN */
+    char previous[24];  /* the dispatch's status when locked */
+    char type[32];      /* VALIDATE_RUN / REISSUE_PARTITION */
+    char partition[48]; /* "" for VALIDATE_RUN */
 } resend_tx;
 
 /* Locks the dispatch and copies what it is; LL_DB_ROLLBACK with the outcome set if missing. */
@@ -99,9 +98,13 @@ static ll_db_rc resend_body(ll_db *db, void *arg)
     json_object_set_new(details, "dispatchId", json_string(t->dispatch_id));
     json_object_set_new(details, "dispatchType", json_string(t->type));
     json_object_set_new(details, "previousStatus", json_string(t->previous));
-    ll_event ev = {.name = "DISPATCH_RESENT", .level = "WARN", .run_id = t->run_id,
-                   .partition_id = t->partition[0] ? t->partition : NULL, .chunk_index = -1,
-                   .row_count = -1, .details = details};
+    ll_event ev = {.name = "DISPATCH_RESENT",
+                   .level = "WARN",
+                   .run_id = t->run_id,
+                   .partition_id = t->partition[0] ? t->partition : NULL,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .details = details};
     rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc == LL_DB_OK)
@@ -139,8 +142,8 @@ int lc_resend(const lc_opts *go, int argc, char **argv)
                      "dispatch is %s; only DEAD or SENT can be resent", t.previous);
     else if (o->json)
         lc_print_json(json_pack("{s:b,s:s,s:s,s:s,s:s,s:b}", "ok", 1, "runId", run_id, "dispatchId",
-                                dispatch_id, "status", "PENDING", "previousStatus", t.previous,
-                                "changed", 1));
+                                dispatch_id, "status", "PENDING", "previousStatus", t.previous, "changed",
+                                1));
     else
         printf("dispatch %s (%s) of run %s: %s -> PENDING, attempts reset; dispatcher notified\n",
                dispatch_id, t.type, run_id, t.previous);

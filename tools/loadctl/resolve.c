@@ -84,8 +84,13 @@ static ll_db_rc resolve_body(ll_db *db, void *arg)
     json_t *details = lc_audit_details();
     json_object_set_new(details, "resolution", json_string(t->resolution));
     json_object_set_new(details, "previousStatus", json_string("PUBLISH_UNKNOWN"));
-    ll_event ev = {.name = "PUBLISH_UNKNOWN_RESOLVED", .level = "WARN", .run_id = t->run_id,
-                   .chunk_index = -1, .row_count = -1, .message = t->reason, .details = details};
+    ll_event ev = {.name = "PUBLISH_UNKNOWN_RESOLVED",
+                   .level = "WARN",
+                   .run_id = t->run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .message = t->reason,
+                   .details = details};
     rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc == LL_DB_OK)
@@ -94,8 +99,7 @@ static ll_db_rc resolve_body(ll_db *db, void *arg)
 }
 
 /* Checks the arguments; LC_CONTINUE when they are fine. */
-static int check_args(const lc_opts *o, const char *run, char run_id[37], const char *as,
-                      const char *reason)
+static int check_args(const lc_opts *o, const char *run, char run_id[37], const char *as, const char *reason)
 {
     if (ll_uuid_canonical(run, run_id) != 0)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "RUN must be a run id (UUID)");
@@ -138,8 +142,8 @@ int lc_resolve(const lc_opts *go, int argc, char **argv)
     else {
         bool changed = t.outcome == RESOLVED;
         if (o->json)
-            lc_print_json(json_pack("{s:b,s:s,s:s,s:b}", "ok", 1, "runId", run_id, "runStatus", as,
-                                    "changed", changed));
+            lc_print_json(json_pack("{s:b,s:s,s:s,s:b}", "ok", 1, "runId", run_id, "runStatus", as, "changed",
+                                    changed));
         else if (changed)
             printf("run %s: PUBLISH_UNKNOWN -> %s (event PUBLISH_UNKNOWN_RESOLVED recorded)\n", run_id, as);
         else

@@ -20,11 +20,11 @@ void lc_retention_options(lc_retention *rt, lc_optspec *specs)
 int lc_retention_parse(const lc_opts *o, lc_retention *rt)
 {
     if (lc_parse_duration(rt->success_text, &rt->success_ms) != 0)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--success-retention: '%s' is not a duration (P3D or seconds)",
-                       rt->success_text);
+        return lc_fail(o, LC_USAGE, "USAGE", NULL,
+                       "--success-retention: '%s' is not a duration (P3D or seconds)", rt->success_text);
     if (lc_parse_duration(rt->failed_text, &rt->failed_ms) != 0)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--failed-retention: '%s' is not a duration (P14D or seconds)",
-                       rt->failed_text);
+        return lc_fail(o, LC_USAGE, "USAGE", NULL,
+                       "--failed-retention: '%s' is not a duration (P14D or seconds)", rt->failed_text);
     if (lc_parse_int(rt->batch_text, 1, 100000, &rt->max_batch) != 0)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--max-batch must be an integer >= 1");
     snprintf(rt->success_param, sizeof rt->success_param, "%" PRId64, rt->success_ms);

@@ -19,17 +19,17 @@
 #define LC_ENDED "coalesce(r.completed_at, r.heartbeat_at)"
 
 /* The retention class of the run row `r`: 'success', 'failed' or NULL (never due). */
-#define LC_RETENTION_CLASS                                                                       \
-    "CASE WHEN r.status = 'SUCCESS' THEN 'success' WHEN r.status IN (" LC_FAILED_STATUSES ")"    \
+#define LC_RETENTION_CLASS                                                                                   \
+    "CASE WHEN r.status = 'SUCCESS' THEN 'success' WHEN r.status IN (" LC_FAILED_STATUSES ")"                \
     " THEN 'failed' END"
 
 /*
  * SQL condition "run `r` is past its retention" (cleaned_at not tested); S and F are the
  * parameters ("$2") holding the success and failed retentions in milliseconds (bigint).
  */
-#define LC_PAST_RETENTION(S, F)                                                                  \
-    "((r.status = 'SUCCESS' AND " LC_ENDED " < clock_timestamp() - " S "::bigint"                \
-    " * interval '1 millisecond') OR (r.status IN (" LC_FAILED_STATUSES ") AND " LC_ENDED         \
+#define LC_PAST_RETENTION(S, F)                                                                              \
+    "((r.status = 'SUCCESS' AND " LC_ENDED " < clock_timestamp() - " S "::bigint"                            \
+    " * interval '1 millisecond') OR (r.status IN (" LC_FAILED_STATUSES ") AND " LC_ENDED                    \
     " < clock_timestamp() - " F "::bigint * interval '1 millisecond'))"
 
 /* The cleanup settings (contract §9 cleanup.*), as loadctl options. */
@@ -48,10 +48,10 @@ void lc_retention_options(lc_retention *rt, lc_optspec *specs);
 int lc_retention_parse(const lc_opts *o, lc_retention *rt);
 
 /* The usage lines of the three options (for a command's --help). */
-#define LC_RETENTION_USAGE                                                                       \
-    "  --success-retention D   SUCCESS runs are due D after they ended (default P3D)\n"           \
-    "  --failed-retention D    failed and timed-out runs are due D after (default P14D)\n"        \
-    "  --max-batch N           cap of any candidate list (cleanup.max_batch, default 200)\n"      \
+#define LC_RETENTION_USAGE                                                                                   \
+    "  --success-retention D   SUCCESS runs are due D after they ended (default P3D)\n"                      \
+    "  --failed-retention D    failed and timed-out runs are due D after (default P14D)\n"                   \
+    "  --max-batch N           cap of any candidate list (cleanup.max_batch, default 200)\n"                 \
     "Durations are ISO-8601 (P3D, PT90M) or seconds; ended time = completed_at, else heartbeat_at.\n"
 
 #endif

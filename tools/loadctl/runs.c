@@ -22,22 +22,36 @@ static const ll_stmt ST_RUNS = {
     "loadctl_runs",
     "SELECT run_id, job_key, business_key, status, source_count, extracted_count, staging_count,"
     " target_count, expected_partition_count, success_partition_count, failed_partition_count,"
-    " " LC_ISO("started_at") ", " LC_ISO("heartbeat_at") ", " LC_ISO("completed_at") ", error_code"
-    " FROM nifi_ops.load_run"
-    " WHERE ($1::text IS NULL OR job_key = $1) AND ($2::text IS NULL OR business_key = $2)"
-    "   AND ($3::text IS NULL OR status = $3)"
-    " ORDER BY started_at DESC, run_id LIMIT $4::int",
+    " " LC_ISO("started_at") ", " LC_ISO("heartbeat_at") ", " LC_ISO(
+        "completed_at") ", error_code"
+                        " FROM nifi_ops.load_run"
+                        " WHERE ($1::text IS NULL OR job_key = $1) AND ($2::text IS NULL OR business_key = "
+                        "$2)"
+                        "   AND ($3::text IS NULL OR status = $3)"
+                        " ORDER BY started_at DESC, run_id LIMIT $4::int",
     4};
 
-static const char *const NAMES[] = {"runId", "jobKey", "businessKey", "status", "#sourceCount",
-    "#extractedCount", "#stagingCount", "#targetCount", "#expectedPartitionCount",
-    "#successPartitionCount", "#failedPartitionCount", "startedAt", "heartbeatAt", "completedAt",
-    "errorCode", NULL};
+static const char *const NAMES[] = {"runId",
+                                    "jobKey",
+                                    "businessKey",
+                                    "status",
+                                    "#sourceCount",
+                                    "#extractedCount",
+                                    "#stagingCount",
+                                    "#targetCount",
+                                    "#expectedPartitionCount",
+                                    "#successPartitionCount",
+                                    "#failedPartitionCount",
+                                    "startedAt",
+                                    "heartbeatAt",
+                                    "completedAt",
+                                    "errorCode",
+                                    NULL};
 
 static void print_table(const PGresult *r)
 {
-    printf("%-36s  %-24s %-12s %-24s %9s %9s %9s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS",
-           "SOURCE", "EXTRACTED", "PARTS", "STARTED (UTC)");
+    printf("%-36s  %-24s %-12s %-24s %9s %9s %9s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS", "SOURCE",
+           "EXTRACTED", "PARTS", "STARTED (UTC)");
     for (int i = 0; i < PQntuples(r); i++) {
         char parts[48];
         snprintf(parts, sizeof parts, "%s/%s", lc_cell(r, i, 9), lc_cell(r, i, 8));
@@ -54,8 +68,11 @@ int lc_runs(const lc_opts *go, int argc, char **argv)
     lc_opts opts = *go, *o = &opts;
     const char *job = NULL, *bk = NULL, *status = NULL, *limit = "50", *pos[1];
     int npos;
-    lc_optspec specs[] = {{"job", &job, NULL}, {"business-key", &bk, NULL}, {"status", &status, NULL},
-                          {"limit", &limit, NULL}, {NULL, NULL, NULL}};
+    lc_optspec specs[] = {{"job", &job, NULL},
+                          {"business-key", &bk, NULL},
+                          {"status", &status, NULL},
+                          {"limit", &limit, NULL},
+                          {NULL, NULL, NULL}};
     int rc = lc_args(o, USAGE, argc, argv, specs, pos, 0, 0, &npos);
     if (rc != LC_CONTINUE)
         return rc;

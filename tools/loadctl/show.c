@@ -21,20 +21,75 @@ static const ll_stmt ST_RUN = {
     "show_run",
     "SELECT run_id, job_key, business_key, status, snapshot_scn::text, source_count,"
     " expected_partition_count, success_partition_count, failed_partition_count, extracted_count,"
-    " staging_count, target_count, hdfs_run_path, stage_table_name, " LC_ISO("started_at") ","
-    " " LC_ISO("heartbeat_at") ", " LC_ISO("extract_completed_at") ", " LC_ISO("publish_started_at") ","
-    " " LC_ISO("published_at") ", " LC_ISO("completed_at") ", " LC_ISO("cleaned_at") ","
-    " error_stage, error_code, error_message, version_no"
-    " FROM nifi_ops.load_run WHERE run_id = $1::uuid",
+    " staging_count, target_count, hdfs_run_path, stage_table_name, " LC_ISO(
+        "started_at") ","
+                      " " LC_ISO("heartbeat_at") ", " LC_ISO("extract_completed_at") ", " LC_ISO(
+                          "publish_started_at") ","
+                                                " " LC_ISO("published_at") ", " LC_ISO(
+                                                    "completed_at") ", " LC_ISO("cleaned_at") ","
+                                                                                              " error_stage, "
+                                                                                              "error_code, "
+                                                                                              "error_message,"
+                                                                                              " version_no"
+                                                                                              " FROM "
+                                                                                              "nifi_ops.load_"
+                                                                                              "run WHERE "
+                                                                                              "run_id = "
+                                                                                              "$1::uuid",
     1};
-static const char *const RUN_NAMES[] = {"runId", "jobKey", "businessKey", "status", "snapshotScn",
-    "#sourceCount", "#expectedPartitionCount", "#successPartitionCount", "#failedPartitionCount",
-    "#extractedCount", "#stagingCount", "#targetCount", "hdfsRunPath", "stageTable", "startedAt",
-    "heartbeatAt", "extractCompletedAt", "publishStartedAt", "publishedAt", "completedAt", "cleanedAt",
-    "errorStage", "errorCode", "errorMessage", "#versionNo", NULL};
-enum { R_ID, R_JOB, R_BK, R_STATUS, R_SCN, R_SOURCE, R_EXPECTED, R_SUCCESS, R_FAILED, R_EXTRACTED,
-       R_STAGING, R_TARGET, R_PATH, R_TABLE, R_STARTED, R_HEARTBEAT, R_EXTRACT_AT, R_PUB_START,
-       R_PUBLISHED, R_COMPLETED, R_CLEANED, R_ERR_STAGE, R_ERR_CODE, R_ERR_MSG, R_VERSION };
+static const char *const RUN_NAMES[] = {"runId",
+                                        "jobKey",
+                                        "businessKey",
+                                        "status",
+                                        "snapshotScn",
+                                        "#sourceCount",
+                                        "#expectedPartitionCount",
+                                        "#successPartitionCount",
+                                        "#failedPartitionCount",
+                                        "#extractedCount",
+                                        "#stagingCount",
+                                        "#targetCount",
+                                        "hdfsRunPath",
+                                        "stageTable",
+                                        "startedAt",
+                                        "heartbeatAt",
+                                        "extractCompletedAt",
+                                        "publishStartedAt",
+                                        "publishedAt",
+                                        "completedAt",
+                                        "cleanedAt",
+                                        "errorStage",
+                                        "errorCode",
+                                        "errorMessage",
+                                        "#versionNo",
+                                        NULL};
+enum {
+    R_ID,
+    R_JOB,
+    R_BK,
+    R_STATUS,
+    R_SCN,
+    R_SOURCE,
+    R_EXPECTED,
+    R_SUCCESS,
+    R_FAILED,
+    R_EXTRACTED,
+    R_STAGING,
+    R_TARGET,
+    R_PATH,
+    R_TABLE,
+    R_STARTED,
+    R_HEARTBEAT,
+    R_EXTRACT_AT,
+    R_PUB_START,
+    R_PUBLISHED,
+    R_COMPLETED,
+    R_CLEANED,
+    R_ERR_STAGE,
+    R_ERR_CODE,
+    R_ERR_MSG,
+    R_VERSION
+};
 
 static const ll_stmt ST_PARTITIONS = {
     "show_partitions",
@@ -42,47 +97,54 @@ static const ll_stmt ST_PARTITIONS = {
     " (SELECT count(*) FROM nifi_ops.load_file f WHERE f.run_id = p.run_id"
     "   AND f.partition_id = p.partition_id AND f.status = 'WRITTEN'),"
     " p.attempt_count, p.worker_node, p.error_code, p.lower_bound::text, p.upper_bound::text,"
-    " " LC_ISO("p.heartbeat_at")
-    " FROM nifi_ops.load_partition p WHERE p.run_id = $1::uuid ORDER BY p.partition_id",
+    " " LC_ISO(
+        "p.heartbeat_at") " FROM nifi_ops.load_partition p WHERE p.run_id = $1::uuid ORDER BY p.partition_id",
     1};
-static const char *const PART_NAMES[] = {"partitionId", "status", "#expectedRowCount",
-    "#actualRowCount", "#fileCount", "#writtenChunks", "#attemptCount", "workerNode", "errorCode",
-    "lowerBound", "upperBound", "heartbeatAt", NULL};
+static const char *const PART_NAMES[] = {
+    "partitionId", "status",         "#expectedRowCount", "#actualRowCount",
+    "#fileCount",  "#writtenChunks", "#attemptCount",     "workerNode",
+    "errorCode",   "lowerBound",     "upperBound",        "heartbeatAt",
+    NULL};
 
 /* Contract §5.21: SOURCE, STAGING, TARGET (others last), then metric name. */
 static const ll_stmt ST_VALIDATIONS = {
     "show_validations",
-    "SELECT stage, metric_name, expected_value, actual_value, result, query_version, "
-    LC_ISO("measured_at") " FROM nifi_ops.load_validation WHERE run_id = $1::uuid"
-    " ORDER BY coalesce(array_position(ARRAY['SOURCE', 'STAGING', 'TARGET']::text[], stage::text), 4),"
-    " stage, metric_name, query_version",
+    "SELECT stage, metric_name, expected_value, actual_value, result, query_version, " LC_ISO(
+        "measured_at") " FROM nifi_ops.load_validation WHERE run_id = $1::uuid"
+                       " ORDER BY coalesce(array_position(ARRAY['SOURCE', 'STAGING', 'TARGET']::text[], "
+                       "stage::text), 4),"
+                       " stage, metric_name, query_version",
     1};
-static const char *const VAL_NAMES[] = {"stage", "metricName", "expectedValue", "actualValue",
-    "result", "queryVersion", "measuredAt", NULL};
+static const char *const VAL_NAMES[] = {"stage",  "metricName",   "expectedValue", "actualValue",
+                                        "result", "queryVersion", "measuredAt",    NULL};
 
 static const ll_stmt ST_DISPATCHES = {
     "show_dispatches",
-    "SELECT dispatch_id, dispatch_type, partition_id, status, attempt_count, "
-    LC_ISO("next_attempt_at") ", " LC_ISO("sent_at") ", " LC_ISO("acked_at") ", last_http_status,"
-    " last_error FROM nifi_ops.load_dispatch WHERE run_id = $1::uuid ORDER BY created_at, dispatch_id",
+    "SELECT dispatch_id, dispatch_type, partition_id, status, attempt_count, " LC_ISO(
+        "next_attempt_at") ", " LC_ISO("sent_at") ", " LC_ISO("acked_at") ", last_http_status,"
+                                                                          " last_error FROM "
+                                                                          "nifi_ops.load_dispatch WHERE "
+                                                                          "run_id = $1::uuid ORDER BY "
+                                                                          "created_at, dispatch_id",
     1};
-static const char *const DISPATCH_NAMES[] = {"dispatchId", "dispatchType", "partitionId", "status",
-    "#attemptCount", "nextAttemptAt", "sentAt", "ackedAt", "#lastHttpStatus", "lastError", NULL};
+static const char *const DISPATCH_NAMES[] = {"dispatchId",      "dispatchType",  "partitionId", "status",
+                                             "#attemptCount",   "nextAttemptAt", "sentAt",      "ackedAt",
+                                             "#lastHttpStatus", "lastError",     NULL};
 
 /* Contract §5.21: the newest $2 events, returned oldest first. */
 static const ll_stmt ST_EVENTS = {
     "show_events",
     "SELECT " LC_ISO("event_time") ", event_level, event_name, partition_id, process_group,"
-    " error_code, message, details::text FROM ("
-    "  SELECT * FROM nifi_ops.load_event WHERE run_id = $1::uuid"
-    "  ORDER BY event_time DESC, event_id LIMIT $2::int) e"
-    " ORDER BY event_time, event_id",
+                                   " error_code, message, details::text FROM ("
+                                   "  SELECT * FROM nifi_ops.load_event WHERE run_id = $1::uuid"
+                                   "  ORDER BY event_time DESC, event_id LIMIT $2::int) e"
+                                   " ORDER BY event_time, event_id",
     2};
-static const char *const EVENT_NAMES[] = {"eventTime", "level", "name", "partitionId",
-    "processGroup", "errorCode", "message", "details", NULL};
+static const char *const EVENT_NAMES[] = {"eventTime", "level",   "name",    "partitionId", "processGroup",
+                                          "errorCode", "message", "details", NULL};
 
-static void print_text(const PGresult *run, const PGresult *parts, const PGresult *vals,
-                       const PGresult *disp, const PGresult *ev)
+static void print_text(const PGresult *run, const PGresult *parts, const PGresult *vals, const PGresult *disp,
+                       const PGresult *ev)
 {
 #define F(c) lc_cell(run, 0, c)
     printf("run %s  %s / %s\n  status %s (version %s)\n  scn %s  source rows %s  extracted %s"
@@ -95,8 +157,8 @@ static void print_text(const PGresult *run, const PGresult *parts, const PGresul
     if (!PQgetisnull(run, 0, R_ERR_CODE))
         printf("  error %s %s: %s\n", F(R_ERR_STAGE), F(R_ERR_CODE), F(R_ERR_MSG));
 #undef F
-    printf("\n  %-9s %-10s %10s %10s %7s %8s  %s\n", "PARTITION", "STATUS", "EXPECTED", "ROWS",
-           "CHUNKS", "ATTEMPTS", "WORKER");
+    printf("\n  %-9s %-10s %10s %10s %7s %8s  %s\n", "PARTITION", "STATUS", "EXPECTED", "ROWS", "CHUNKS",
+           "ATTEMPTS", "WORKER");
     for (int i = 0; i < PQntuples(parts); i++)
         printf("  %-9s %-10s %10s %10s %7s %8s  %s\n", lc_cell(parts, i, 0), lc_cell(parts, i, 1),
                lc_cell(parts, i, 2), lc_cell(parts, i, 3), lc_cell(parts, i, 5), lc_cell(parts, i, 6),
@@ -106,8 +168,8 @@ static void print_text(const PGresult *run, const PGresult *parts, const PGresul
     for (int i = 0; i < PQntuples(vals); i++)
         printf("  %-8s %-28.28s %-18.18s %-18.18s %-6s %s\n", lc_cell(vals, i, 0), lc_cell(vals, i, 1),
                lc_cell(vals, i, 2), lc_cell(vals, i, 3), lc_cell(vals, i, 4), lc_cell(vals, i, 5));
-    printf("\n  %-36s %-18s %-9s %-7s %8s  %s\n", "DISPATCH", "TYPE", "PARTITION", "STATUS",
-           "ATTEMPTS", "LAST ERROR");
+    printf("\n  %-36s %-18s %-9s %-7s %8s  %s\n", "DISPATCH", "TYPE", "PARTITION", "STATUS", "ATTEMPTS",
+           "LAST ERROR");
     for (int i = 0; i < PQntuples(disp); i++)
         printf("  %-36s %-18s %-9s %-7s %8s  %s\n", lc_cell(disp, i, 0), lc_cell(disp, i, 1),
                lc_cell(disp, i, 2), lc_cell(disp, i, 3), lc_cell(disp, i, 4),
@@ -120,8 +182,8 @@ static void print_text(const PGresult *run, const PGresult *parts, const PGresul
                PQgetisnull(ev, i, 6) ? "" : PQgetvalue(ev, i, 6));
 }
 
-static void print_json(const PGresult *run, const PGresult *parts, const PGresult *vals,
-                       const PGresult *disp, const PGresult *ev)
+static void print_json(const PGresult *run, const PGresult *parts, const PGresult *vals, const PGresult *disp,
+                       const PGresult *ev)
 {
     json_t *arr = lc_rows_json(run, RUN_NAMES);
     json_t *obj = json_incref(json_array_get(arr, 0));

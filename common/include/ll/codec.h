@@ -85,9 +85,9 @@ ll_schema_ids *ll_schema_ids_new(void);
 /* How one topic's messages are read. All pointers are borrowed. */
 typedef struct ll_decode_opts {
     ll_framing framing;
-    const ll_schema *reader;   /* the topic's current schema; also the writer for bare and block */
-    const ll_schema_ids *ids;  /* for LL_FRAMING_CONFLUENT; may be NULL for other framings */
-    size_t max_message_bytes;  /* a message longer than this is refused (bytes); 0 = 1 MiB */
+    const ll_schema *reader;  /* the topic's current schema; also the writer for bare and block */
+    const ll_schema_ids *ids; /* for LL_FRAMING_CONFLUENT; may be NULL for other framings */
+    size_t max_message_bytes; /* a message longer than this is refused (bytes); 0 = 1 MiB */
 } ll_decode_opts;
 
 /*
@@ -114,9 +114,9 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
 
 /* How one topic's messages are written. */
 typedef struct ll_encode_opts {
-    ll_framing framing;       /* BARE, CONFLUENT or CONTAINER (BLOCK is input only) */
-    const ll_schema *schema;  /* writer schema, borrowed */
-    int32_t schema_id;        /* written with LL_FRAMING_CONFLUENT */
+    ll_framing framing;      /* BARE, CONFLUENT or CONTAINER (BLOCK is input only) */
+    const ll_schema *schema; /* writer schema, borrowed */
+    int32_t schema_id;       /* written with LL_FRAMING_CONFLUENT */
 } ll_encode_opts;
 
 /*
@@ -135,7 +135,7 @@ typedef struct ll_encode_opts {
  * LL_FRAMING_CONTAINER writes avro.schema (the schema's compact JSON) and avro.codec "null",
  * a random 16-byte sync marker and one block with the one datum. *buf is NULL on failure.
  */
-int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **buf, size_t *len,
-              char *err, size_t errlen);
+int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **buf, size_t *len, char *err,
+              size_t errlen);
 
 #endif

@@ -38,8 +38,8 @@ typedef struct ll_config ll_config;
  * allowed in topic.<logical>.<name|framing|schema_id>). Returns NULL with a message in err
  * naming the file, line or key at fault: unknown key, missing required key, unreadable file.
  */
-ll_config *ll_config_load(const char *path, const ll_config_key *known, const char *const *topics,
-                          char *err, size_t errlen);
+ll_config *ll_config_load(const char *path, const ll_config_key *known, const char *const *topics, char *err,
+                          size_t errlen);
 /* Frees a configuration (NULL allowed). */
 void ll_config_free(ll_config *c);
 
@@ -53,8 +53,7 @@ int ll_config_int(const ll_config *c, const char *key, int64_t *out, char *err, 
 /* Boolean (true/false/1/0/yes/no/on/off). Returns 0, or -1 with err naming the key. */
 int ll_config_bool(const ll_config *c, const char *key, bool *out, char *err, size_t errlen);
 /* Duration in milliseconds (ISO-8601 or seconds). Returns 0, or -1 with err naming the key. */
-int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err,
-                          size_t errlen);
+int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err, size_t errlen);
 
 /* Parses a duration (ISO-8601 PnDTnHnMnS with fractions, or seconds) into ms. Returns 0 or -1. */
 int ll_parse_duration_ms(const char *text, int64_t *out_ms);

@@ -31,10 +31,10 @@ typedef struct ll_db_error {
 /* A connection and its prepared-statement cache. */
 typedef struct ll_db {
     PGconn *conn;
-    char *conninfo;       /* as configured */
-    char *app;            /* application_name: the service */
-    int tx_attempts;      /* tries per transaction, ≥1 (contract: database.tx_attempts) */
-    char **prepared;      /* names prepared on this connection */
+    char *conninfo;  /* as configured */
+    char *app;       /* application_name: the service */
+    int tx_attempts; /* tries per transaction, ≥1 (contract: database.tx_attempts) */
+    char **prepared; /* names prepared on this connection */
     size_t n_prepared, cap_prepared;
     ll_db_error err;
 } ll_db;
@@ -42,9 +42,9 @@ typedef struct ll_db {
 /* Outcome of a database call. */
 typedef enum ll_db_rc {
     LL_DB_OK = 0,
-    LL_DB_ROLLBACK = 1,     /* the transaction function asked for a rollback (business rejection) */
-    LL_DB_ERROR = -1,       /* an SQL error that retrying will not fix; see db->err */
-    LL_DB_UNAVAILABLE = -2  /* no connection, or the server went away; retry later */
+    LL_DB_ROLLBACK = 1,    /* the transaction function asked for a rollback (business rejection) */
+    LL_DB_ERROR = -1,      /* an SQL error that retrying will not fix; see db->err */
+    LL_DB_UNAVAILABLE = -2 /* no connection, or the server went away; retry later */
 } ll_db_rc;
 
 /* Opens the connection (application_name = app). Returns LL_DB_OK or LL_DB_UNAVAILABLE. */

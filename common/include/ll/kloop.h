@@ -46,20 +46,20 @@ typedef enum ll_apply {
 
 /* One decoded input message. Borrowed by the apply function. */
 typedef struct ll_msg {
-    const char *logical;     /* logical topic name, e.g. "chunks" */
-    const char *topic;       /* broker topic name */
+    const char *logical; /* logical topic name, e.g. "chunks" */
+    const char *topic;   /* broker topic name */
     int32_t partition;
     int64_t offset;
-    const char *key;         /* the run id (NUL-terminated copy), or NULL */
-    json_t *value;           /* decoded and projected onto the topic's schema */
-    const char *service;     /* the consuming service's name */
+    const char *key;     /* the run id (NUL-terminated copy), or NULL */
+    json_t *value;       /* decoded and projected onto the topic's schema */
+    const char *service; /* the consuming service's name */
 } ll_msg;
 
 /* What the apply function returns besides its decision. */
 typedef struct ll_apply_out {
-    json_t *reply;           /* the reply record (owned by the loop after return), or NULL */
-    char reason[512];        /* for DEFER and DEAD: why (goes to the dead-letter header) */
-    char reason_code[64];    /* for DEAD: e.g. INVALID_FIELD, PREREQUISITE_TIMEOUT */
+    json_t *reply;        /* the reply record (owned by the loop after return), or NULL */
+    char reason[512];     /* for DEFER and DEAD: why (goes to the dead-letter header) */
+    char reason_code[64]; /* for DEAD: e.g. INVALID_FIELD, PREREQUISITE_TIMEOUT */
 } ll_apply_out;
 
 /* Applies one message inside an open transaction. May be called again for the same message. */
@@ -86,8 +86,8 @@ extern const ll_config_key LL_LOOP_CONFIG_KEYS[];
  * set; transactional.id <group>.<service.instance_id>), opens the database. Returns NULL with
  * err filled on a configuration, schema or Kafka setup error.
  */
-ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
-                     void *svc, char *err, size_t errlen);
+ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n, void *svc,
+                     char *err, size_t errlen);
 /* Runs until ll_loop_stop or a fatal Kafka error. Returns 0 on a clean stop, 2 on fatal. */
 int ll_loop_run(ll_loop *l);
 /* Asks the loop to stop after the current batch (async-signal-safe). */
@@ -105,8 +105,7 @@ const char *ll_schema_dir(const ll_config *cfg);
 
 /* Reply helpers: a new reply object with runId, partitionId, outcome, code, message, runStatus,
  * partitionStatus and the source coordinates set (NULL strings become JSON null). */
-json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id,
-                     const char *outcome, const char *code, const char *message,
-                     const char *run_status, const char *part_status);
+json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id, const char *outcome,
+                     const char *code, const char *message, const char *run_status, const char *part_status);
 
 #endif

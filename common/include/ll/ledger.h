@@ -16,16 +16,16 @@
 
 /* One row for nifi_ops.load_event. NULL / negative fields are stored as NULL. Borrowed. */
 typedef struct ll_event {
-    const char *name;         /* RUN_STARTED, PARTITION_SUCCESS, ... */
-    const char *level;        /* INFO, WARN, ERROR */
+    const char *name;  /* RUN_STARTED, PARTITION_SUCCESS, ... */
+    const char *level; /* INFO, WARN, ERROR */
     const char *run_id;
     const char *partition_id;
-    int64_t chunk_index;      /* -1 = NULL */
-    int64_t row_count;        /* rows; -1 = NULL */
+    int64_t chunk_index; /* -1 = NULL */
+    int64_t row_count;   /* rows; -1 = NULL */
     const char *error_class;
     const char *error_code;
-    const char *message;      /* truncated to 2000 chars; "" stored as NULL */
-    json_t *details;          /* borrowed; NULL = {} */
+    const char *message; /* truncated to 2000 chars; "" stored as NULL */
+    json_t *details;     /* borrowed; NULL = {} */
 } ll_event;
 
 /* Executes a statement whose rows are not needed. LL_DB_OK, or LL_DB_ERROR with db->err. */
@@ -40,15 +40,15 @@ typedef struct ll_run_row {
     ll_run_status status;
     char job_key[201];
     char business_key[201];
-    char *snapshot_scn;       /* NULL when null */
+    char *snapshot_scn; /* NULL when null */
     char *hdfs_run_path;
     char *stage_table;
-    int64_t source_count;     /* -1 when null */
+    int64_t source_count; /* -1 when null */
     bool allow_empty_source;
     char *error_code;
     char *error_message;
-    char *publish_token;      /* NULL until a publish claim */
-    int64_t extracted_count;  /* rows */
+    char *publish_token;     /* NULL until a publish claim */
+    int64_t extracted_count; /* rows */
 } ll_run_row;
 
 /* SELECT … FOR UPDATE of the run (the first lock of every transaction, contract §2.8).
@@ -79,7 +79,7 @@ ll_db_rc ll_run_complete_extract(ll_db *db, const char *run_id, bool *won);
 void ll_validate_dispatch_id(const char *run_id, char out[37]);
 
 /* Whether claim_token was ever granted for (run, partition) (the token history, kafka-edition §6). */
-ll_db_rc ll_claim_token_known(ll_db *db, const char *run_id, const char *partition_id,
-                              const char *token, bool *known);
+ll_db_rc ll_claim_token_known(ll_db *db, const char *run_id, const char *partition_id, const char *token,
+                              bool *known);
 
 #endif

@@ -31,8 +31,8 @@ int ll_log_level_parse(const char *name, ll_level *out);
 
 /* Writes one line: ctx may be NULL; fields (may be NULL) is a JSON object whose members are
  * added to the line, and is released (stolen). */
-void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_t *fields,
-                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_t *fields, const char *fmt,
+                 ...) __attribute__((format(printf, 5, 6)));
 
 /* ll_log_json without extra fields. */
 #define ll_log(level, ctx, event, ...) ll_log_json((level), (ctx), (event), NULL, __VA_ARGS__)

@@ -16,13 +16,13 @@
 
 /* ---- Input formats (contract §4.3) ---------------------------------------------------------- */
 
-bool ll_is_job_key(const char *s);       /* ^[A-Z0-9_]{1,200}$ */
-bool ll_is_business_key(const char *s);  /* ^[0-9A-Za-z_.:\-]{1,200}$ */
-bool ll_is_partition_id(const char *s);  /* ^([0-9]{4}|NULL)$ */
-bool ll_is_decimal_str(const char *s);   /* ^-?[0-9]{1,38}$ */
-bool ll_is_table_prefix(const char *s);  /* ^[A-Za-z_][A-Za-z0-9_]{0,60}$ */
-bool ll_is_hdfs_path(const char *s);     /* ^/[A-Za-z0-9_.=/\-]{1,1499}$ */
-bool ll_is_metric_name(const char *s);   /* ^[A-Za-z0-9_.:\-]{1,150}$ */
+bool ll_is_job_key(const char *s);      /* ^[A-Z0-9_]{1,200}$ */
+bool ll_is_business_key(const char *s); /* ^[0-9A-Za-z_.:\-]{1,200}$ */
+bool ll_is_partition_id(const char *s); /* ^([0-9]{4}|NULL)$ */
+bool ll_is_decimal_str(const char *s);  /* ^-?[0-9]{1,38}$ */
+bool ll_is_table_prefix(const char *s); /* ^[A-Za-z_][A-Za-z0-9_]{0,60}$ */
+bool ll_is_hdfs_path(const char *s);    /* ^/[A-Za-z0-9_.=/\-]{1,1499}$ */
+bool ll_is_metric_name(const char *s);  /* ^[A-Za-z0-9_.:\-]{1,150}$ */
 /* A UUID in 8-4-4-4-12 hex form, either case. */
 bool ll_is_uuid(const char *s);
 /* Copies a UUID in canonical lower-case hyphenated form into out[37]. Returns 0, or -1 if not a UUID. */
@@ -67,10 +67,10 @@ typedef struct ll_manifest_partition {
 
 /* The plan of a run as the manifest states it; strings and the array are borrowed. */
 typedef struct ll_manifest {
-    int64_t source_count;           /* rows */
+    int64_t source_count;            /* rows */
     int64_t source_null_split_count; /* rows */
-    const char *source_min_split;   /* DecimalStr or NULL */
-    const char *source_max_split;   /* DecimalStr or NULL */
+    const char *source_min_split;    /* DecimalStr or NULL */
+    const char *source_max_split;    /* DecimalStr or NULL */
     int32_t planned_partition_count;
     size_t n_partitions;
     const ll_manifest_partition *partitions;
@@ -104,10 +104,10 @@ int ll_manifest_violations(const ll_manifest *m, bool allow_empty_source, ll_str
 /* ---- Partition claim (contract §5.3) -------------------------------------------------------- */
 
 typedef enum ll_claim_decision {
-    LL_CLAIM_GRANT = 0,        /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
-    LL_CLAIM_REPLAY,           /* RUNNING with the same token: granted again, heartbeat only */
-    LL_CLAIM_REFUSE_RUN,       /* run not EXTRACTING: claimed=false (NiFi must not query Oracle) */
-    LL_CLAIM_REFUSE_PARTITION  /* partition owned by another token or finished: claimed=false */
+    LL_CLAIM_GRANT = 0,       /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
+    LL_CLAIM_REPLAY,          /* RUNNING with the same token: granted again, heartbeat only */
+    LL_CLAIM_REFUSE_RUN,      /* run not EXTRACTING: claimed=false (NiFi must not query Oracle) */
+    LL_CLAIM_REFUSE_PARTITION /* partition owned by another token or finished: claimed=false */
 } ll_claim_decision;
 
 /* Decides a claim; stored_token may be NULL; tokens compared as canonical UUIDs. */
@@ -126,9 +126,10 @@ typedef struct ll_chunk_aggregate {
 } ll_chunk_aggregate;
 
 typedef enum ll_gate {
-    LL_GATE_WAIT = 0,  /* recorded, not judged (run not EXTRACTING, partition not RUNNING, or files < chunkCount) */
-    LL_GATE_PASS,      /* complete and rows = expected: partition SUCCESS */
-    LL_GATE_MISMATCH   /* ROW_COUNT_MISMATCH: partition FAILED, run FAILED_EXTRACT */
+    LL_GATE_WAIT =
+        0, /* recorded, not judged (run not EXTRACTING, partition not RUNNING, or files < chunkCount) */
+    LL_GATE_PASS,    /* complete and rows = expected: partition SUCCESS */
+    LL_GATE_MISMATCH /* ROW_COUNT_MISMATCH: partition FAILED, run FAILED_EXTRACT */
 } ll_gate;
 
 /* Judges the gate after a chunk report (contract §5.4 steps 9-10). */
@@ -138,8 +139,8 @@ ll_gate ll_chunk_gate(ll_run_status run, ll_part_status part, const ll_chunk_agg
  * Writes the ROW_COUNT_MISMATCH message "files=F chunkCount=C distinctCounts=D rows=R expected=E"
  * into out. Returns the snprintf result.
  */
-int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count,
-                             int64_t expected_rows, char *out, size_t outlen);
+int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count, int64_t expected_rows,
+                             char *out, size_t outlen);
 /*
  * Check 4 of contract §5.4: hdfs_path starts with run_path + "/" and has no ".." segment.
  * run_path NULL fails (HDFS_PATH_OUTSIDE_RUN).
@@ -149,15 +150,14 @@ bool ll_chunk_path_inside_run(const char *run_path, const char *hdfs_path);
 /* ---- Partition failure report (contract §5.5) ----------------------------------------------- */
 
 typedef enum ll_pfail_decision {
-    LL_PFAIL_APPLY = 0,           /* partition -> FAILED; run -> FAILED_* if EXTRACTING */
-    LL_PFAIL_REPLAY,              /* already FAILED: changed=false */
-    LL_PFAIL_CLAIM_MISMATCH,      /* stored token differs (or NULL): 409 CLAIM_MISMATCH */
-    LL_PFAIL_STATUS_MISMATCH      /* not RUNNING: 409 PARTITION_STATUS_MISMATCH */
+    LL_PFAIL_APPLY = 0,      /* partition -> FAILED; run -> FAILED_* if EXTRACTING */
+    LL_PFAIL_REPLAY,         /* already FAILED: changed=false */
+    LL_PFAIL_CLAIM_MISMATCH, /* stored token differs (or NULL): 409 CLAIM_MISMATCH */
+    LL_PFAIL_STATUS_MISMATCH /* not RUNNING: 409 PARTITION_STATUS_MISMATCH */
 } ll_pfail_decision;
 
 /* Decides a partition failure report, checks in the contract's order (token first). */
-ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token,
-                                  const char *request_token);
+ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token, const char *request_token);
 /* Snapshot error: errorCode upper-cased in {ORA-01555, ORA-08180} or errorClass upper-cased = SNAPSHOT. */
 bool ll_is_snapshot_error(const char *error_code, const char *error_class);
 
@@ -209,8 +209,7 @@ bool ll_run_may_reach(ll_run_status current, ll_run_status target);
  * names and results are n parallel arrays. Appends the reasons to out; returns their number
  * (0 = the gate passes), or -1 on allocation failure.
  */
-int ll_validation_gate(const char *const *names, const char *const *results, size_t n,
-                       ll_strlist *out);
+int ll_validation_gate(const char *const *names, const char *const *results, size_t n, ll_strlist *out);
 
 /* "PASS", "FAIL" or "WARN" (ck_load_validation_result). */
 bool ll_is_metric_result(const char *s);

@@ -9,11 +9,11 @@
 
 /* A consuming service: its name, its inputs, its own configuration keys and state. */
 typedef struct ll_service {
-    const char *name;               /* "completion" */
-    const char *summary;            /* one line for --help */
+    const char *name;    /* "completion" */
+    const char *summary; /* one line for --help */
     const ll_input *inputs;
     size_t n_inputs;
-    const ll_config_key *keys;      /* the service's own keys, {NULL}-terminated, may be NULL */
+    const ll_config_key *keys; /* the service's own keys, {NULL}-terminated, may be NULL */
     /* Reads the service's settings; 0, or -1 with err (start-up refused). May be NULL. */
     int (*init)(void *state, const ll_config *cfg, char *err, size_t errlen);
     void *state;

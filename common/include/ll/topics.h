@@ -13,8 +13,7 @@
 extern const char *const LL_ALL_TOPICS[];
 
 /* The configured framing of a topic (topic.<logical>.framing, default bare). 0, or -1 + err. */
-int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out, char *err,
-                     size_t errlen);
+int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out, char *err, size_t errlen);
 /* Loads an .avsc from the schema folder. NULL + err on failure; caller frees. */
 ll_schema *ll_topic_schema_load(const ll_config *cfg, const char *file, char *err, size_t errlen);
 

@@ -20,12 +20,12 @@
 #include "ll/codec.h"
 
 /* Limits. */
-#define LL_CODEC_MAX_DEPTH 32              /* records/arrays/maps nested in one datum */
-#define LL_CODEC_MAX_SCHEMA_DEPTH 64       /* type nodes nested in a schema's JSON */
-#define LL_CODEC_MAX_FIXED 1048576         /* largest fixed size a schema may declare */
+#define LL_CODEC_MAX_DEPTH           32      /* records/arrays/maps nested in one datum */
+#define LL_CODEC_MAX_SCHEMA_DEPTH    64      /* type nodes nested in a schema's JSON */
+#define LL_CODEC_MAX_FIXED           1048576 /* largest fixed size a schema may declare */
 #define LL_CODEC_DEFAULT_MAX_MESSAGE 1048576
-#define LL_CODEC_MAX_SCHEMA_FILE (4u * 1024u * 1024u)
-#define LL_CODEC_WRITER_CACHE 4            /* embedded writer schemas remembered per reader */
+#define LL_CODEC_MAX_SCHEMA_FILE     (4u * 1024u * 1024u)
+#define LL_CODEC_WRITER_CACHE        4 /* embedded writer schemas remembered per reader */
 
 typedef enum ll_type {
     LLT_NULL = 0,
@@ -47,10 +47,10 @@ typedef enum ll_type {
 struct ll_node;
 
 typedef struct ll_field {
-    const char *name;     /* borrowed from the schema JSON */
+    const char *name; /* borrowed from the schema JSON */
     struct ll_node *type;
-    json_t *def;          /* the "default" JSON, borrowed, or NULL */
-    json_t *aliases;      /* the "aliases" array, borrowed, or NULL */
+    json_t *def;     /* the "default" JSON, borrowed, or NULL */
+    json_t *aliases; /* the "aliases" array, borrowed, or NULL */
 } ll_field;
 
 typedef struct ll_node {
@@ -74,7 +74,7 @@ struct ll_schema {
     char *orig;                /* the text as given */
     size_t orig_len;
     ll_node *root;
-    ll_node **nodes;           /* every node, for freeing */
+    ll_node **nodes; /* every node, for freeing */
     size_t nnodes, capnodes;
     /*
      * Reference count (ll_schema_free drops one) and, for a reader, the last writer schemas
@@ -88,8 +88,7 @@ struct ll_schema {
 };
 
 /* err helpers (common.c) */
-void ll_codec_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void ll_codec_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *ll_type_name(ll_type t);
 
 /* Parses schema JSON text of len bytes (not necessarily NUL-terminated). */
@@ -111,16 +110,15 @@ int ll_schema_same(const ll_schema *a, const ll_schema *b);
  * Reader-shaped JSON for a default value of type n (union: the first branch). Returns a new
  * reference, or NULL with err filled.
  */
-json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char *err,
-                           size_t errlen);
+json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char *err, size_t errlen);
 
 /*
  * Walks the binary datum buf[0..len) against n, with every length bounded by the buffer, at
  * most max_items array/map items in total and LL_CODEC_MAX_DEPTH nesting. On success stores
  * the bytes consumed in *consumed and returns 0; else -1 with err.
  */
-int ll_prevalidate(const ll_node *n, const unsigned char *buf, size_t len, size_t max_items,
-                   size_t *consumed, char *err, size_t errlen);
+int ll_prevalidate(const ll_node *n, const unsigned char *buf, size_t len, size_t max_items, size_t *consumed,
+                   char *err, size_t errlen);
 
 /* Zig-zag varint helpers (varint.c). */
 /* Reads a long at *p (< end). Returns 0, -1 truncated, -2 longer than 10 bytes / overflow. */

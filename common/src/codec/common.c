@@ -19,20 +19,34 @@ void ll_codec_err(char *err, size_t errlen, const char *fmt, ...)
 const char *ll_type_name(ll_type t)
 {
     switch (t) {
-    case LLT_NULL: return "null";
-    case LLT_BOOLEAN: return "boolean";
-    case LLT_INT: return "int";
-    case LLT_LONG: return "long";
-    case LLT_FLOAT: return "float";
-    case LLT_DOUBLE: return "double";
-    case LLT_BYTES: return "bytes";
-    case LLT_STRING: return "string";
-    case LLT_RECORD: return "record";
-    case LLT_ENUM: return "enum";
-    case LLT_ARRAY: return "array";
-    case LLT_MAP: return "map";
-    case LLT_UNION: return "union";
-    case LLT_FIXED: return "fixed";
+    case LLT_NULL:
+        return "null";
+    case LLT_BOOLEAN:
+        return "boolean";
+    case LLT_INT:
+        return "int";
+    case LLT_LONG:
+        return "long";
+    case LLT_FLOAT:
+        return "float";
+    case LLT_DOUBLE:
+        return "double";
+    case LLT_BYTES:
+        return "bytes";
+    case LLT_STRING:
+        return "string";
+    case LLT_RECORD:
+        return "record";
+    case LLT_ENUM:
+        return "enum";
+    case LLT_ARRAY:
+        return "array";
+    case LLT_MAP:
+        return "map";
+    case LLT_UNION:
+        return "union";
+    case LLT_FIXED:
+        return "fixed";
     }
     return "?";
 }

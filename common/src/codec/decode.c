@@ -83,8 +83,7 @@ static json_t *text_json(ll_path *p, const void *s, size_t len, const char *what
 
 static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node *r, int depth);
 
-static json_t *conv_record(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node *r,
-                           int depth)
+static json_t *conv_record(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node *r, int depth)
 {
     json_t *obj = json_object();
     if (obj == NULL) {
@@ -180,7 +179,7 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
         rc = avro_value_get_int(v, &i);
         if (rc == 0)
             return (r->type == LLT_FLOAT || r->type == LLT_DOUBLE) ? real_json(p, (double)i)
-                                                                  : json_integer(i);
+                                                                   : json_integer(i);
         break;
     }
     case LLT_LONG: {
@@ -188,7 +187,7 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
         rc = avro_value_get_long(v, &l);
         if (rc == 0)
             return (r->type == LLT_FLOAT || r->type == LLT_DOUBLE) ? real_json(p, (double)l)
-                                                                  : json_integer(l);
+                                                                   : json_integer(l);
         break;
     }
     case LLT_FLOAT: {
@@ -299,9 +298,8 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
 
 /* ---- the datum ---- */
 
-static int decode_datum(const ll_schema *writer, const ll_schema *reader,
-                        const unsigned char *datum, size_t dlen, size_t max_items, json_t **out,
-                        char *err, size_t errlen)
+static int decode_datum(const ll_schema *writer, const ll_schema *reader, const unsigned char *datum,
+                        size_t dlen, size_t max_items, json_t **out, char *err, size_t errlen)
 {
     static const unsigned char empty[1];
     size_t consumed = 0;
@@ -354,15 +352,15 @@ static int hdr_long(const unsigned char **p, const unsigned char *end, int64_t *
     return rc ? -1 : 0;
 }
 
-static int hdr_bytes(const unsigned char **p, const unsigned char *end, const unsigned char **s,
-                     size_t *len, const char *what, char *err, size_t errlen)
+static int hdr_bytes(const unsigned char **p, const unsigned char *end, const unsigned char **s, size_t *len,
+                     const char *what, char *err, size_t errlen)
 {
     int64_t n;
     if (hdr_long(p, end, &n, what, err, errlen) != 0)
         return -1;
     if (n < 0 || (uint64_t)n > (size_t)(end - *p)) {
-        ll_codec_err(err, errlen, "%s length %lld beyond buffer (%zu bytes left)", what,
-                     (long long)n, (size_t)(end - *p));
+        ll_codec_err(err, errlen, "%s length %lld beyond buffer (%zu bytes left)", what, (long long)n,
+                     (size_t)(end - *p));
         return -1;
     }
     *s = *p;
@@ -417,8 +415,7 @@ static int parse_container(const unsigned char *buf, size_t len, container_parts
             p = skip; /* the size only says how far the entries go */
         }
         if ((uint64_t)count > (size_t)(end - p) / 2) {
-            ll_codec_err(err, errlen, "container metadata count %lld beyond buffer",
-                         (long long)count);
+            ll_codec_err(err, errlen, "container metadata count %lld beyond buffer", (long long)count);
             return -1;
         }
         for (int64_t i = 0; i < count; i++) {
@@ -464,8 +461,7 @@ static int parse_container(const unsigned char *buf, size_t len, container_parts
     if (hdr_long(&p, end, &count, "container block", err, errlen) != 0)
         return -1;
     if (count != 1) {
-        ll_codec_err(err, errlen, "container block with %lld records (exactly 1 expected)",
-                     (long long)count);
+        ll_codec_err(err, errlen, "container block with %lld records (exactly 1 expected)", (long long)count);
         return -1;
     }
     if (hdr_bytes(&p, end, &cp->datum, &cp->dlen, "container block", err, errlen) != 0)
@@ -487,8 +483,8 @@ static int parse_container(const unsigned char *buf, size_t len, container_parts
     return 0;
 }
 
-static int parse_block(const unsigned char *buf, size_t len, const unsigned char **datum,
-                       size_t *dlen, char *err, size_t errlen)
+static int parse_block(const unsigned char *buf, size_t len, const unsigned char **datum, size_t *dlen,
+                       char *err, size_t errlen)
 {
     const unsigned char *p = buf, *end = buf + len;
     int64_t count, size;
@@ -502,8 +498,7 @@ static int parse_block(const unsigned char *buf, size_t len, const unsigned char
         return -1;
     size_t left = (size_t)(end - p);
     if (size < 0 || (uint64_t)size > left) {
-        ll_codec_err(err, errlen, "block size %lld beyond buffer (%zu bytes left)", (long long)size,
-                     left);
+        ll_codec_err(err, errlen, "block size %lld beyond buffer (%zu bytes left)", (long long)size, left);
         return -1;
     }
     if (left - (size_t)size < 16) {
@@ -511,8 +506,7 @@ static int parse_block(const unsigned char *buf, size_t len, const unsigned char
         return -1;
     }
     if (left - (size_t)size > 16) {
-        ll_codec_err(err, errlen, "leftover bytes (%zu) after block sync marker",
-                     left - (size_t)size - 16);
+        ll_codec_err(err, errlen, "leftover bytes (%zu) after block sync marker", left - (size_t)size - 16);
         return -1;
     }
     *datum = p;
@@ -520,8 +514,7 @@ static int parse_block(const unsigned char *buf, size_t len, const unsigned char
     return 0;
 }
 
-int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **out, char *err,
-              size_t errlen)
+int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **out, char *err, size_t errlen)
 {
     static const unsigned char empty[1];
     if (out != NULL)
@@ -555,8 +548,8 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
             ll_codec_err(err, errlen, "bad confluent magic byte 0x%02x", b[0]);
             return -1;
         }
-        int32_t id = (int32_t)(((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) |
-                               ((uint32_t)b[3] << 8) | (uint32_t)b[4]);
+        int32_t id = (int32_t)(((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) |
+                               (uint32_t)b[4]);
         if (opts->ids == NULL) {
             ll_codec_err(err, errlen, "no schema id table for confluent framing (id %d)", id);
             return -1;
@@ -576,8 +569,7 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
         if (parse_container(b, len, &cp, err, errlen) != 0)
             return -1;
         char serr[200];
-        owned = ll_schema_embedded(reader, (const char *)cp.schema, cp.schema_len, serr,
-                                   sizeof serr);
+        owned = ll_schema_embedded(reader, (const char *)cp.schema, cp.schema_len, serr, sizeof serr);
         if (owned == NULL) {
             ll_codec_err(err, errlen, "embedded schema: %s", serr);
             return -1;

@@ -34,8 +34,7 @@ static json_t *bytes_default(const ll_node *n, const json_t *def, char *err, siz
             i += 2;
         } else {
             free(out);
-            ll_codec_err(err, errlen, "%s default has a code point above 255",
-                         ll_type_name(n->type));
+            ll_codec_err(err, errlen, "%s default has a code point above 255", ll_type_name(n->type));
             return NULL;
         }
     }
@@ -51,8 +50,7 @@ static json_t *bytes_default(const ll_node *n, const json_t *def, char *err, siz
     return r;
 }
 
-json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char *err,
-                           size_t errlen)
+json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char *err, size_t errlen)
 {
     if (depth > LL_CODEC_MAX_SCHEMA_DEPTH) {
         ll_codec_err(err, errlen, "default nested deeper than %d", LL_CODEC_MAX_SCHEMA_DEPTH);
@@ -99,8 +97,7 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
             for (size_t i = 0; i < n->n; i++)
                 if (strcmp(n->symbols[i], json_string_value(def)) == 0)
                     return json_string(n->symbols[i]);
-            ll_codec_err(err, errlen, "%s is not a symbol of %s", json_string_value(def),
-                         n->fullname);
+            ll_codec_err(err, errlen, "%s is not a symbol of %s", json_string_value(def), n->fullname);
             return NULL;
         }
         break;
@@ -111,7 +108,8 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
             json_t *item;
             if (r == NULL)
                 goto oom;
-            json_array_foreach(def, i, item) {
+            json_array_foreach(def, i, item)
+            {
                 json_t *v = ll_default_to_json(n->items, item, depth + 1, err, errlen);
                 if (v == NULL || json_array_append_new(r, v) != 0) {
                     json_decref(r);
@@ -128,7 +126,8 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
             json_t *item;
             if (r == NULL)
                 goto oom;
-            json_object_foreach((json_t *)def, k, item) {
+            json_object_foreach((json_t *)def, k, item)
+            {
                 json_t *v = ll_default_to_json(n->items, item, depth + 1, err, errlen);
                 if (v == NULL || json_object_set_new(r, k, v) != 0) {
                     json_decref(r);
@@ -151,8 +150,7 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
                     json_decref(r);
                     return NULL;
                 }
-                json_t *v = ll_default_to_json(f->type, given ? given : f->def, depth + 1, err,
-                                               errlen);
+                json_t *v = ll_default_to_json(f->type, given ? given : f->def, depth + 1, err, errlen);
                 if (v == NULL || json_object_set_new(r, f->name, v) != 0) {
                     json_decref(r);
                     return NULL;

@@ -21,14 +21,21 @@
 static const char *jtype(const json_t *j)
 {
     switch (json_typeof(j)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
-    case JSON_INTEGER: return "integer";
-    case JSON_REAL: return "real";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+        return "integer";
+    case JSON_REAL:
+        return "real";
     case JSON_TRUE:
-    case JSON_FALSE: return "boolean";
-    case JSON_NULL: return "null";
+    case JSON_FALSE:
+        return "boolean";
+    case JSON_NULL:
+        return "null";
     }
     return "?";
 }
@@ -49,27 +56,34 @@ static int fits(const ll_node *n, const json_t *j, int depth)
     if (depth > LL_CODEC_MAX_SCHEMA_DEPTH + LL_CODEC_MAX_DEPTH)
         return 0;
     switch (n->type) {
-    case LLT_UNION: return choose_branch(n, j, depth) >= 0;
-    case LLT_NULL: return json_is_null(j);
-    case LLT_BOOLEAN: return json_is_boolean(j);
+    case LLT_UNION:
+        return choose_branch(n, j, depth) >= 0;
+    case LLT_NULL:
+        return json_is_null(j);
+    case LLT_BOOLEAN:
+        return json_is_boolean(j);
     case LLT_INT:
-        return json_is_integer(j) && json_integer_value(j) >= INT32_MIN &&
-               json_integer_value(j) <= INT32_MAX;
-    case LLT_LONG: return json_is_integer(j);
+        return json_is_integer(j) && json_integer_value(j) >= INT32_MIN && json_integer_value(j) <= INT32_MAX;
+    case LLT_LONG:
+        return json_is_integer(j);
     case LLT_FLOAT: /* a double beyond float's range would become infinity */
-        return json_is_number(j) && json_number_value(j) <= FLT_MAX &&
-               json_number_value(j) >= -FLT_MAX;
-    case LLT_DOUBLE: return json_is_number(j);
+        return json_is_number(j) && json_number_value(j) <= FLT_MAX && json_number_value(j) >= -FLT_MAX;
+    case LLT_DOUBLE:
+        return json_is_number(j);
     case LLT_STRING:
-    case LLT_BYTES: return json_is_string(j);
-    case LLT_FIXED: return json_is_string(j) && json_string_length(j) == n->size;
-    case LLT_ENUM: return json_is_string(j) && enum_index(n, json_string_value(j)) >= 0;
+    case LLT_BYTES:
+        return json_is_string(j);
+    case LLT_FIXED:
+        return json_is_string(j) && json_string_length(j) == n->size;
+    case LLT_ENUM:
+        return json_is_string(j) && enum_index(n, json_string_value(j)) >= 0;
     case LLT_ARRAY: {
         size_t i;
         json_t *item;
         if (!json_is_array(j))
             return 0;
-        json_array_foreach(j, i, item) {
+        json_array_foreach(j, i, item)
+        {
             if (!fits(n->items, item, depth + 1))
                 return 0;
         }
@@ -80,7 +94,8 @@ static int fits(const ll_node *n, const json_t *j, int depth)
         json_t *item;
         if (!json_is_object(j))
             return 0;
-        json_object_foreach((json_t *)j, k, item) {
+        json_object_foreach((json_t *)j, k, item)
+        {
             if (!fits(n->items, item, depth + 1))
                 return 0;
         }
@@ -120,18 +135,23 @@ static int choose_branch(const ll_node *u, const json_t *j, int depth)
 {
     int i = -1;
     switch (json_typeof(j)) {
-    case JSON_NULL: return pick(u, j, M(LLT_NULL), depth);
+    case JSON_NULL:
+        return pick(u, j, M(LLT_NULL), depth);
     case JSON_TRUE:
-    case JSON_FALSE: return pick(u, j, M(LLT_BOOLEAN), depth);
+    case JSON_FALSE:
+        return pick(u, j, M(LLT_BOOLEAN), depth);
     case JSON_STRING:
         i = pick(u, j, M(LLT_STRING) | M(LLT_ENUM), depth);
         return i >= 0 ? i : pick(u, j, M(LLT_BYTES) | M(LLT_FIXED), depth);
     case JSON_INTEGER:
         i = pick(u, j, M(LLT_INT) | M(LLT_LONG), depth);
         return i >= 0 ? i : pick(u, j, M(LLT_DOUBLE) | M(LLT_FLOAT), depth);
-    case JSON_REAL: return pick(u, j, M(LLT_DOUBLE) | M(LLT_FLOAT), depth);
-    case JSON_OBJECT: return pick(u, j, M(LLT_RECORD) | M(LLT_MAP), depth);
-    case JSON_ARRAY: return pick(u, j, M(LLT_ARRAY), depth);
+    case JSON_REAL:
+        return pick(u, j, M(LLT_DOUBLE) | M(LLT_FLOAT), depth);
+    case JSON_OBJECT:
+        return pick(u, j, M(LLT_RECORD) | M(LLT_MAP), depth);
+    case JSON_ARRAY:
+        return pick(u, j, M(LLT_ARRAY), depth);
     }
     return -1;
 }
@@ -148,7 +168,8 @@ static int set_record(ll_path *p, avro_value_t *v, const ll_node *n, const json_
 {
     const char *k;
     json_t *item;
-    json_object_foreach((json_t *)j, k, item) {
+    json_object_foreach((json_t *)j, k, item)
+    {
         int known = 0;
         for (size_t i = 0; i < n->n && !known; i++)
             known = strcmp(n->fields[i].name, k) == 0;
@@ -199,10 +220,9 @@ static int set_value(ll_path *p, avro_value_t *v, const ll_node *n, const json_t
         ll_path_err(p, "value nested too deeply");
         return -1;
     }
-    if (n->type != LLT_UNION && n->type != LLT_RECORD && n->type != LLT_ARRAY &&
-        n->type != LLT_MAP && !fits(n, j, depth)) {
-        ll_path_err(p, "expected %s, got %s", n->fullname ? n->fullname : ll_type_name(n->type),
-                    jtype(j));
+    if (n->type != LLT_UNION && n->type != LLT_RECORD && n->type != LLT_ARRAY && n->type != LLT_MAP &&
+        !fits(n, j, depth)) {
+        ll_path_err(p, "expected %s, got %s", n->fullname ? n->fullname : ll_type_name(n->type), jtype(j));
         return -1;
     }
     switch (n->type) {
@@ -230,14 +250,11 @@ static int set_value(ll_path *p, avro_value_t *v, const ll_node *n, const json_t
     case LLT_DOUBLE:
         return avro_value_set_double(v, json_number_value(j)) ? avro_fail(p) : 0;
     case LLT_STRING:
-        return avro_value_set_string_len(v, json_string_value(j), json_string_length(j) + 1)
-                   ? avro_fail(p)
-                   : 0;
+        return avro_value_set_string_len(v, json_string_value(j), json_string_length(j) + 1) ? avro_fail(p)
+                                                                                             : 0;
     case LLT_BYTES: {
         size_t len = json_string_length(j);
-        return avro_value_set_bytes(v, (void *)(len ? json_string_value(j) : ""), len)
-                   ? avro_fail(p)
-                   : 0;
+        return avro_value_set_bytes(v, (void *)(len ? json_string_value(j) : ""), len) ? avro_fail(p) : 0;
     }
     case LLT_FIXED:
         return avro_value_set_fixed(v, (void *)json_string_value(j), n->size) ? avro_fail(p) : 0;
@@ -250,7 +267,8 @@ static int set_value(ll_path *p, avro_value_t *v, const ll_node *n, const json_t
             ll_path_err(p, "expected array, got %s", jtype(j));
             return -1;
         }
-        json_array_foreach(j, i, item) {
+        json_array_foreach(j, i, item)
+        {
             avro_value_t child;
             if (avro_value_append(v, &child, NULL) != 0)
                 return avro_fail(p);
@@ -266,7 +284,8 @@ static int set_value(ll_path *p, avro_value_t *v, const ll_node *n, const json_t
             ll_path_err(p, "expected map (object), got %s", jtype(j));
             return -1;
         }
-        json_object_foreach((json_t *)j, k, item) {
+        json_object_foreach((json_t *)j, k, item)
+        {
             avro_value_t child;
             if (avro_value_add(v, k, &child, NULL, NULL) != 0)
                 return avro_fail(p);
@@ -299,7 +318,8 @@ static int too_deep(const json_t *j, int limit)
     if (json_is_array(j)) {
         size_t i;
         json_t *item;
-        json_array_foreach(j, i, item) {
+        json_array_foreach(j, i, item)
+        {
             if (too_deep(item, limit - 1))
                 return 1;
         }
@@ -307,7 +327,8 @@ static int too_deep(const json_t *j, int limit)
     }
     const char *k;
     json_t *item;
-    json_object_foreach((json_t *)j, k, item) {
+    json_object_foreach((json_t *)j, k, item)
+    {
         if (too_deep(item, limit - 1))
             return 1;
     }
@@ -344,8 +365,8 @@ static size_t put_bytes(unsigned char *o, const void *s, size_t len)
     return n + len;
 }
 
-int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **buf, size_t *len,
-              char *err, size_t errlen)
+int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **buf, size_t *len, char *err,
+              size_t errlen)
 {
     if (buf != NULL)
         *buf = NULL;

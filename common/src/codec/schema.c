@@ -209,8 +209,7 @@ static ll_node *parse_record(pctx *c, json_t *json, const char *parent_ns, int d
         }
         json_t *fname = json_object_get(f, "name");
         if (!json_is_string(fname) || !is_id(json_string_value(fname))) {
-            ll_codec_err(c->err, c->errlen, "record %s: field %zu has no valid name", n->fullname,
-                         i);
+            ll_codec_err(c->err, c->errlen, "record %s: field %zu has no valid name", n->fullname, i);
             goto fail;
         }
         const char *name = json_string_value(fname);
@@ -262,8 +261,7 @@ static ll_node *parse_enum(pctx *c, json_t *json, const char *parent_ns)
     for (size_t i = 0; i < ns_; i++) {
         json_t *s = json_array_get(syms, i);
         if (!json_is_string(s) || !is_id(json_string_value(s))) {
-            ll_codec_err(c->err, c->errlen, "enum %s: symbol %zu is not a valid name", n->fullname,
-                         i);
+            ll_codec_err(c->err, c->errlen, "enum %s: symbol %zu is not a valid name", n->fullname, i);
             return NULL;
         }
         for (size_t k = 0; k < i; k++) {
@@ -301,8 +299,7 @@ static ll_node *parse_fixed(pctx *c, json_t *json, const char *parent_ns)
     json_int_t sz = json_integer_value(size);
     /* avro-c corrupts its heap on a negative size and cannot read a fixed of size 0 */
     if (sz < 1 || sz > LL_CODEC_MAX_FIXED) {
-        ll_codec_err(c->err, c->errlen, "fixed size %lld outside 1..%d", (long long)sz,
-                     LL_CODEC_MAX_FIXED);
+        ll_codec_err(c->err, c->errlen, "fixed size %lld outside 1..%d", (long long)sz, LL_CODEC_MAX_FIXED);
         return NULL;
     }
     ll_node *n = new_node(c, LLT_FIXED);
@@ -354,9 +351,8 @@ static const struct {
     const char *name;
     ll_type type;
 } primitives[] = {
-    {"null", LLT_NULL},     {"boolean", LLT_BOOLEAN}, {"int", LLT_INT},
-    {"long", LLT_LONG},     {"float", LLT_FLOAT},     {"double", LLT_DOUBLE},
-    {"bytes", LLT_BYTES},   {"string", LLT_STRING},
+    {"null", LLT_NULL},   {"boolean", LLT_BOOLEAN}, {"int", LLT_INT},     {"long", LLT_LONG},
+    {"float", LLT_FLOAT}, {"double", LLT_DOUBLE},   {"bytes", LLT_BYTES}, {"string", LLT_STRING},
 };
 
 static ll_node *parse_type(pctx *c, json_t *json, const char *parent_ns, int depth)
@@ -427,21 +423,50 @@ typedef struct cmpctx {
 static int map_avro_type(avro_type_t t, ll_type *out)
 {
     switch (t) {
-    case AVRO_STRING: *out = LLT_STRING; return 0;
-    case AVRO_BYTES: *out = LLT_BYTES; return 0;
-    case AVRO_INT32: *out = LLT_INT; return 0;
-    case AVRO_INT64: *out = LLT_LONG; return 0;
-    case AVRO_FLOAT: *out = LLT_FLOAT; return 0;
-    case AVRO_DOUBLE: *out = LLT_DOUBLE; return 0;
-    case AVRO_BOOLEAN: *out = LLT_BOOLEAN; return 0;
-    case AVRO_NULL: *out = LLT_NULL; return 0;
-    case AVRO_RECORD: *out = LLT_RECORD; return 0;
-    case AVRO_ENUM: *out = LLT_ENUM; return 0;
-    case AVRO_FIXED: *out = LLT_FIXED; return 0;
-    case AVRO_MAP: *out = LLT_MAP; return 0;
-    case AVRO_ARRAY: *out = LLT_ARRAY; return 0;
-    case AVRO_UNION: *out = LLT_UNION; return 0;
-    default: return -1;
+    case AVRO_STRING:
+        *out = LLT_STRING;
+        return 0;
+    case AVRO_BYTES:
+        *out = LLT_BYTES;
+        return 0;
+    case AVRO_INT32:
+        *out = LLT_INT;
+        return 0;
+    case AVRO_INT64:
+        *out = LLT_LONG;
+        return 0;
+    case AVRO_FLOAT:
+        *out = LLT_FLOAT;
+        return 0;
+    case AVRO_DOUBLE:
+        *out = LLT_DOUBLE;
+        return 0;
+    case AVRO_BOOLEAN:
+        *out = LLT_BOOLEAN;
+        return 0;
+    case AVRO_NULL:
+        *out = LLT_NULL;
+        return 0;
+    case AVRO_RECORD:
+        *out = LLT_RECORD;
+        return 0;
+    case AVRO_ENUM:
+        *out = LLT_ENUM;
+        return 0;
+    case AVRO_FIXED:
+        *out = LLT_FIXED;
+        return 0;
+    case AVRO_MAP:
+        *out = LLT_MAP;
+        return 0;
+    case AVRO_ARRAY:
+        *out = LLT_ARRAY;
+        return 0;
+    case AVRO_UNION:
+        *out = LLT_UNION;
+        return 0;
+    default:
+        return -1;
     }
 }
 
@@ -560,8 +585,7 @@ static int text_is(const ll_schema *s, const char *text, size_t len)
            (strlen(s->text) == len && memcmp(text, s->text, len) == 0);
 }
 
-ll_schema *ll_schema_embedded(const ll_schema *reader, const char *text, size_t len, char *err,
-                              size_t errlen)
+ll_schema *ll_schema_embedded(const ll_schema *reader, const char *text, size_t len, char *err, size_t errlen)
 {
     ll_schema *r = (ll_schema *)reader; /* the cache is internal, guarded by r->lock */
     if (text_is(r, text, len))
@@ -634,11 +658,9 @@ ll_schema *ll_schema_parse(const char *text, size_t len, char *err, size_t errle
             if (n->fields[k].def == NULL)
                 continue;
             char derr[160];
-            json_t *v = ll_default_to_json(n->fields[k].type, n->fields[k].def, 0, derr,
-                                           sizeof derr);
+            json_t *v = ll_default_to_json(n->fields[k].type, n->fields[k].def, 0, derr, sizeof derr);
             if (v == NULL) {
-                ll_codec_err(err, errlen, "%s.%s: bad default: %s", n->fullname,
-                             n->fields[k].name, derr);
+                ll_codec_err(err, errlen, "%s.%s: bad default: %s", n->fullname, n->fields[k].name, derr);
                 goto fail;
             }
             json_decref(v);
@@ -850,7 +872,8 @@ ll_schema_ids *ll_schema_ids_load(const char *path, char *err, size_t errlen)
         ll_codec_err(err, errlen, "out of memory");
         goto fail;
     }
-    json_object_foreach(root, key, val) {
+    json_object_foreach(root, key, val)
+    {
         int32_t id;
         if (parse_id(key, &id) != 0) {
             ll_codec_err(err, errlen, "%s: bad schema id \"%.32s\"", path, key);

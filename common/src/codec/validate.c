@@ -49,8 +49,8 @@ static int rd_len(vctx *c, const char *what, size_t *out)
         return -1;
     }
     if ((uint64_t)n > left(c)) {
-        ll_codec_err(c->err, c->errlen, "%s length %lld beyond buffer (%zu bytes left)", what,
-                     (long long)n, left(c));
+        ll_codec_err(c->err, c->errlen, "%s length %lld beyond buffer (%zu bytes left)", what, (long long)n,
+                     left(c));
         return -1;
     }
     *out = (size_t)n;
@@ -164,8 +164,7 @@ static int walk(vctx *c, const ll_node *n, int depth)
         if (rd_long(c, &v, "enum") != 0)
             return -1;
         if (v < 0 || (uint64_t)v >= n->n) {
-            ll_codec_err(c->err, c->errlen, "enum index %lld out of range for %s", (long long)v,
-                         n->fullname);
+            ll_codec_err(c->err, c->errlen, "enum index %lld out of range for %s", (long long)v, n->fullname);
             return -1;
         }
         return 0;
@@ -173,8 +172,8 @@ static int walk(vctx *c, const ll_node *n, int depth)
         if (rd_long(c, &v, "union") != 0)
             return -1;
         if (v < 0 || (uint64_t)v >= n->n) {
-            ll_codec_err(c->err, c->errlen, "union index %lld out of range (%zu branches)",
-                         (long long)v, n->n);
+            ll_codec_err(c->err, c->errlen, "union index %lld out of range (%zu branches)", (long long)v,
+                         n->n);
             return -1;
         }
         return walk(c, n->branches[v], depth);
@@ -196,8 +195,8 @@ static int walk(vctx *c, const ll_node *n, int depth)
     return -1;
 }
 
-int ll_prevalidate(const ll_node *n, const unsigned char *buf, size_t len, size_t max_items,
-                   size_t *consumed, char *err, size_t errlen)
+int ll_prevalidate(const ll_node *n, const unsigned char *buf, size_t len, size_t max_items, size_t *consumed,
+                   char *err, size_t errlen)
 {
     static const unsigned char empty[1];
     if (buf == NULL)

@@ -117,8 +117,7 @@ static char *trim(char *s)
     return s;
 }
 
-static int load_file(ll_config *c, const char *path, const char *const *topics, char *err,
-                     size_t errlen)
+static int load_file(ll_config *c, const char *path, const char *const *topics, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
@@ -187,8 +186,7 @@ static int load_env(ll_config *c, const char *const *topics, char *err, size_t e
         name[nlen] = '\0';
         env_name_to_key(name, key, sizeof key);
         if (!key_allowed(c, key, topics)) {
-            snprintf(err, errlen, "environment %s%s: unknown configuration key '%s'", ENV_PREFIX,
-                     name, key);
+            snprintf(err, errlen, "environment %s%s: unknown configuration key '%s'", ENV_PREFIX, name, key);
             return -1;
         }
         if (ll_config_set(c, key, eq + 1) != 0) {
@@ -199,8 +197,8 @@ static int load_env(ll_config *c, const char *const *topics, char *err, size_t e
     return 0;
 }
 
-ll_config *ll_config_load(const char *path, const ll_config_key *known, const char *const *topics,
-                          char *err, size_t errlen)
+ll_config *ll_config_load(const char *path, const ll_config_key *known, const char *const *topics, char *err,
+                          size_t errlen)
 {
     ll_config *c = calloc(1, sizeof *c);
     if (!c) {
@@ -208,8 +206,7 @@ ll_config *ll_config_load(const char *path, const ll_config_key *known, const ch
         return NULL;
     }
     c->known = known;
-    if ((path && load_file(c, path, topics, err, errlen) != 0) ||
-        load_env(c, topics, err, errlen) != 0) {
+    if ((path && load_file(c, path, topics, err, errlen) != 0) || load_env(c, topics, err, errlen) != 0) {
         ll_config_free(c);
         return NULL;
     }
@@ -323,13 +320,12 @@ int ll_parse_duration_ms(const char *text, int64_t *out_ms)
     return 0;
 }
 
-int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err,
-                          size_t errlen)
+int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err, size_t errlen)
 {
     const char *v = ll_config_get(c, key);
     if (ll_parse_duration_ms(v, out_ms) != 0) {
-        snprintf(err, errlen, "configuration key '%s': '%s' is not a duration (PT90M or seconds)",
-                 key, v ? v : "");
+        snprintf(err, errlen, "configuration key '%s': '%s' is not a duration (PT90M or seconds)", key,
+                 v ? v : "");
         return -1;
     }
     return 0;

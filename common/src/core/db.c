@@ -68,9 +68,9 @@ void ll_db_close(ll_db *db)
  */
 static PGconn *connect_db(const ll_db *db)
 {
-    static const char *const keys[] = {"connect_timeout", "keepalives", "keepalives_idle",
-                                       "keepalives_interval", "keepalives_count", "dbname",
-                                       "application_name", NULL};
+    static const char *const keys[] = {
+        "connect_timeout",  "keepalives", "keepalives_idle",  "keepalives_interval",
+        "keepalives_count", "dbname",     "application_name", NULL};
     const char *vals[] = {"10", "1", "30", "10", "3", db->conninfo, db->app, NULL};
     return PQconnectdbParams(keys, vals, 1);
 }

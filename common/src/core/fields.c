@@ -87,7 +87,7 @@ bool ll_need_int(ll_apply_out *out, const json_t *o, const char *field, int64_t 
         return ll_invalid(out, "%s: required integer", field);
     *value = (int64_t)json_integer_value(v);
     if (*value < min || *value > max)
-        return ll_invalid(out, "%s: %lld outside %lld..%lld", field, (long long)*value,
-                          (long long)min, (long long)max);
+        return ll_invalid(out, "%s: %lld outside %lld..%lld", field, (long long)*value, (long long)min,
+                          (long long)max);
     return true;
 }

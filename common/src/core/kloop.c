@@ -25,7 +25,8 @@
 #include "ll/topics.h"
 
 const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
-    {"service.instance_id", NULL, false, "stable id of this instance (transactional.id suffix); default: host name"},
+    {"service.instance_id", NULL, false,
+     "stable id of this instance (transactional.id suffix); default: host name"},
     {"db.conninfo", NULL, true, "libpq conninfo of the service's PostgreSQL role"},
     {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
     {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
@@ -34,10 +35,12 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"loop.batch_max", "200", false, "messages per poll batch"},
     {"loop.poll", "PT0.1S", false, "poll wait"},
     {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)"},
-    {"loop.prerequisite_wait", "PT60S", false, "how long a message waits for its prerequisite before it is dead-lettered"},
+    {"loop.prerequisite_wait", "PT60S", false,
+     "how long a message waits for its prerequisite before it is dead-lettered"},
     {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held partition"},
     {"loop.retry_backoff_max", "PT5S", false, "longest pause of a held partition"},
-    {"fault.crash_after_db_commits", "0", false, "TESTING: kill -9 self after N database commits, before the Kafka commit"},
+    {"fault.crash_after_db_commits", "0", false,
+     "TESTING: kill -9 self after N database commits, before the Kafka commit"},
     {"log.level", "info", false, "debug, info, warn or error"},
     {NULL, NULL, false, NULL}};
 
@@ -63,7 +66,7 @@ typedef struct part_state {
     /* The prerequisite clock: the first DEFER of defer_offset. Kept apart from the hold, which
      * also covers an unreachable database: an outage longer than loop.prerequisite_wait must not
      * count as waiting for a prerequisite that nobody could have applied meanwhile. */
-    int64_t defer_offset;  /* -1 none */
+    int64_t defer_offset; /* -1 none */
     int64_t defer_since_ms;
     int held_in_batch;
 } part_state;
@@ -171,8 +174,8 @@ static json_t *partition_map(const rd_kafka_topic_partition_list_t *parts)
     return json_pack("{s:o}", "partitions", m);
 }
 
-static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err,
-                         rd_kafka_topic_partition_list_t *parts, void *opaque)
+static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                         void *opaque)
 {
     ll_loop *l = opaque;
     l->rebalance_gen++;
@@ -220,7 +223,8 @@ static int make_clients(ll_loop *l, char *err, size_t errlen)
     rd_kafka_conf_t *cc = base_conf(l, err, errlen);
     if (!cc)
         return -1;
-    if (conf_set(cc, "group.id", group, err, errlen) || conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
+    if (conf_set(cc, "group.id", group, err, errlen) ||
+        conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         conf_set(cc, "enable.auto.offset.store", "false", err, errlen) ||
         conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
         /* eager assignor: librdkafka 2.0.2 mishandles commits during cooperative rebalances */
@@ -290,7 +294,8 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
             ll_topic_framing(l->cfg, inputs[i].reply_logical, &io->eopts.framing, err, errlen))
             return -1;
         if (io->dopts.framing == LL_FRAMING_CONFLUENT && !l->ids) {
-            snprintf(err, errlen, "topic %s uses the confluent framing: set schema.ids_file", inputs[i].logical);
+            snprintf(err, errlen, "topic %s uses the confluent framing: set schema.ids_file",
+                     inputs[i].logical);
             return -1;
         }
         io->dopts.reader = io->schema;
@@ -308,8 +313,8 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
     return 0;
 }
 
-ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
-                     void *svc, char *err, size_t errlen)
+ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n, void *svc,
+                     char *err, size_t errlen)
 {
     ll_loop *l = calloc(1, sizeof *l);
     if (!l)
@@ -350,8 +355,14 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
     return l;
 }
 
-void ll_loop_stop(ll_loop *l) { l->stop = 1; }
-ll_db *ll_loop_db(ll_loop *l) { return &l->db; }
+void ll_loop_stop(ll_loop *l)
+{
+    l->stop = 1;
+}
+ll_db *ll_loop_db(ll_loop *l)
+{
+    return &l->db;
+}
 
 void ll_loop_free(ll_loop *l)
 {
@@ -376,9 +387,8 @@ void ll_loop_free(ll_loop *l)
 
 /* ---- replies and dead letters --------------------------------------------------------------- */
 
-json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id,
-                     const char *outcome, const char *code, const char *message,
-                     const char *run_status, const char *part_status)
+json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id, const char *outcome,
+                     const char *code, const char *message, const char *run_status, const char *part_status)
 {
     json_t *r = json_object();
     json_object_set_new(r, "runId", json_string(run_id ? run_id : ""));
@@ -396,13 +406,12 @@ json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_
 }
 
 /* Produces inside the open Kafka transaction, waiting out a full local queue. 0 or -1. */
-static int produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val,
-                   size_t vlen, rd_kafka_headers_t *hdrs, int free_val)
+static int produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
+                   rd_kafka_headers_t *hdrs, int free_val)
 {
     for (;;) {
         rd_kafka_resp_err_t e = rd_kafka_producev(
-            l->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen),
-            RD_KAFKA_V_VALUE(val, vlen),
+            l->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE(val, vlen),
             RD_KAFKA_V_MSGFLAGS(free_val ? RD_KAFKA_MSG_F_FREE : RD_KAFKA_MSG_F_COPY),
             RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -456,13 +465,14 @@ static msg_result dead_letter(ll_loop *l, part_state *ps, const rd_kafka_message
 {
     const char *topic = rd_kafka_topic_name(rkm->rkt);
     char coord[400], event_id[37], part[16], off[32], canon[37];
-    snprintf(coord, sizeof coord, "dead-letter/%s/%d/%lld", topic, (int)rkm->partition, (long long)rkm->offset);
+    snprintf(coord, sizeof coord, "dead-letter/%s/%d/%lld", topic, (int)rkm->partition,
+             (long long)rkm->offset);
     ll_uuid_v5(LL_UUID_NAMESPACE, coord, event_id);
     snprintf(part, sizeof part, "%d", (int)rkm->partition);
     snprintf(off, sizeof off, "%lld", (long long)rkm->offset);
-    json_t *details = json_pack("{s:s,s:i,s:I,s:s}", "sourceTopic", topic, "sourcePartition",
-                                (int)rkm->partition, "sourceOffset", (json_int_t)rkm->offset,
-                                "service", l->service);
+    json_t *details =
+        json_pack("{s:s,s:i,s:I,s:s}", "sourceTopic", topic, "sourcePartition", (int)rkm->partition,
+                  "sourceOffset", (json_int_t)rkm->offset, "service", l->service);
     char *dj = json_dumps(details, JSON_COMPACT);
     json_decref(details);
     int have_run = run_id && ll_uuid_canonical(run_id, canon) == 0;
@@ -553,8 +563,8 @@ static msg_result send_reply(ll_loop *l, topic_io *io, const rd_kafka_message_t 
     size_t len = 0;
     char err[256];
     if (ll_encode(&io->eopts, reply, &buf, &len, err, sizeof err) != 0) {
-        ll_log(LL_ERROR, NULL, "reply_encode_failed", "reply for %s does not fit its schema: %s",
-               io->topic, err);
+        ll_log(LL_ERROR, NULL, "reply_encode_failed", "reply for %s does not fit its schema: %s", io->topic,
+               err);
         return MSG_FATAL;
     }
     if (produce(l, io->reply_topic, rkm->key, rkm->key_len, buf, len, NULL, 1) != 0)
@@ -582,8 +592,8 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
     struct tx_arg a = {l, io, &m, {0}, LL_APPLY_DB};
     ll_db_rc rc = ll_db_transaction(&l->db, apply_tx, &a);
     const char *run_id = json_string_value(json_object_get(value, "runId"));
-    ll_log_ctx ctx = {run_id, json_string_value(json_object_get(value, "partitionId")), topic,
-                      rkm->partition, rkm->offset};
+    ll_log_ctx ctx = {run_id, json_string_value(json_object_get(value, "partitionId")), topic, rkm->partition,
+                      rkm->offset};
     msg_result res = MSG_DONE;
 
     if (rc == LL_DB_OK || (rc == LL_DB_ROLLBACK && a.decision == LL_APPLY_ROLLBACK)) {
@@ -619,8 +629,8 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
                           a.out.reason_code[0] ? a.out.reason_code : "INVALID_MESSAGE", a.out.reason);
     } else if (rc == LL_DB_ERROR && ll_db_err_is_input(&l->db)) {
         char reason[700];
-        snprintf(reason, sizeof reason, "ledger refused the values (SQLSTATE %s %s): %s",
-                 l->db.err.sqlstate, l->db.err.constraint, l->db.err.message);
+        snprintf(reason, sizeof reason, "ledger refused the values (SQLSTATE %s %s): %s", l->db.err.sqlstate,
+                 l->db.err.constraint, l->db.err.message);
         res = dead_letter(l, ps, rkm, run_id ? run_id : keyp, "LEDGER_REJECTED", reason);
     } else {
         ll_log(rc == LL_DB_UNAVAILABLE ? LL_WARN : LL_ERROR, &ctx,

@@ -40,9 +40,17 @@ ll_db_rc ll_event_insert(ll_db *db, const ll_event *ev)
     snprintf(chunk, sizeof chunk, "%lld", (long long)ev->chunk_index);
     snprintf(rows, sizeof rows, "%lld", (long long)ev->row_count);
     char *details = ev->details ? json_dumps(ev->details, JSON_COMPACT) : NULL;
-    const char *p[11] = {id, ev->level, ev->name, ev->run_id, ev->partition_id,
-                         ev->chunk_index >= 0 ? chunk : NULL, ev->row_count >= 0 ? rows : NULL,
-                         ev->error_class, ev->error_code, ev->message, details};
+    const char *p[11] = {id,
+                         ev->level,
+                         ev->name,
+                         ev->run_id,
+                         ev->partition_id,
+                         ev->chunk_index >= 0 ? chunk : NULL,
+                         ev->row_count >= 0 ? rows : NULL,
+                         ev->error_class,
+                         ev->error_code,
+                         ev->message,
+                         details};
     PGresult *r = ll_db_exec(db, &ST_EVENT, p);
     free(details);
     if (!r)
@@ -59,7 +67,10 @@ static const ll_stmt ST_RUN_LOCK = {
     " FROM nifi_ops.load_run WHERE run_id = $1::uuid FOR UPDATE",
     1};
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
 
 ll_db_rc ll_run_lock(ll_db *db, const char *run_id, ll_run_row *row)
 {
@@ -114,8 +125,7 @@ ll_db_rc ll_run_touch(ll_db *db, const char *run_id)
 }
 
 static const ll_stmt ST_RUN_REJECTED = {
-    "ledger_run_rejected",
-    "SELECT 1 FROM nifi_ops.load_run_rejection WHERE run_id = $1::uuid", 1};
+    "ledger_run_rejected", "SELECT 1 FROM nifi_ops.load_run_rejection WHERE run_id = $1::uuid", 1};
 
 ll_db_rc ll_run_request_rejected(ll_db *db, const char *run_id, bool *rejected)
 {
@@ -196,8 +206,8 @@ static const ll_stmt ST_TOKEN_KNOWN = {
     " AND claim_token = $3::uuid",
     3};
 
-ll_db_rc ll_claim_token_known(ll_db *db, const char *run_id, const char *partition_id,
-                              const char *token, bool *known)
+ll_db_rc ll_claim_token_known(ll_db *db, const char *run_id, const char *partition_id, const char *token,
+                              bool *known)
 {
     const char *p[3] = {run_id, partition_id, token};
     PGresult *r = ll_db_exec(db, &ST_TOKEN_KNOWN, p);

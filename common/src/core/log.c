@@ -30,8 +30,8 @@ int ll_log_level_parse(const char *name, ll_level *out)
     return -1;
 }
 
-void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_t *fields,
-                 const char *fmt, ...)
+void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_t *fields, const char *fmt,
+                 ...)
 {
     if (level < g_min) {
         json_decref(fields);

@@ -43,7 +43,8 @@ static void usage(const ll_service *svc, const ll_config_key *keys)
     printf("Configuration keys (file `key = value`, or environment LOADLEDGER_<KEY> with . as __):\n");
     for (const ll_config_key *k = keys; k->key; k++)
         printf("  %-32s %s%s%s%s\n", k->key, k->help ? k->help : "", k->default_value ? " [default " : "",
-               k->default_value ? k->default_value : "", k->default_value ? "]" : (k->required ? " [required]" : ""));
+               k->default_value ? k->default_value : "",
+               k->default_value ? "]" : (k->required ? " [required]" : ""));
     printf("  %-32s %s\n", "kafka.<property>", "passed to librdkafka (kafka.bootstrap.servers is required)");
     printf("  %-32s %s\n", "topic.<logical>.name|framing|schema_id", "per-topic overrides");
     printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error.\n");
@@ -88,7 +89,8 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
         fprintf(stderr, "ll-%s: missing required configuration key 'kafka.bootstrap.servers'\n", svc->name);
     } else if (svc->init && svc->init(svc->state, cfg, err, sizeof err) != 0) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
-    } else if (!(g_loop = ll_loop_new(svc->name, cfg, svc->inputs, svc->n_inputs, svc->state, err, sizeof err))) {
+    } else if (!(g_loop =
+                     ll_loop_new(svc->name, cfg, svc->inputs, svc->n_inputs, svc->state, err, sizeof err))) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
     } else {
         char safe[512];

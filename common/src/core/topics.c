@@ -10,17 +10,34 @@
 #include <string.h>
 #include <unistd.h>
 
-const char *const LL_ALL_TOPICS[] = {
-    "run-requests",       "manifests",          "partition-claims",
-    "chunks",             "partition-failures", "run-decisions",
-    "manifest-decisions", "claim-decisions",    "chunk-outcomes",
-    "partition-failure-outcomes", "validate-run-commands", "reissue-partition-commands",
-    "dead-letters",
-    "validation-starts", "validation-start-decisions", "validation-metrics",
-    "validation-metrics-outcomes", "stage-validations", "stage-validation-outcomes",
-    "run-successes", "run-success-outcomes", "run-failures", "run-failure-outcomes",
-    "publish-claims", "publish-claim-decisions", "publish-results", "publish-result-outcomes",
-    NULL};
+const char *const LL_ALL_TOPICS[] = {"run-requests",
+                                     "manifests",
+                                     "partition-claims",
+                                     "chunks",
+                                     "partition-failures",
+                                     "run-decisions",
+                                     "manifest-decisions",
+                                     "claim-decisions",
+                                     "chunk-outcomes",
+                                     "partition-failure-outcomes",
+                                     "validate-run-commands",
+                                     "reissue-partition-commands",
+                                     "dead-letters",
+                                     "validation-starts",
+                                     "validation-start-decisions",
+                                     "validation-metrics",
+                                     "validation-metrics-outcomes",
+                                     "stage-validations",
+                                     "stage-validation-outcomes",
+                                     "run-successes",
+                                     "run-success-outcomes",
+                                     "run-failures",
+                                     "run-failure-outcomes",
+                                     "publish-claims",
+                                     "publish-claim-decisions",
+                                     "publish-results",
+                                     "publish-result-outcomes",
+                                     NULL};
 
 void ll_topic_name(const ll_config *cfg, const char *logical, char *out, size_t outlen)
 {
@@ -48,8 +65,7 @@ const char *ll_schema_dir(const ll_config *cfg)
     return LL_SOURCE_DIR "/schemas/avro";
 }
 
-int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out, char *err,
-                     size_t errlen)
+int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out, char *err, size_t errlen)
 {
     char key[160];
     snprintf(key, sizeof key, "topic.%s.framing", logical);
@@ -59,7 +75,8 @@ int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out,
         return 0;
     }
     if (ll_framing_parse(f, out) != 0) {
-        snprintf(err, errlen, "configuration key '%s': unknown framing '%s' (bare, confluent, container, block)", key, f);
+        snprintf(err, errlen,
+                 "configuration key '%s': unknown framing '%s' (bare, confluent, container, block)", key, f);
         return -1;
     }
     return 0;

@@ -29,8 +29,7 @@ static bool chunks_complete(const ll_chunk_aggregate *agg, int32_t chunk_count)
 ll_gate ll_chunk_gate(ll_run_status run, ll_part_status part, const ll_chunk_aggregate *agg,
                       int32_t chunk_count, int64_t expected_rows)
 {
-    if (run != LL_RUN_EXTRACTING || part != LL_PART_RUNNING || agg == NULL ||
-        agg->files < chunk_count)
+    if (run != LL_RUN_EXTRACTING || part != LL_PART_RUNNING || agg == NULL || agg->files < chunk_count)
         return LL_GATE_WAIT;
     if (chunks_complete(agg, chunk_count) && agg->rows == expected_rows)
         return LL_GATE_PASS;
@@ -41,13 +40,13 @@ ll_gate ll_chunk_gate(ll_run_status run, ll_part_status part, const ll_chunk_agg
  * §5.4 step 10: "files=F chunkCount=C distinctCounts=D rows=R expected=E" into out[outlen]
  * (truncated if short). Returns snprintf's result (the untruncated length), or -1 for NULL agg.
  */
-int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count,
-                             int64_t expected_rows, char *out, size_t outlen)
+int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count, int64_t expected_rows,
+                             char *out, size_t outlen)
 {
     if (agg == NULL)
         return -1;
     return snprintf(out, outlen,
-                    "files=%" PRId64 " chunkCount=%" PRId32 " distinctCounts=%" PRId64
-                    " rows=%" PRId64 " expected=%" PRId64,
+                    "files=%" PRId64 " chunkCount=%" PRId32 " distinctCounts=%" PRId64 " rows=%" PRId64
+                    " expected=%" PRId64,
                     agg->files, chunk_count, agg->distinct_counts, agg->rows, expected_rows);
 }

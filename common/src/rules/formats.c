@@ -10,10 +10,22 @@
 
 #include <string.h>
 
-static bool is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
-static bool is_upper(unsigned char c) { return c >= 'A' && c <= 'Z'; }
-static bool is_lower(unsigned char c) { return c >= 'a' && c <= 'z'; }
-static bool is_alnum(unsigned char c) { return is_digit(c) || is_upper(c) || is_lower(c); }
+static bool is_digit(unsigned char c)
+{
+    return c >= '0' && c <= '9';
+}
+static bool is_upper(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z';
+}
+static bool is_lower(unsigned char c)
+{
+    return c >= 'a' && c <= 'z';
+}
+static bool is_alnum(unsigned char c)
+{
+    return is_digit(c) || is_upper(c) || is_lower(c);
+}
 
 static bool is_hex(unsigned char c)
 {
@@ -21,11 +33,20 @@ static bool is_hex(unsigned char c)
 }
 
 /* [A-Z0-9_] */
-static bool job_char(unsigned char c) { return is_upper(c) || is_digit(c) || c == '_'; }
+static bool job_char(unsigned char c)
+{
+    return is_upper(c) || is_digit(c) || c == '_';
+}
 /* [A-Za-z0-9_] */
-static bool word_char(unsigned char c) { return is_alnum(c) || c == '_'; }
+static bool word_char(unsigned char c)
+{
+    return is_alnum(c) || c == '_';
+}
 /* [0-9A-Za-z_.:\-] (business keys and metric names) */
-static bool key_char(unsigned char c) { return word_char(c) || c == '.' || c == ':' || c == '-'; }
+static bool key_char(unsigned char c)
+{
+    return word_char(c) || c == '.' || c == ':' || c == '-';
+}
 /* [A-Za-z0-9_.=/\-] */
 static bool path_char(unsigned char c)
 {
@@ -45,10 +66,16 @@ static bool all_of(const char *s, size_t min, size_t max, bool (*ok)(unsigned ch
 }
 
 /* §4.3 JobKey ^[A-Z0-9_]{1,200}$. */
-bool ll_is_job_key(const char *s) { return all_of(s, 1, 200, job_char); }
+bool ll_is_job_key(const char *s)
+{
+    return all_of(s, 1, 200, job_char);
+}
 
 /* §4.3 BusinessKey ^[0-9A-Za-z_.:\-]{1,200}$. */
-bool ll_is_business_key(const char *s) { return all_of(s, 1, 200, key_char); }
+bool ll_is_business_key(const char *s)
+{
+    return all_of(s, 1, 200, key_char);
+}
 
 /* §4.3 PartitionId ^([0-9]{4}|NULL)$. */
 bool ll_is_partition_id(const char *s)
@@ -79,7 +106,10 @@ bool ll_is_hdfs_path(const char *s)
 }
 
 /* Metric names ^[A-Za-z0-9_.:\-]{1,150}$ (§5.8). */
-bool ll_is_metric_name(const char *s) { return all_of(s, 1, 150, key_char); }
+bool ll_is_metric_name(const char *s)
+{
+    return all_of(s, 1, 150, key_char);
+}
 
 /* 8-4-4-4-12 hex digits, either case (mixed allowed), nothing before or after. */
 bool ll_is_uuid(const char *s)

@@ -40,8 +40,7 @@ bool ll_is_metric_result(const char *s)
     return s && (strcmp(s, "PASS") == 0 || strcmp(s, "FAIL") == 0 || strcmp(s, "WARN") == 0);
 }
 
-int ll_validation_gate(const char *const *names, const char *const *results, size_t n,
-                       ll_strlist *out)
+int ll_validation_gate(const char *const *names, const char *const *results, size_t n, ll_strlist *out)
 {
     if (n == 0)
         return ll_strlist_addf(out, "NO_METRICS") == 0 ? 1 : -1;

@@ -94,8 +94,8 @@ static int check_counts(const ll_manifest *m, bool allow_empty_source, ll_strlis
         sum += m->partitions[i].expected_row_count;
     char buf[42];
     if (sum != m->source_count)
-        if (ll_strlist_addf(out, "EXPECTED_SUM_MISMATCH sum=%s source=%" PRId64,
-                            sum128_str(sum, buf), m->source_count) != 0)
+        if (ll_strlist_addf(out, "EXPECTED_SUM_MISMATCH sum=%s source=%" PRId64, sum128_str(sum, buf),
+                            m->source_count) != 0)
             return -1;
     if (m->source_count == 0 && !allow_empty_source)
         if (ll_strlist_addf(out, "EMPTY_SOURCE_BLOCKED") != 0)

@@ -32,8 +32,7 @@ bool ll_path_has_dotdot(const char *path)
  * hdfs_root "/" gives "/<job>/run_id=<id>". Writes a NUL-terminated string into out[outlen].
  * Returns 0; -1 if an argument is NULL, run_id is not a UUID, or the result does not fit.
  */
-int ll_hdfs_run_path(const char *hdfs_root, const char *job_key, const char *run_id, char *out,
-                     size_t outlen)
+int ll_hdfs_run_path(const char *hdfs_root, const char *job_key, const char *run_id, char *out, size_t outlen)
 {
     char id[37];
     if (hdfs_root == NULL || job_key == NULL || out == NULL || ll_uuid_canonical(run_id, id) != 0)

@@ -17,8 +17,7 @@
 #include <stddef.h>
 
 /* §5.5 steps 2-4. stored_token may be NULL; tokens compared as UUIDs; both borrowed. */
-ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token,
-                                  const char *request_token)
+ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token, const char *request_token)
 {
     if (!ll_uuid_equal(stored_token, request_token))
         return LL_PFAIL_CLAIM_MISMATCH;

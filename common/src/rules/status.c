@@ -30,12 +30,8 @@ static const char *const run_names[LL_RUN_STATUS_COUNT] = {
 };
 
 static const char *const part_names[LL_PART_STATUS_COUNT] = {
-    [LL_PART_PENDING] = "PENDING",
-    [LL_PART_RUNNING] = "RUNNING",
-    [LL_PART_RETRY] = "RETRY",
-    [LL_PART_SUCCESS] = "SUCCESS",
-    [LL_PART_FAILED] = "FAILED",
-    [LL_PART_TIMED_OUT] = "TIMED_OUT",
+    [LL_PART_PENDING] = "PENDING", [LL_PART_RUNNING] = "RUNNING", [LL_PART_RETRY] = "RETRY",
+    [LL_PART_SUCCESS] = "SUCCESS", [LL_PART_FAILED] = "FAILED",   [LL_PART_TIMED_OUT] = "TIMED_OUT",
 };
 
 /* Index of name in names[0..n), or -1. Exact, case-sensitive match (stored names). */

@@ -26,8 +26,7 @@ int ll_uuid_v5(const char *ns, const char *name, char out[37])
 {
     char canon[37];
     uuid_t ns_bin, id;
-    if (name == NULL || out == NULL || ll_uuid_canonical(ns, canon) != 0 ||
-        uuid_parse(canon, ns_bin) != 0)
+    if (name == NULL || out == NULL || ll_uuid_canonical(ns, canon) != 0 || uuid_parse(canon, ns_bin) != 0)
         return -1;
     uuid_generate_sha1(id, ns_bin, name, strlen(name));
     uuid_unparse_lower(id, out);
