@@ -85,15 +85,6 @@ static json_t *claim_reply(const ll_msg *m, const claim_in *c, const char *outco
     return r;
 }
 
-static ll_apply exec_ok(ll_db *db, const ll_stmt *st, const char *const *p)
-{
-    PGresult *r = ll_db_exec(db, st, p);
-    if (!r)
-        return LL_APPLY_DB;
-    PQclear(r);
-    return LL_APPLY_COMMIT;
-}
-
 static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run, PGresult *part,
                       ll_part_status before, ll_apply_out *out)
 {
@@ -107,8 +98,8 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_ru
     snprintf(att, sizeof att, "%lld", attempt);
     const char *h[5] = {c->run_id, c->partition_id, c->token, att, c->worker};
     const char *k[2] = {c->run_id, c->partition_id};
-    if (exec_ok(db, &ST_TOKEN_HISTORY, h) != LL_APPLY_COMMIT ||
-        (before == LL_PART_RETRY && exec_ok(db, &ST_ACK_REISSUE, k) != LL_APPLY_COMMIT) ||
+    if (ll_apply_exec(db, &ST_TOKEN_HISTORY, h) != LL_APPLY_COMMIT ||
+        (before == LL_PART_RETRY && ll_apply_exec(db, &ST_ACK_REISSUE, k) != LL_APPLY_COMMIT) ||
         ll_run_touch(db, c->run_id) != LL_DB_OK)
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:I}", "workerNode", c->worker, "attempt", (json_int_t)attempt);
@@ -169,7 +160,7 @@ static ll_apply decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_r
             a = grant(db, m, c, run, part, ps, out);
             break;
         case LL_CLAIM_REPLAY:
-            a = exec_ok(db, &ST_TOUCH_PARTITION, k);
+            a = ll_apply_exec(db, &ST_TOUCH_PARTITION, k);
             if (a == LL_APPLY_COMMIT)
                 out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING",
                                          true, attempt, run, part);

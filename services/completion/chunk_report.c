@@ -119,15 +119,6 @@ static json_t *outcome(const ll_msg *m, const chunk_in *c, const char *result, c
     return r;
 }
 
-static ll_apply exec_ok(ll_db *db, const ll_stmt *st, const char *const *p)
-{
-    PGresult *r = ll_db_exec(db, st, p);
-    if (!r)
-        return LL_APPLY_DB;
-    PQclear(r);
-    return LL_APPLY_COMMIT;
-}
-
 /* Whether the report differs from the stored row (contract §5.4 step 5; fragment id not compared). */
 static ll_apply compare_file(ll_db *db, const chunk_in *c, const char *const *key, bool *changed)
 {
@@ -177,8 +168,8 @@ static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     snprintf(bytes, sizeof bytes, "%lld", (long long)agg->bytes);
     const char *p[6] = {c->run_id, c->partition_id, c->token, rows, files, bytes};
     const char *run[1] = {c->run_id};
-    if (exec_ok(db, &ST_PARTITION_SUCCESS, p) != LL_APPLY_COMMIT ||
-        exec_ok(db, &ST_RUN_PARTITION_SUCCESS, run) != LL_APPLY_COMMIT)
+    if (ll_apply_exec(db, &ST_PARTITION_SUCCESS, p) != LL_APPLY_COMMIT ||
+        ll_apply_exec(db, &ST_RUN_PARTITION_SUCCESS, run) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
     json_t *details =
         json_pack("{s:I,s:I}", "files", (json_int_t)agg->files, "bytes", (json_int_t)agg->bytes);
@@ -199,7 +190,7 @@ static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     ll_gate_mismatch_message(agg, (int32_t)c->count, expected, msg, sizeof msg);
     const char *p[3] = {c->run_id, c->partition_id, msg};
     const char *q[2] = {c->run_id, msg};
-    if (exec_ok(db, &ST_PARTITION_MISMATCH, p) != LL_APPLY_COMMIT)
+    if (ll_apply_exec(db, &ST_PARTITION_MISMATCH, p) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
     PGresult *r = ll_db_exec(db, &ST_RUN_GATE_FAILED, q);
     if (!r)
@@ -258,8 +249,8 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     }
     const char *pk[2] = {c->run_id, c->partition_id};
     ll_chunk_aggregate agg;
-    if (exec_ok(db, &ST_TOUCH_PARTITION, pk) != LL_APPLY_COMMIT || ll_run_touch(db, c->run_id) != LL_DB_OK ||
-        aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
+    if (ll_apply_exec(db, &ST_TOUCH_PARTITION, pk) != LL_APPLY_COMMIT ||
+        ll_run_touch(db, c->run_id) != LL_DB_OK || aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
     const char *result = changed ? "ACCEPTED" : "REPLAY";
     bool won = false;

@@ -70,23 +70,14 @@ static json_t *outcome(const ll_msg *m, const pfail_in *f, const char *result, c
     return r;
 }
 
-static ll_apply exec_ok(ll_db *db, const ll_stmt *st, const char *const *p)
-{
-    PGresult *r = ll_db_exec(db, st, p);
-    if (!r)
-        return LL_APPLY_DB;
-    PQclear(r);
-    return LL_APPLY_COMMIT;
-}
-
 /* Contract §5.5 steps 5-7. */
 static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, const owned_partition *op,
                               ll_apply_out *out)
 {
     const char *p[4] = {f->run_id, f->partition_id, f->code, f->message};
     const char *run[1] = {f->run_id};
-    if (exec_ok(db, &ST_PARTITION_FAILED, p) != LL_APPLY_COMMIT ||
-        exec_ok(db, &ST_RUN_FAILED_COUNT, run) != LL_APPLY_COMMIT)
+    if (ll_apply_exec(db, &ST_PARTITION_FAILED, p) != LL_APPLY_COMMIT ||
+        ll_apply_exec(db, &ST_RUN_FAILED_COUNT, run) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:o}", "stage", f->stage, "attempt",
                                 f->attempt >= 0 ? json_integer(f->attempt) : json_null());
@@ -101,7 +92,7 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
         after = ll_is_snapshot_error(f->code, f->error_class) ? LL_RUN_FAILED_SNAPSHOT_EXPIRED
                                                               : LL_RUN_FAILED_EXTRACT;
         const char *q[5] = {f->run_id, ll_run_status_name(after), f->stage, f->code, f->message};
-        if (exec_ok(db, &ST_RUN_FAIL, q) != LL_APPLY_COMMIT)
+        if (ll_apply_exec(db, &ST_RUN_FAIL, q) != LL_APPLY_COMMIT)
             return LL_APPLY_DB;
         char msg[2100];
         snprintf(msg, sizeof msg, "partition %s: %s", f->partition_id, f->message);

@@ -175,11 +175,9 @@ int main(int argc, char **argv)
             path = argv[++i];
         } else {
             printf("ll-dispatcher - delivers the outbox (load_dispatch) to Kafka or a NiFi HTTP receiver\n"
-                   "usage: ll-dispatcher [--config FILE]\nkeys:\n");
-            for (const ll_config_key *k = keys; k->key; k++)
-                printf("  %-28s %s%s%s\n", k->key, k->help, k->default_value ? " [default " : "",
-                       k->default_value ? k->default_value : "");
-            printf("  %-28s %s\n", "kafka.<property>", "passed to librdkafka");
+                   "usage: ll-dispatcher [--config FILE]\nkeys (environment LOADLEDGER_<KEY>, . as __):\n");
+            ll_config_usage(stdout, keys);
+            printf("  %-32s %s\n", "kafka.<property>", "passed to librdkafka");
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
     }

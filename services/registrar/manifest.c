@@ -274,15 +274,6 @@ static ll_apply fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi,
     return a;
 }
 
-static ll_apply exec_ok(ll_db *db, const ll_stmt *st, const char *const *p)
-{
-    PGresult *r = ll_db_exec(db, st, p);
-    if (!r)
-        return LL_APPLY_DB;
-    PQclear(r);
-    return LL_APPLY_COMMIT;
-}
-
 /* Contract §5.2 steps 6-10. */
 static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi, ll_apply_out *out)
 {
@@ -304,11 +295,11 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
         mi->run_id, mi->scn, count, nulls, mi->plan.source_min_split, mi->plan.source_max_split,
         pcount,     ecount};
     const char *p_met[3] = {mi->run_id, metrics_s, mi->metrics_version};
-    ll_apply a = exec_ok(db, &ST_INSERT_PARTITIONS, p_ins);
+    ll_apply a = ll_apply_exec(db, &ST_INSERT_PARTITIONS, p_ins);
     if (a == LL_APPLY_COMMIT)
-        a = exec_ok(db, &ST_START_EXTRACT, p_start);
+        a = ll_apply_exec(db, &ST_START_EXTRACT, p_start);
     if (a == LL_APPLY_COMMIT)
-        a = exec_ok(db, &ST_SOURCE_METRICS, p_met);
+        a = ll_apply_exec(db, &ST_SOURCE_METRICS, p_met);
     free(parts);
     free(metrics_s);
     json_t *details = json_pack("{s:i,s:i,s:o}", "partitions", (int)mi->plan.n_partitions, "empty", empty,

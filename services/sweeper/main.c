@@ -119,9 +119,7 @@ int main(int argc, char **argv)
         } else {
             printf("ll-sweeper - finds stalled partitions, runs, dispatches and publishes\n"
                    "usage: ll-sweeper [--config FILE]\nkeys (environment LOADLEDGER_<KEY>, . as __):\n");
-            for (const ll_config_key *k = keys; k->key; k++)
-                printf("  %-32s %s%s%s%s\n", k->key, k->help, k->default_value ? " [default " : "",
-                       k->default_value ? k->default_value : "", k->default_value ? "]" : " [required]");
+            ll_config_usage(stdout, keys);
             return strcmp(argv[i], "--help") == 0 ? 0 : 1;
         }
     }

@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* One known key: its name, its default (NULL = no default; required when `required`), a help line. */
 typedef struct ll_config_key {
@@ -57,6 +58,9 @@ int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, 
 
 /* Parses a duration (ISO-8601 PnDTnHnMnS with fractions, or seconds) into ms. Returns 0 or -1. */
 int ll_parse_duration_ms(const char *text, int64_t *out_ms);
+
+/* Prints one line per key (name, help, default or [required]) to out, for --help. */
+void ll_config_usage(FILE *out, const ll_config_key *keys);
 
 /* Calls fn(key_without_prefix, value, arg) for every set key that starts with prefix. */
 void ll_config_foreach_prefix(const ll_config *c, const char *prefix,

@@ -339,3 +339,11 @@ void ll_config_foreach_prefix(const ll_config *c, const char *prefix,
         if (strncmp(c->items[i].key, prefix, plen) == 0)
             fn(c->items[i].key + plen, c->items[i].value, arg);
 }
+
+void ll_config_usage(FILE *out, const ll_config_key *keys)
+{
+    for (const ll_config_key *k = keys; k && k->key; k++)
+        fprintf(out, "  %-32s %s%s%s%s\n", k->key, k->help ? k->help : "",
+                k->default_value ? " [default " : "", k->default_value ? k->default_value : "",
+                k->default_value ? "]" : (k->required ? " [required]" : ""));
+}

@@ -41,10 +41,7 @@ static void usage(const ll_service *svc, const ll_config_key *keys)
 {
     printf("ll-%s - %s\n\nusage: ll-%s [--config FILE]\n\n", svc->name, svc->summary, svc->name);
     printf("Configuration keys (file `key = value`, or environment LOADLEDGER_<KEY> with . as __):\n");
-    for (const ll_config_key *k = keys; k->key; k++)
-        printf("  %-32s %s%s%s%s\n", k->key, k->help ? k->help : "", k->default_value ? " [default " : "",
-               k->default_value ? k->default_value : "",
-               k->default_value ? "]" : (k->required ? " [required]" : ""));
+    ll_config_usage(stdout, keys);
     printf("  %-32s %s\n", "kafka.<property>", "passed to librdkafka (kafka.bootstrap.servers is required)");
     printf("  %-32s %s\n", "topic.<logical>.name|framing|schema_id", "per-topic overrides");
     printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error.\n");
