@@ -8,6 +8,12 @@ keep_env=0
 args=()
 for a in "$@"; do
   case "$a" in
+    -h|--help)
+      echo "usage: scripts/demo.sh [--keep-env] [--scenario all|reference|stall|publish-unknown] [--stall]"
+      echo "                       [--business-key KEY] [--keep-running]"
+      echo "  --keep-env   leave the broker and the database running (scripts/env.sh down stops them)"
+      /usr/bin/python3 "$root/tools/nifisim/demo.py" --help | sed -n '/^options:/,$p'
+      exit 0 ;;
     --keep-env) keep_env=1 ;;
     *) args+=("$a") ;;
   esac

@@ -81,6 +81,20 @@ def existing_topics(a):
     return a.list_topics(timeout=10).topics
 
 
+def offsets_answer(bootstrap, name, meta):
+    """True when every partition of the topic answers a watermark-offsets request."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "ll-env-ready"})
+    try:
+        for p in meta.partitions:
+            c.get_watermark_offsets(TopicPartition(name, p), timeout=10)
+        return True
+    except KafkaException:
+        return False
+    finally:
+        c.close()
+
+
 def cmd_topics(args):
     try:
         wanted = [(args.prefix + name, parts) for name, parts in read_topics_conf(args.file)]
@@ -142,9 +156,12 @@ def cmd_topics(args):
         missing = [n for n in names if n not in present or
                    any(p.leader < 0 for p in present[n].partitions.values())]
         if not missing:
+            # a leader in the metadata is not yet a leader that answers offset requests
+            missing = [n for n in names if not offsets_answer(args.bootstrap, n, present[n])]
+        if not missing:
             break
         if time.monotonic() > deadline:
-            log("topics without leaders after 30 s: %s" % ", ".join(missing))
+            log("topics without answering leaders after 30 s: %s" % ", ".join(missing))
             return 1
         time.sleep(0.2)
 

@@ -263,8 +263,11 @@ def test_a_zombie_is_fenced_by_its_restarted_self(iso):
         assert keys == sorted(first + second + [(p, i) for p, i, _k in last] + rest), keys
         for p, i, kpart in last:
             [v] = [v for v in mine if (v["partitionId"], v["chunkIndex"]) == (p, i)]
-            # the zombie committed its chunk in the ledger before its Kafka commit failed
-            assert v["outcome"] == ("REPLAY" if kpart in zpart else "ACCEPTED"), (kpart, zpart, v)
+            # the zombie's chunk: REPLAY when the zombie reached its database commit before its
+            # Kafka transaction was found fenced, ACCEPTED when the fencing showed first (at begin
+            # or produce); either way it is answered exactly once (the keys above)
+            expected = ("REPLAY", "ACCEPTED") if kpart in zpart else ("ACCEPTED",)
+            assert v["outcome"] in expected, (kpart, zpart, v)
             assert v["sourcePartition"] == kpart
         assert {v["outcome"] for v in mine if (v["partitionId"], v["chunkIndex"]) in first + second + rest} == \
             {"ACCEPTED"}

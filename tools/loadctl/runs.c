@@ -50,14 +50,14 @@ static const char *const NAMES[] = {"runId",
 
 static void print_table(const PGresult *r)
 {
-    printf("%-36s  %-24s %-12s %-24s %9s %9s %9s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS", "SOURCE",
+    printf("%-36s  %-24s %-20s %-24s %9s %9s %9s %s\n", "RUN", "JOB", "BUSINESS KEY", "STATUS", "SOURCE",
            "EXTRACTED", "PARTS", "STARTED (UTC)");
     for (int i = 0; i < PQntuples(r); i++) {
         char parts[48];
         snprintf(parts, sizeof parts, "%s/%s", lc_cell(r, i, 9), lc_cell(r, i, 8));
         if (!PQgetisnull(r, i, 10) && strcmp(PQgetvalue(r, i, 10), "0") != 0)
             snprintf(parts + strlen(parts), sizeof parts - strlen(parts), " %sF", PQgetvalue(r, i, 10));
-        printf("%-36s  %-24.24s %-12.12s %-24s %9s %9s %9s %.19s\n", lc_cell(r, i, 0), lc_cell(r, i, 1),
+        printf("%-36s  %-24.24s %-20.20s %-24s %9s %9s %9s %.19s\n", lc_cell(r, i, 0), lc_cell(r, i, 1),
                lc_cell(r, i, 2), lc_cell(r, i, 3), lc_cell(r, i, 4), lc_cell(r, i, 5), parts,
                lc_cell(r, i, 11));
     }

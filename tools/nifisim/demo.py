@@ -79,7 +79,7 @@ def reference(stack, nifi, flow, life, business_key):
         say("  %s" % c["value"])
     dispatch = cmds[0]["value"]["dispatchId"]
     steps = life.to_success(run, dispatch)
-    say("validation start-> started=%s, %s (stage table %s)" % (steps["start"]["started"], steps["start"]["runStatus"],
+    say("validation start -> started=%s, %s (stage table %s)" % (steps["start"]["started"], steps["start"]["runStatus"],
                                                               steps["start"]["stageTable"]))
     say("STAGING metrics -> %d recorded, %d FAIL" % (steps["staging"]["recorded"], steps["staging"]["failCount"]))
     say("stage-validated -> %s" % steps["stage_validated"]["runStatus"])
@@ -177,6 +177,9 @@ def publish_unknown(stack, nifi, flow, life, business_key):
     say("new run again   -> %s %s" % (d["outcome"], d["runStatus"]))
     journey(stack, run)
     ok = refused and r.returncode == 0 and d["outcome"] == "ACCEPTED"
+    # the admitted run is only a demonstration: end it, so that the next demo can run again
+    life.fail(third, "CREATED", "FAILED_MANIFEST", code="DEMO_FINISHED", stage="demo",
+              message="demonstration run, closed by the demo")
     say("RESULT publish-unknown: refused while PUBLISH_UNKNOWN, admitted after the operator resolved it: %s" % (
         "OK" if ok else "NOT OK"))
     return ok
@@ -196,12 +199,13 @@ def main():
     say("== migrating the ledger")
     say(stack.migrate().stdout.strip())
     say("== starting registrar, claimer, completion, dispatcher")
-    stack.start_all()
-    nifi = Nifi(stack.bootstrap, stack.prefix)
-    flow = Flow(nifi)
-    life = Lifecycle(flow)
     results = []
+    flow = None
     try:
+        stack.start_all()
+        nifi = Nifi(stack.bootstrap, stack.prefix)
+        flow = Flow(nifi)
+        life = Lifecycle(flow)
         if args.scenario in ("all", "reference"):
             results.append(reference(stack, nifi, flow, life, args.business_key))
         if args.scenario in ("all", "stall"):
@@ -209,7 +213,8 @@ def main():
         if args.scenario in ("all", "publish-unknown"):
             results.append(publish_unknown(stack, nifi, flow, life, args.business_key + ".pu"))
     finally:
-        flow.close()
+        if flow:
+            flow.close()
         if not args.keep_running:
             codes = stack.stop_all()
             say("services stopped: %s" % ", ".join("%s=%s" % kv for kv in sorted(codes.items())))

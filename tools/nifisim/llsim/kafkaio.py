@@ -2,7 +2,7 @@
 import time
 import uuid
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from . import avroframe
@@ -61,10 +61,20 @@ class Reader:
         md = self.consumer.list_topics(topic, timeout=10)
         parts = []
         for p in md.topics[topic].partitions:
-            lo, hi = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            lo, hi = self._watermarks(topic, p)
             parts.append(TopicPartition(topic, p, lo if from_beginning else hi))
         self.consumer.assign(parts)
         self.records = []
+
+    def _watermarks(self, topic, p, attempts=40):
+        """Low and high watermark; retried while a just-started broker is not yet leader."""
+        for i in range(attempts):
+            try:
+                return self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            except KafkaException:
+                if i == attempts - 1:
+                    raise
+                time.sleep(0.25)
 
     def _poll(self, timeout):
         m = self.consumer.poll(timeout)
