@@ -81,18 +81,15 @@ def existing_topics(a):
     return a.list_topics(timeout=10).topics
 
 
-def offsets_answer(bootstrap, name, meta):
+def offsets_answer(consumer, name, meta):
     """True when every partition of the topic answers a watermark-offsets request."""
-    from confluent_kafka import Consumer, TopicPartition
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "ll-env-ready"})
+    from confluent_kafka import TopicPartition
     try:
         for p in meta.partitions:
-            c.get_watermark_offsets(TopicPartition(name, p), timeout=10)
+            consumer.get_watermark_offsets(TopicPartition(name, p), timeout=5)
         return True
     except KafkaException:
         return False
-    finally:
-        c.close()
 
 
 def cmd_topics(args):
@@ -149,19 +146,27 @@ def cmd_topics(args):
                 return 1
             time.sleep(0.5)
 
-    # Metadata may lag a little behind CreateTopics: wait until every topic has leaders.
-    deadline = time.monotonic() + 30
+    # Metadata may lag a little behind CreateTopics, and a leader in the metadata may not answer
+    # offset requests yet: wait until every partition of every topic does (a loaded machine may
+    # need a while; the wait ends as soon as they answer).
+    from confluent_kafka import Consumer
+    probe = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "ll-env-ready"})
+    deadline = time.monotonic() + 180
+    ready = set()
     while True:
         present = existing_topics(a)
-        missing = [n for n in names if n not in present or
-                   any(p.leader < 0 for p in present[n].partitions.values())]
+        for n in names:
+            if n in ready or n not in present or any(p.leader < 0 for p in present[n].partitions.values()):
+                continue
+            if offsets_answer(probe, n, present[n]):
+                ready.add(n)
+        missing = [n for n in names if n not in ready]
         if not missing:
-            # a leader in the metadata is not yet a leader that answers offset requests
-            missing = [n for n in names if not offsets_answer(args.bootstrap, n, present[n])]
-        if not missing:
+            probe.close()
             break
         if time.monotonic() > deadline:
-            log("topics without answering leaders after 30 s: %s" % ", ".join(missing))
+            probe.close()
+            log("topics without answering leaders after 180 s: %s" % ", ".join(missing))
             return 1
         time.sleep(0.2)
 

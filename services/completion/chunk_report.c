@@ -302,7 +302,7 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
         out->reply =
             outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", NULL,
                     rs, NULL, 0, false);
-    } else if (own == OWN_MISMATCH) {
+    } else if (own == OWN_MISMATCH || own == OWN_SUPERSEDED) {
         out->reply = outcome(m, &c, "REJECTED", "CLAIM_MISMATCH", "claim token does not own the partition",
                              rs, ll_part_status_name(op.status), 0, false);
     } else if (!ll_chunk_path_inside_run(op.run.hdfs_run_path, c.path)) {

@@ -25,7 +25,8 @@ typedef struct owned_partition {
 /* How the reporter's token relates to the partition (ownership.c). */
 typedef enum ownership {
     OWN_MATCH = 0,    /* the stored token is the reporter's */
-    OWN_MISMATCH,     /* superseded or never claimable: CLAIM_MISMATCH at once */
+    OWN_MISMATCH,     /* a token never granted here that can no longer be: CLAIM_MISMATCH at once */
+    OWN_SUPERSEDED,   /* a token granted before, no longer the owner (a zombie after a reissue) */
     OWN_NOT_YET,      /* a token the ledger has not seen while a claim could still be granted: defer */
     OWN_NO_RUN,       /* run not in the ledger yet: defer */
     OWN_RUN_REFUSED,  /* the run request was refused: RUN_NOT_FOUND */

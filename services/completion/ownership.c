@@ -59,5 +59,7 @@ ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partit
         return OWN_NO_RUN;
     bool claimable =
         op->run.status == LL_RUN_EXTRACTING && (op->status == LL_PART_PENDING || op->status == LL_PART_RETRY);
-    return !known && claimable ? OWN_NOT_YET : OWN_MISMATCH;
+    if (known)
+        return OWN_SUPERSEDED;
+    return claimable ? OWN_NOT_YET : OWN_MISMATCH;
 }

@@ -2,10 +2,10 @@
  * partition_failure.c - a worker reports that its partition failed (contract §5.5).
  *
  * Lock run and partition; the token first (CLAIM_MISMATCH, or deferred while its claim may still
- * come), then ll_pfail_decide: already FAILED is a replay (changed=false), not RUNNING is
- * PARTITION_STATUS_MISMATCH; otherwise the partition fails and, if the run is EXTRACTING, the
- * run fails too: FAILED_SNAPSHOT_EXPIRED for ORA-01555 / ORA-08180 / class SNAPSHOT, else
- * FAILED_EXTRACT. No dispatch is ever created.
+ * come; a superseded token, a zombie after a reissue, PARTITION_STATUS_MISMATCH), then ll_pfail_decide:
+ * already FAILED is a replay (changed=false), not RUNNING is PARTITION_STATUS_MISMATCH; otherwise the
+ * partition fails and, if the run is EXTRACTING, the run fails too: FAILED_SNAPSHOT_EXPIRED for ORA-01555 /
+ * ORA-08180 / class SNAPSHOT, else FAILED_EXTRACT. No dispatch is ever created.
  */
 #include <stdio.h>
 #include <string.h>
@@ -128,6 +128,13 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
         out->reply =
             outcome(m, &f, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", rs,
                     NULL, false);
+    } else if (own == OWN_SUPERSEDED) {
+        /* a zombie after a reissue: its partition has moved on without it (issue #4 asks for
+         * PARTITION_STATUS_MISMATCH here; the reference answers CLAIM_MISMATCH, contract §12) */
+        out->reply = outcome(m, &f, "REJECTED", "PARTITION_STATUS_MISMATCH", rs, ps, false);
+        json_object_set_new(
+            out->reply, "details",
+            json_pack("{s:s,s:s}", "partitionStatus", ps, "reason", "claim token superseded by a reissue"));
     } else {
         switch (ll_pfail_decide(op.status, own == OWN_MATCH ? op.stored_token : NULL, f.token)) {
         case LL_PFAIL_APPLY:
