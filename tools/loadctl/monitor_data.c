@@ -98,6 +98,8 @@ static const ll_stmt ST_ALERTS = {
               "   d.dispatch_type || ': ' || coalesce(d.last_error, ''), d.dispatch_id::text"
               "  FROM nifi_ops.load_dispatch d LEFT JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
               "  WHERE d.status = 'DEAD'"
+              /* the sweeper's abandoned commands of ended runs need no operator */
+              "   AND coalesce(d.last_error, '') NOT LIKE 'abandoned:%'"
               " UNION ALL"
               "  SELECT 'RUN_FAILED', 'ERROR', r.run_id::text, r.job_key, r.business_key, " LC_ENDED ","
               "   btrim(coalesce(r.error_code, '') || ' ' || coalesce(r.error_message, '')), NULL"
