@@ -70,6 +70,18 @@ run_lookup lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, ll_app
  * *reasons (none = pass); *count = the newest all-digits value of count_metric, or -1 (gate.c). */
 ll_db_rc read_gate(ll_db *db, const char *run_id, const char *stage, const char *count_metric,
                    ll_strlist *reasons, int64_t *count);
+/* A step behind a validation gate: the stage whose stored metrics decide, the metric that gives
+ * the count, the CAS that moves the run ($1 run id, $2 count or NULL) and the event it writes. */
+typedef struct gated_step {
+    const char *stage, *count_metric, *event;
+    const ll_stmt *cas;
+} gated_step;
+
+/* Applies the gate (contract §3.5); when it passes, runs the CAS with the count (count_override
+ * ≥ 0 wins over the metric) and writes the event; *passed says which. Reasons go to *reasons. */
+ll_db_rc gated_move(ll_db *db, const char *run_id, const gated_step *g, int64_t count_override,
+                    ll_strlist *reasons, bool *passed);
+
 /* The reasons as a JSON array of strings (new reference). */
 json_t *reasons_json(const ll_strlist *reasons);
 

@@ -2,6 +2,7 @@
  * gate.c - reads the stored metrics of one stage and applies the gate of contract §3.5
  * (ll_validation_gate): never a verdict sent with a request, always what the ledger holds.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,4 +48,24 @@ json_t *reasons_json(const ll_strlist *reasons)
     for (size_t i = 0; i < reasons->n; i++)
         json_array_append_new(a, json_string(reasons->items[i]));
     return a;
+}
+
+ll_db_rc gated_move(ll_db *db, const char *run_id, const gated_step *g, int64_t count_override,
+                    ll_strlist *reasons, bool *passed)
+{
+    int64_t metric = -1;
+    *passed = false;
+    if (read_gate(db, run_id, g->stage, g->count_metric, reasons, &metric) != LL_DB_OK)
+        return LL_DB_ERROR;
+    if (reasons->n > 0)
+        return LL_DB_OK;
+    int64_t count = count_override >= 0 ? count_override : metric;
+    char c[24];
+    snprintf(c, sizeof c, "%lld", (long long)count);
+    const char *p[2] = {run_id, count >= 0 ? c : NULL};
+    ll_event ev = {g->event, "INFO", run_id, NULL, -1, count, NULL, NULL, NULL, NULL};
+    if (ll_exec(db, g->cas, p) != LL_DB_OK || ll_event_insert(db, &ev) != LL_DB_OK)
+        return LL_DB_ERROR;
+    *passed = true;
+    return LL_DB_OK;
 }

@@ -25,29 +25,20 @@ static json_t *outcome(const ll_msg *m, const char *run_id, const char *result, 
     return r;
 }
 
+static const gated_step STEP = {"TARGET", "TARGET_COUNT", "RUN_SUCCESS", &ST_SUCCESS};
+
 static ll_apply judge(ll_db *db, const ll_msg *m, const char *run_id, int64_t target_count, ll_apply_out *out)
 {
     ll_strlist reasons = {0};
-    int64_t metric = -1;
-    ll_apply a = LL_APPLY_DB;
-    if (read_gate(db, run_id, "TARGET", "TARGET_COUNT", &reasons, &metric) == LL_DB_OK) {
-        if (reasons.n > 0) {
-            out->reply = outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "PUBLISHED", false, &reasons);
-            a = LL_APPLY_ROLLBACK;
-        } else {
-            int64_t count = target_count >= 0 ? target_count : metric;
-            char c[24];
-            snprintf(c, sizeof c, "%lld", (long long)count);
-            const char *p[2] = {run_id, count >= 0 ? c : NULL};
-            ll_event ev = {"RUN_SUCCESS", "INFO", run_id, NULL, -1, count, NULL, NULL, NULL, NULL};
-            if (ll_exec(db, &ST_SUCCESS, p) == LL_DB_OK && ll_event_insert(db, &ev) == LL_DB_OK) {
-                out->reply = outcome(m, run_id, "ACCEPTED", NULL, "SUCCESS", true, NULL);
-                a = LL_APPLY_COMMIT;
-            }
-        }
+    bool passed = false;
+    if (gated_move(db, run_id, &STEP, target_count, &reasons, &passed) != LL_DB_OK) {
+        ll_strlist_clear(&reasons);
+        return LL_APPLY_DB;
     }
+    out->reply = passed ? outcome(m, run_id, "ACCEPTED", NULL, "SUCCESS", true, NULL)
+                        : outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "PUBLISHED", false, &reasons);
     ll_strlist_clear(&reasons);
-    return a;
+    return passed ? LL_APPLY_COMMIT : LL_APPLY_ROLLBACK;
 }
 
 ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)

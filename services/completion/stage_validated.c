@@ -25,28 +25,20 @@ static json_t *outcome(const ll_msg *m, const char *run_id, const char *result, 
     return r;
 }
 
+static const gated_step STEP = {"STAGING", "STAGE_COUNT", "STAGE_VALIDATED", &ST_STAGE_VALIDATED};
+
 static ll_apply judge(ll_db *db, const ll_msg *m, const char *run_id, ll_apply_out *out)
 {
     ll_strlist reasons = {0};
-    int64_t count = -1;
-    ll_apply a = LL_APPLY_DB;
-    if (read_gate(db, run_id, "STAGING", "STAGE_COUNT", &reasons, &count) == LL_DB_OK) {
-        if (reasons.n > 0) {
-            out->reply = outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "STAGE_VALIDATING", false, &reasons);
-            a = LL_APPLY_ROLLBACK;
-        } else {
-            char c[24];
-            snprintf(c, sizeof c, "%lld", (long long)count);
-            const char *p[2] = {run_id, count >= 0 ? c : NULL};
-            ll_event ev = {"STAGE_VALIDATED", "INFO", run_id, NULL, -1, count, NULL, NULL, NULL, NULL};
-            if (ll_exec(db, &ST_STAGE_VALIDATED, p) == LL_DB_OK && ll_event_insert(db, &ev) == LL_DB_OK) {
-                out->reply = outcome(m, run_id, "ACCEPTED", NULL, "STAGING_VALIDATED", true, NULL);
-                a = LL_APPLY_COMMIT;
-            }
-        }
+    bool passed = false;
+    if (gated_move(db, run_id, &STEP, -1, &reasons, &passed) != LL_DB_OK) {
+        ll_strlist_clear(&reasons);
+        return LL_APPLY_DB;
     }
+    out->reply = passed ? outcome(m, run_id, "ACCEPTED", NULL, "STAGING_VALIDATED", true, NULL)
+                        : outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "STAGE_VALIDATING", false, &reasons);
     ll_strlist_clear(&reasons);
-    return a;
+    return passed ? LL_APPLY_COMMIT : LL_APPLY_ROLLBACK;
 }
 
 ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
