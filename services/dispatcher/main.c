@@ -3,24 +3,21 @@
  * FOR UPDATE SKIP LOCKED, publish the validate-run / reissue-partition command, mark SENT, back
  * off, or DEAD. Woken by LISTEN/NOTIFY, polling as the fallback. Contract §6.
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "dispatcher.h"
+#include "ll/daemon.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
 #include "ll/svc.h"
 #include "ll/topics.h"
 
 static const ll_config_key keys[] = {
-    {"service.instance_id", NULL, false, "id of this instance (informational)"},
-    {"db.conninfo", NULL, true, "libpq conninfo of the dispatcher's PostgreSQL role"},
     {"db.listen_conninfo", NULL, false,
      "conninfo of the LISTEN connection; default db.conninfo; 'none' = polling only"},
-    {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
     {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
     {"schema.dir", NULL, false, "folder of the .avsc files"},
     {"dispatch.batch", "20", false, "rows per lease"},
@@ -38,15 +35,7 @@ static const ll_config_key keys[] = {
     {"nifi.ca_bundle", NULL, false, "http sink: CA bundle of the receiver's certificate"},
     {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)"},
     {"nifi.client_key", NULL, false, "http sink: client key"},
-    {"log.level", "info", false, "debug, info, warn or error"},
     {NULL, NULL, false, NULL}};
-
-static volatile sig_atomic_t g_stop;
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
 static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, size_t n)
 {
@@ -169,65 +158,40 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
 
 int main(int argc, char **argv)
 {
-    const char *path = getenv("LOADLEDGER_CONFIG");
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            path = argv[++i];
-        } else {
-            printf("ll-dispatcher - delivers the outbox (load_dispatch) to Kafka or a NiFi HTTP receiver\n"
-                   "usage: ll-dispatcher [--config FILE]\nkeys (environment LOADLEDGER_<KEY>, . as __):\n");
-            ll_config_usage(stdout, keys);
-            printf("  %-32s %s\n", "kafka.<property>", "passed to librdkafka");
-            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
-        }
-    }
-    unsetenv("LOADLEDGER_CONFIG");
+    ll_daemon d;
+    int rc = ll_daemon_start(&d, argc, argv, "dispatcher",
+                             "delivers the outbox (load_dispatch) to Kafka or a NiFi HTTP receiver", keys,
+                             "  kafka.<property>                 passed to librdkafka\n");
+    if (rc >= 0)
+        return rc;
     char err[1024];
-    ll_config *cfg = ll_config_load(path, keys, LL_ALL_TOPICS, err, sizeof err);
     dispatch_settings s;
-    ll_level lvl = LL_INFO;
-    if (!cfg || read_settings(cfg, &s, err, sizeof err) ||
-        ll_log_level_parse(ll_config_get(cfg, "log.level"), &lvl)) {
-        fprintf(stderr, "ll-dispatcher: %s\n", cfg ? err : err);
-        ll_config_free(cfg);
-        return 1;
-    }
-    ll_log_init("dispatcher", lvl);
     dispatch_sink sink;
-    if (open_sink(&sink, cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "ll-dispatcher: %s\n", err);
+    if (read_settings(d.cfg, &s, err, sizeof err) != 0)
+        return ll_daemon_fail(&d, err);
+    if (open_sink(&sink, d.cfg, err, sizeof err) != 0) {
         close_sink(&sink);
-        ll_config_free(cfg);
-        return 1;
+        return ll_daemon_fail(&d, err);
     }
-    int64_t attempts = 3;
-    ll_config_int(cfg, "db.tx_attempts", &attempts, err, sizeof err);
-    ll_db db;
-    if (ll_db_open(&db, ll_config_get(cfg, "db.conninfo"), "dispatcher", (int)attempts) != LL_DB_OK)
-        ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start; will retry");
-    const char *lc = ll_config_get(cfg, "db.listen_conninfo");
+    ll_daemon_open_db(&d);
+    const char *lc = ll_config_get(d.cfg, "db.listen_conninfo");
     listener lis = {NULL, NULL, 0};
     if (!lc)
-        lc = ll_config_get(cfg, "db.conninfo");
+        lc = ll_config_get(d.cfg, "db.conninfo");
     if (strcmp(lc, "none") != 0)
         lis.conninfo = (char *)lc;
     else
         ll_log(LL_INFO, NULL, "listen_disabled", "polling only");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
     ll_log(LL_INFO, NULL, "service_started", "dispatcher started (poll %lld ms, lease %lld ms)",
            (long long)s.poll_ms, (long long)s.lease_ms);
     /* Drain at start, then whenever a NOTIFY comes (or the listener reconnects), a row falls
      * due, or poll_interval passes. The wait is cut into slices of at most 1 s so that a stop
      * signal arriving between two checks is honoured within a second. */
-    int rc = 0;
+    rc = 0;
     char fatal[512];
-    drain(&db, &sink, &s);
-    int64_t drain_at = mono_ms() + next_wait_ms(&db, &s);
-    while (!g_stop) {
+    drain(&d.db, &sink, &s);
+    int64_t drain_at = mono_ms() + next_wait_ms(&d.db, &s);
+    while (!ll_daemon_stopping) {
         if (!sink.http && rd_kafka_fatal_error(sink.kafka.producer, fatal, sizeof fatal)) {
             /* the idempotent producer cannot deliver any more: let the supervisor restart us;
              * the leased rows come due again after their lease */
@@ -241,15 +205,14 @@ int main(int argc, char **argv)
             if (!listener_wait(&lis, slice))
                 continue;
         }
-        if (g_stop)
+        if (ll_daemon_stopping)
             break;
-        drain(&db, &sink, &s);
-        drain_at = mono_ms() + next_wait_ms(&db, &s);
+        drain(&d.db, &sink, &s);
+        drain_at = mono_ms() + next_wait_ms(&d.db, &s);
     }
     ll_log(LL_INFO, NULL, "service_stopped", "dispatcher stopped (exit %d)", rc);
     listener_close(&lis);
-    ll_db_close(&db);
     close_sink(&sink);
-    ll_config_free(cfg);
+    ll_daemon_end(&d);
     return rc;
 }

@@ -4,21 +4,18 @@
  * alerts, stalled publishes. Any number of instances may run: an advisory lock lets one act per
  * tick. Settings are checked at start (recovery.stale > recovery.extract_query_timeout).
  */
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "ll/config.h"
+#include "ll/daemon.h"
 #include "ll/log.h"
 #include "ll/topics.h"
 #include "sweeper.h"
 
 static const ll_config_key keys[] = {
-    {"service.instance_id", NULL, false, "id of this instance (informational)"},
-    {"db.conninfo", NULL, true, "libpq conninfo of the sweeper's PostgreSQL role (ll_sweeper)"},
-    {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
     {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline"},
     {"recovery.extract_query_timeout", "PT60M", false, "must equal NiFi EXTRACT.QUERY.TIMEOUT"},
     {"recovery.stale", "PT90M", false,
@@ -30,15 +27,7 @@ static const ll_config_key keys[] = {
     {"recovery.sweeper_interval", "PT1M", false, "time between ticks"},
     {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent"},
     {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)"},
-    {"log.level", "info", false, "debug, info, warn or error"},
     {NULL, NULL, false, NULL}};
-
-static volatile sig_atomic_t g_stop;
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_stop = 1;
-}
 
 static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, size_t n)
 {
@@ -102,7 +91,7 @@ static void report(const sweep_counts *c)
 
 static void sleep_ms(int64_t ms)
 {
-    while (ms > 0 && !g_stop) {
+    while (ms > 0 && !ll_daemon_stopping) {
         int64_t step = ms < 200 ? ms : 200;
         struct timespec ts = {step / 1000, (step % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -112,53 +101,28 @@ static void sleep_ms(int64_t ms)
 
 int main(int argc, char **argv)
 {
-    const char *path = getenv("LOADLEDGER_CONFIG");
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
-            path = argv[++i];
-        } else {
-            printf("ll-sweeper - finds stalled partitions, runs, dispatches and publishes\n"
-                   "usage: ll-sweeper [--config FILE]\nkeys (environment LOADLEDGER_<KEY>, . as __):\n");
-            ll_config_usage(stdout, keys);
-            return strcmp(argv[i], "--help") == 0 ? 0 : 1;
-        }
-    }
-    unsetenv("LOADLEDGER_CONFIG");
+    ll_daemon d;
+    int rc = ll_daemon_start(&d, argc, argv, "sweeper",
+                             "finds stalled partitions, runs, dispatches and publishes", keys, NULL);
+    if (rc >= 0)
+        return rc;
     char err[1024];
     sweep_settings s;
-    ll_level lvl = LL_INFO;
-    ll_config *cfg = ll_config_load(path, keys, LL_ALL_TOPICS, err, sizeof err);
-    if (!cfg || read_settings(cfg, &s, err, sizeof err) ||
-        ll_log_level_parse(ll_config_get(cfg, "log.level"), &lvl)) {
-        fprintf(stderr, "ll-sweeper: %s\n", err);
-        ll_config_free(cfg);
-        return 1;
-    }
-    ll_log_init("sweeper", lvl);
-    int64_t attempts = 3;
-    ll_config_int(cfg, "db.tx_attempts", &attempts, err, sizeof err);
-    ll_db db;
-    if (ll_db_open(&db, ll_config_get(cfg, "db.conninfo"), "sweeper", (int)attempts) != LL_DB_OK)
-        ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start; will retry");
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
+    if (read_settings(d.cfg, &s, err, sizeof err) != 0)
+        return ll_daemon_fail(&d, err);
+    ll_daemon_open_db(&d);
     ll_log(LL_INFO, NULL, "service_started", "sweeper started (mode %s, interval %lld ms)",
-           ll_config_get(cfg, "recovery.mode"), (long long)s.interval_ms);
-    while (!g_stop) {
+           ll_config_get(d.cfg, "recovery.mode"), (long long)s.interval_ms);
+    while (!ll_daemon_stopping) {
         sweep_counts c;
         bool acted = false;
-        ll_db_rc rc = sweep_tick(&db, &s, &c, &acted);
-        if (rc != LL_DB_OK)
-            ll_log(LL_WARN, NULL, "sweeper_error", "tick failed: %s %s", db.err.sqlstate, db.err.message);
+        if (sweep_tick(&d.db, &s, &c, &acted) != LL_DB_OK)
+            ll_log(LL_WARN, NULL, "sweeper_error", "tick failed: %s %s", d.db.err.sqlstate, d.db.err.message);
         else if (acted)
             report(&c);
         sleep_ms(s.interval_ms);
     }
     ll_log(LL_INFO, NULL, "service_stopped", "sweeper stopped");
-    ll_db_close(&db);
-    ll_config_free(cfg);
+    ll_daemon_end(&d);
     return 0;
 }

@@ -1,0 +1,97 @@
+/*
+ * daemon.c - start-up and shutdown of the services that do not consume Kafka (daemon.h).
+ */
+#include "ll/daemon.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ll/log.h"
+#include "ll/svc.h"
+#include "ll/topics.h"
+
+const ll_config_key LL_DAEMON_CONFIG_KEYS[] = {
+    {"service.instance_id", NULL, false, "id of this instance (informational)"},
+    {"db.conninfo", NULL, true, "libpq conninfo of the service's own PostgreSQL role (ll_<service>)"},
+    {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
+    {"log.level", "info", false, "debug, info, warn or error"},
+    {NULL, NULL, false, NULL}};
+
+volatile sig_atomic_t ll_daemon_stopping;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    ll_daemon_stopping = 1;
+}
+
+int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const char *summary,
+                    const ll_config_key *own_keys, const char *extra_help)
+{
+    memset(d, 0, sizeof *d);
+    d->name = name;
+    d->keys = ll_config_keys_merge(LL_DAEMON_CONFIG_KEYS, own_keys);
+    const char *path = getenv("LOADLEDGER_CONFIG");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            path = argv[++i];
+            continue;
+        }
+        bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
+        FILE *out = help ? stdout : stderr;
+        if (!help)
+            fprintf(stderr, "ll-%s: unknown argument '%s'\n", name, argv[i]);
+        fprintf(out,
+                "ll-%s - %s\nusage: ll-%s [--config FILE]\nkeys (environment LOADLEDGER_<KEY>, . as __):\n",
+                name, summary, name);
+        ll_config_usage(out, d->keys);
+        if (extra_help)
+            fputs(extra_help, out);
+        ll_daemon_end(d);
+        return help ? 0 : 1;
+    }
+    /* LOADLEDGER_CONFIG is the file's path, not a key */
+    unsetenv("LOADLEDGER_CONFIG");
+    char err[1024];
+    ll_level lvl = LL_INFO;
+    if (!(d->cfg = ll_config_load(path, d->keys, LL_ALL_TOPICS, err, sizeof err)))
+        return ll_daemon_fail(d, err);
+    if (ll_log_level_parse(ll_config_get(d->cfg, "log.level"), &lvl) != 0)
+        return ll_daemon_fail(d, "log.level must be debug, info, warn or error");
+    ll_log_init(name, lvl);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    return -1;
+}
+
+int ll_daemon_fail(ll_daemon *d, const char *msg)
+{
+    fprintf(stderr, "ll-%s: %s\n", d->name, msg);
+    ll_daemon_end(d);
+    return 1;
+}
+
+void ll_daemon_open_db(ll_daemon *d)
+{
+    char err[256];
+    int64_t attempts = 3;
+    ll_config_int(d->cfg, "db.tx_attempts", &attempts, err, sizeof err);
+    d->db_opened = true;
+    if (ll_db_open(&d->db, ll_config_get(d->cfg, "db.conninfo"), d->name, (int)attempts) != LL_DB_OK)
+        ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start; will retry");
+}
+
+void ll_daemon_end(ll_daemon *d)
+{
+    if (d->db_opened)
+        ll_db_close(&d->db);
+    d->db_opened = false;
+    ll_config_free(d->cfg);
+    d->cfg = NULL;
+    free(d->keys);
+    d->keys = NULL;
+}
