@@ -1,5 +1,6 @@
-"""scripts/env.sh itself (docs/environment.md): a failed `up` leaves nothing running, and a fresh
-broker is formatted whatever its random KRaft cluster id looks like.
+"""scripts/env.sh itself (docs/environment.md): a failed `up` leaves nothing running, a fresh
+broker is formatted whatever its random KRaft cluster id looks like, and the topics it creates
+carry the topic configs of config/topics.conf (the dead-letter topic takes 2 MiB records).
 
 One `up` in a run dir of its own (beside $LL_RUN_DIR, never the suite's environment), made to
 fail right after the broker was formatted and launched (LL_KAFKA_START_TIMEOUT=0: no time to
@@ -11,8 +12,13 @@ import os
 import shutil
 import socket
 import subprocess
+import uuid
 
 import pytest
+from confluent_kafka import KafkaError, Producer
+from confluent_kafka.admin import AdminClient, ConfigResource
+
+from llsim.stack import read_env  # tools/nifisim is on sys.path (conftest.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ENV_SH = os.path.join(HERE, "..", "..", "scripts", "env.sh")
@@ -85,3 +91,43 @@ def test_failed_up_leaves_nothing_running_and_dash_cluster_id_formats(run_dir):
     assert st.returncode == 3
     assert "PostgreSQL: not running" in st.stderr and "Kafka: not running" in st.stderr, st.stderr
 
+
+def test_dead_letter_topic_takes_two_mib_records_other_topics_one():
+    """`env.sh topics` creates <prefix>dead-letters with max.message.bytes=2097152: a dead letter
+    of a 1 MiB input value plus its headers fits, while an input topic keeps the broker's 1 MiB."""
+    env = read_env()
+    bootstrap = env["LL_KAFKA_BOOTSTRAP"]
+    prefix = "envtest.%s." % uuid.uuid4().hex[:8]
+    p = subprocess.run([ENV_SH, "topics"], env=dict(os.environ, LL_TOPIC_PREFIX=prefix), capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    try:
+        res = [ConfigResource(ConfigResource.Type.TOPIC, prefix + t) for t in ("dead-letters", "run-requests")]
+        got = {r.name: fut.result()["max.message.bytes"].value for r, fut in admin.describe_configs(res).items()}
+        assert got == {prefix + "dead-letters": "2097152", prefix + "run-requests": "1048588"}
+
+        # 1 MiB of value (loop.max_message_bytes) plus 64 KiB of headers: taken by the dead-letter
+        # topic, refused by the broker on an input topic (the producer's own limit is set above).
+        value = os.urandom(1048576)
+        headers = [("ll.error.message", b"x" * 65536)]
+        results = {}
+
+        def done(err, msg):
+            results[msg.topic()] = err
+
+        prod = Producer({"bootstrap.servers": bootstrap, "message.max.bytes": 4194304, "retries": 0,
+                         "enable.idempotence": False, "compression.type": "none"})
+        for t in ("dead-letters", "run-requests"):
+            prod.produce(prefix + t, key=b"k", value=value, headers=headers, on_delivery=done)
+        assert prod.flush(60) == 0
+        assert results[prefix + "dead-letters"] is None
+        assert results[prefix + "run-requests"].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    finally:
+        names = [prefix + line.split()[0] for line in open(os.path.join(HERE, "..", "..", "config", "topics.conf"))
+                 if line.split("#", 1)[0].strip()]
+        for fut in admin.delete_topics(names, operation_timeout=30).values():
+            try:
+                fut.result()
+            except Exception:  # noqa: BLE001 - best effort: a test prefix of its own
+                pass
