@@ -58,7 +58,7 @@ ENV_FILE=$LL_RUN_DIR/env
 RUN_MARKER=$LL_RUN_DIR/.loadledger-run
 
 APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-dev uuid-dev
-  libcurl4-openssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
+  libcurl4-openssl-dev libssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
   python3-avro python3-confluent-kafka python3-psycopg2 python3-pytest docker-compose tmux
   valgrind clang-format default-jre-headless maven)
 
