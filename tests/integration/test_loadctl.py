@@ -101,6 +101,8 @@ def test_help_forms_and_usage_errors(lc):
     assert rc == 1 and "UUID" in err
     rc, doc, _ = lcj(lc, "resend", "x")
     assert rc == 1 and doc["ok"] is False and doc["code"] == "USAGE" and doc["exitCode"] == 1
+    rc, doc, err = lcj(lc, "migrate", "--dir", "/nonexistent/ll-migrations")
+    assert rc == 1 and doc["code"] == "USAGE" and err.startswith("loadctl: usage: cannot open")
 
 
 def test_conninfo_sources(stack, lc):
