@@ -20,6 +20,7 @@ import threading
 import time
 
 import pytest
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from conftest import new_run
@@ -36,7 +37,7 @@ def _dead_letters_at(reader, topic, partition, offset):
             and r["headers"].get("ll.source.partition") == str(partition).encode()]
 
 
-def _sent(nifi, logical, value, key, partition=0):
+def _sent(producer, topic, value, key, partition=0):
     """Produces raw bytes to one Kafka partition; returns the offset the broker gave them."""
     got = {}
 
@@ -44,8 +45,8 @@ def _sent(nifi, logical, value, key, partition=0):
         assert err is None, err
         got["offset"] = msg.offset()
 
-    nifi.producer.produce(nifi.topic(logical), value=value, key=key.encode(), partition=partition, on_delivery=cb)
-    nifi.flush()
+    producer.produce(topic, value=value, key=key.encode(), partition=partition, on_delivery=cb)
+    assert producer.flush(30) == 0
     return got["offset"]
 
 
@@ -75,15 +76,17 @@ def test_dead_letter_always_fits_and_the_partition_moves_on(iso):
         big = bytes(rnd.getrandbits(8) for _ in range(1040000))
         huge = bytes(rnd.getrandbits(8) for _ in range(2500000))
         run1, run2 = new_run(), new_run()
-        off_big = _sent(nifi, "run-requests", big, run1.run_id)
-        off_huge = _sent(nifi, "run-requests", huge, run1.run_id)
+        # a client that sends what the topic takes (librdkafka's own limit is 1,000,000 bytes)
+        producer = Producer({"bootstrap.servers": st.bootstrap, "message.max.bytes": 4000000})
+        topic = iso.topic("run-requests")
+        off_big = _sent(producer, topic, big, run1.run_id)
+        off_huge = _sent(producer, topic, huge, run1.run_id)
         good = avroframe.encode(run2.run_request(), "RunRequest")
-        _sent(nifi, "run-requests", good, run2.run_id)
+        _sent(producer, topic, good, run2.run_id)
         t0 = time.time()
         [reply] = flow.reply("run-decisions", run2.run_id, timeout=60)
         assert reply["outcome"] == "ACCEPTED", reply
         assert time.time() - t0 < 30, "the next message waited behind the dead letters"
-        topic = iso.topic("run-requests")
         wait_until(lambda: dlq.drain(0.5) or (_dead_letters_at(dlq, topic, 0, off_big)
                                               and _dead_letters_at(dlq, topic, 0, off_huge)), 60, "dead letters")
         [d1] = _dead_letters_at(dlq, topic, 0, off_big)

@@ -763,7 +763,7 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
 {
     const char *topic = rd_kafka_topic_name(rkm->rkt);
     topic_io *io = io_for(l, topic);
-    char err[512], key[128] = "";
+    char err[1024], key[128] = "";
     if (rkm->key && rkm->key_len < sizeof key) {
         memcpy(key, rkm->key, rkm->key_len);
         key[rkm->key_len] = '\0';
