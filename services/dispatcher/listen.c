@@ -10,6 +10,7 @@
 
 #include "dispatcher.h"
 #include "ll/log.h"
+#include "ll/redact.h"
 
 static int64_t mono_ms(void)
 {
@@ -36,7 +37,9 @@ static bool connect_listener(listener *l)
             return true;
         }
     }
-    ll_log(LL_WARN, NULL, "listen_error", "cannot listen: %s", PQerrorMessage(l->conn));
+    char msg[512];
+    ll_log(LL_WARN, NULL, "listen_error", "cannot listen: %s",
+           ll_redact_secrets(PQerrorMessage(l->conn), l->conninfo, msg, sizeof msg));
     PQfinish(l->conn);
     l->conn = NULL;
     l->retry_at_ms = mono_ms() + 5000;

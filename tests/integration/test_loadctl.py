@@ -101,6 +101,8 @@ def test_help_forms_and_usage_errors(lc):
     assert rc == 1 and "UUID" in err
     rc, doc, _ = lcj(lc, "resend", "x")
     assert rc == 1 and doc["ok"] is False and doc["code"] == "USAGE" and doc["exitCode"] == 1
+    rc, doc, err = lcj(lc, "migrate", "--dir", "/nonexistent/ll-migrations")
+    assert rc == 1 and doc["code"] == "USAGE" and err.startswith("loadctl: usage: cannot open")
 
 
 def test_conninfo_sources(stack, lc):
@@ -187,12 +189,12 @@ def test_show_json_sections(lc, cur):
 
 # ---- resolve-publish-unknown (contract §5.15) ---------------------------------------------------
 
-def test_resolve_without_valid_reason_is_usage_and_changes_nothing(lc, cur):
+def test_resolve_without_valid_reason_changes_nothing(lc, cur):
+    """A malformed command line is usage (1); a reason the contract refuses (§5.15: 5..2000
+    chars, its 422) is refused (2, INVALID_REASON), as the README's exit codes say."""
     run = publish_unknown_run(cur)
     before = lf.run_row(cur, run)
     for args in (["--as", "PUBLISHED"],
-                 ["--as", "PUBLISHED", "--reason", "shrt"],
-                 ["--as", "PUBLISHED", "--reason", "x" * 2001],
                  ["--as", "SUCCESS", "--reason", "checked hive"],
                  ["--reason", "checked hive"]):
         rc, _, err = lc("resolve-publish-unknown", run, *args)
@@ -200,8 +202,18 @@ def test_resolve_without_valid_reason_is_usage_and_changes_nothing(lc, cur):
         assert err.startswith("loadctl: usage:")
     rc, doc, _ = lcj(lc, "resolve-publish-unknown", run, "--as", "PUBLISHED")
     assert rc == 1 and doc["code"] == "USAGE"
+    for reason, chars in (("shrt", 4), ("", 0), ("x" * 2001, 2001), ("\u00e9" * 4, 4)):
+        rc, _, err = lc("resolve-publish-unknown", run, "--as", "FAILED_PUBLISH", "--reason", reason)
+        assert rc == 2, (reason, err)
+        assert err.startswith("loadctl: refused: INVALID_REASON"), err
+        rc, doc, _ = lcj(lc, "resolve-publish-unknown", run, "--as", "PUBLISHED", "--reason", reason)
+        assert rc == 2 and doc["exitCode"] == 2 and doc["code"] == "INVALID_REASON"
+        assert doc["details"] == {"chars": chars, "min": 5, "max": 2000}
     assert lf.run_row(cur, run) == before
     assert lf.events(cur, run) == []
+    # the bounds themselves are taken: 5 characters (multi-byte counted as one each)
+    rc, doc, err = lcj(lc, "resolve-publish-unknown", run, "--as", "FAILED_PUBLISH", "--reason", "\u00e9" * 5)
+    assert rc == 0 and doc["changed"] is True, err
 
 
 def test_resolve_to_published(lc, cur):
@@ -441,11 +453,20 @@ def test_cleanup_refusals(lc, cur, retention_job):
         assert "refused: CLEANUP_NOT_DUE" in err
         assert lf.run_row(cur, runs[name]) == before and lf.events(cur, runs[name]) == []
     run = runs["failed_due"]
-    for args in (["--deleted-path", "/data/stage/../etc"], ["--deleted-path", "relative/path"],
-                 ["--deleted-path", "/data/st age"], ["--dropped-table", "t" * 301]):
+    # values the contract refuses (§5.18, its 422) are refusals (2), not usage; nothing recorded
+    for args, code in ((["--deleted-path", "/data/stage/../etc"], "INVALID_DELETED_PATH"),
+                       (["--deleted-path", "relative/path"], "INVALID_DELETED_PATH"),
+                       (["--deleted-path", "/data/st age"], "INVALID_DELETED_PATH"),
+                       (["--dropped-table", "t" * 301], "INVALID_DROPPED_TABLE")):
         rc, _, err = lc("cleanup", run, *args)
-        assert rc == 1, (args, err)
+        assert rc == 2, (args, err)
+        assert err.startswith("loadctl: refused: " + code), err
+        rc, doc, _ = lcj(lc, "cleanup", run, *args)
+        assert rc == 2 and doc["exitCode"] == 2 and doc["code"] == code
+    rc, _, err = lc("cleanup", run, "--deleted-path")
+    assert rc == 1 and "needs a value" in err
     assert lf.run_row(cur, run)["cleaned_at"] is None
+    assert lf.events(cur, run) == []
     rc, doc, _ = lcj(lc, "cleanup", str(uuid.uuid4()))
     assert rc == 2 and doc["code"] == "RUN_NOT_FOUND"
 

@@ -32,8 +32,9 @@ static const char USAGE_CLEANUP[] =
     "hand): sets cleaned_at once and writes the event RUN_CLEANED with the values given (recorded\n"
     "only; loadctl deletes nothing). --dropped-table is at most 300 chars; --deleted-path must be\n"
     "an absolute HDFS path of [A-Za-z0-9_.=/-] without a '..' segment.\n"
-    "Exit 0 recorded or already cleaned (changed=false), 1 usage, 2 RUN_NOT_FOUND or\n"
-    "CLEANUP_NOT_DUE (active, or still inside its retention), 3 database.\n" LC_RETENTION_USAGE;
+    "Exit 0 recorded or already cleaned (changed=false), 1 usage, 2 RUN_NOT_FOUND,\n"
+    "CLEANUP_NOT_DUE (active, or still inside its retention), INVALID_DROPPED_TABLE or\n"
+    "INVALID_DELETED_PATH, 3 database.\n" LC_RETENTION_USAGE;
 
 /* §5.17: $1 job or NULL, $2/$3 retentions (ms), $4 the effective limit. */
 static const ll_stmt ST_CANDIDATES = {
@@ -153,14 +154,16 @@ static ll_db_rc cleanup_body(ll_db *db, void *arg)
     return rc;
 }
 
-/* The input rules of §5.18; LC_CONTINUE when they hold. */
+/* The input rules of §5.18 (else 422 there): LC_REFUSED with INVALID_DROPPED_TABLE or
+ * INVALID_DELETED_PATH when one fails, LC_CONTINUE when they hold. */
 static int check_args(const lc_opts *o, const char *table, const char *path)
 {
     long chars = table ? ll_utf8_chars(table) : 0;
     if (chars < 0 || chars > 300)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--dropped-table must be at most 300 chars of UTF-8");
+        return lc_fail(o, LC_REFUSED, "INVALID_DROPPED_TABLE", NULL,
+                       "--dropped-table must be at most 300 chars of UTF-8");
     if (path && (!ll_is_hdfs_path(path) || ll_path_has_dotdot(path)))
-        return lc_fail(o, LC_USAGE, "USAGE", NULL,
+        return lc_fail(o, LC_REFUSED, "INVALID_DELETED_PATH", NULL,
                        "--deleted-path must be an absolute HDFS path of [A-Za-z0-9_.=/-] without '..'");
     return LC_CONTINUE;
 }

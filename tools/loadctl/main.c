@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ll/redact.h"
 #include "loadctl.h"
 
 /* The commands, in the order `loadctl --help` lists them. */
@@ -59,7 +60,7 @@ PGconn *lc_connect(const lc_opts *o)
     PGconn *c = PQconnectdb(ci);
     if (PQstatus(c) != CONNECTION_OK) {
         char msg[512];
-        snprintf(msg, sizeof msg, "%s", PQerrorMessage(c));
+        ll_redact_secrets(PQerrorMessage(c), ci, msg, sizeof msg);
         msg[strcspn(msg, "\n")] = '\0';
         lc_fail(o, LC_DB, "DATABASE_UNAVAILABLE", NULL, "cannot connect: %s", msg);
         PQfinish(c);

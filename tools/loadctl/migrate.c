@@ -116,10 +116,8 @@ int lc_migrate(const lc_opts *go, int argc, char **argv)
     if (rc0 != LC_CONTINUE)
         return rc0;
     DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "loadctl migrate: cannot open %s\n", dir);
-        return LC_USAGE;
-    }
+    if (!d)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "cannot open the migrations folder %s", dir);
     char *files[512];
     size_t n = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL && n < 512;) {

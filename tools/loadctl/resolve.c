@@ -25,8 +25,9 @@ static const char USAGE[] =
     "(contract §11). --reason (5..2000 chars) records the evidence; it is stored in the event\n"
     "PUBLISH_UNKNOWN_RESOLVED with your OS user and host (and as the run's error_message for\n"
     "FAILED_PUBLISH). When in doubt, never resolve to PUBLISHED.\n"
-    "Exit 0 resolved or already so (changed=false), 1 usage, 2 RUN_NOT_FOUND or\n"
-    "RUN_STATUS_MISMATCH (the run is not PUBLISH_UNKNOWN), 3 database.\n";
+    "Exit 0 resolved or already so (changed=false), 1 usage, 2 RUN_NOT_FOUND,\n"
+    "RUN_STATUS_MISMATCH (the run is not PUBLISH_UNKNOWN) or INVALID_REASON (not 5..2000\n"
+    "chars), 3 database.\n";
 
 /* §3.1 "PUBLISHED (operator resolve): published_at = now and error fields cleared". */
 static const ll_stmt ST_TO_PUBLISHED = {
@@ -98,18 +99,21 @@ static ll_db_rc resolve_body(ll_db *db, void *arg)
     return rc;
 }
 
-/* Checks the arguments; LC_CONTINUE when they are fine. */
+/* Checks the arguments: LC_USAGE for a malformed command line, LC_REFUSED (INVALID_REASON) for
+ * a reason the contract refuses; LC_CONTINUE when they are fine. */
 static int check_args(const lc_opts *o, const char *run, char run_id[37], const char *as, const char *reason)
 {
     if (ll_uuid_canonical(run, run_id) != 0)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "RUN must be a run id (UUID)");
     if (!as || (strcmp(as, "PUBLISHED") != 0 && strcmp(as, "FAILED_PUBLISH") != 0))
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--as must be PUBLISHED or FAILED_PUBLISH");
-    long chars = reason ? ll_utf8_chars(reason) : -1;
     if (!reason)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--reason is required: record the evidence");
+    /* The contract's input rule (§5.15: reason 5-2000 chars, else 422): refused, not usage. */
+    long chars = ll_utf8_chars(reason);
     if (chars < 5 || chars > 2000)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL,
+        return lc_fail(o, LC_REFUSED, "INVALID_REASON",
+                       json_pack("{s:I,s:i,s:i}", "chars", (json_int_t)chars, "min", 5, "max", 2000),
                        "--reason must be 5..2000 characters of UTF-8 text (got %ld)", chars);
     return LC_CONTINUE;
 }

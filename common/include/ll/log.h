@@ -37,7 +37,8 @@ void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_
 /* ll_log_json without extra fields. */
 #define ll_log(level, ctx, event, ...) ll_log_json((level), (ctx), (event), NULL, __VA_ARGS__)
 
-/* Copies a libpq conninfo into out keeping host, port and dbname only (no password). */
+/* Copies a libpq conninfo into out (outlen bytes, NUL-terminated) with every password replaced
+ * by "***" (ll_redact_conninfo in redact.h: keyword and URI forms, a URI given as dbname). */
 void ll_log_safe_conninfo(const char *conninfo, char *out, size_t outlen);
 
 #endif

@@ -3,6 +3,7 @@
  * helper of contract §2.8 (deadlock and serialization failures re-run the whole transaction).
  */
 #include "ll/db.h"
+#include "ll/redact.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +33,22 @@ static void set_err(ll_db *db, const char *state, const char *constraint, const 
         db->err.message[--n] = '\0';
 }
 
+/* A connection-level failure: libpq's message may quote the conninfo or a piece of it (a
+ * malformed URI), so its passwords are replaced before it is kept (and logged by callers). */
+static void set_conn_err(ll_db *db, const char *state)
+{
+    char msg[sizeof db->err.message];
+    ll_redact_secrets(PQerrorMessage(db->conn), db->conninfo, msg, sizeof msg);
+    set_err(db, state, "", msg);
+}
+
 static void set_err_from_result(ll_db *db, const PGresult *res)
 {
     if (res)
         set_err(db, PQresultErrorField(res, PG_DIAG_SQLSTATE),
                 PQresultErrorField(res, PG_DIAG_CONSTRAINT_NAME), PQresultErrorMessage(res));
     else
-        set_err(db, "", "", PQerrorMessage(db->conn));
+        set_conn_err(db, "");
 }
 
 static void forget_prepared(ll_db *db)
@@ -113,7 +123,7 @@ ll_db_rc ll_db_ensure(ll_db *db)
     forget_prepared(db);
     db->conn = connect_db(db);
     if (PQstatus(db->conn) != CONNECTION_OK) {
-        set_err(db, "08006", "", PQerrorMessage(db->conn));
+        set_conn_err(db, "08006");
         PQfinish(db->conn);
         db->conn = NULL;
         return LL_DB_UNAVAILABLE;

@@ -3,6 +3,7 @@
  * them in order with other processes' lines.
  */
 #include "ll/log.h"
+#include "ll/redact.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -83,15 +84,5 @@ void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_
 
 void ll_log_safe_conninfo(const char *conninfo, char *out, size_t outlen)
 {
-    static const char *const keep[] = {"host=", "hostaddr=", "port=", "dbname=", "user=", NULL};
-    size_t used = 0;
-    out[0] = '\0';
-    if (!conninfo)
-        return;
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", conninfo);
-    for (char *save = NULL, *tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
-        for (int i = 0; keep[i]; i++)
-            if (strncmp(tok, keep[i], strlen(keep[i])) == 0 && used + strlen(tok) + 2 < outlen)
-                used += (size_t)snprintf(out + used, outlen - used, "%s%s", used ? " " : "", tok);
+    ll_redact_conninfo(conninfo, out, outlen);
 }
