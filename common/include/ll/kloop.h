@@ -53,6 +53,9 @@ typedef struct ll_msg {
     const char *key;     /* the run id (NUL-terminated copy), or NULL */
     json_t *value;       /* decoded and projected onto the topic's schema */
     const char *service; /* the consuming service's name */
+    int wait_expired;    /* 1 when loop.prerequisite_wait has passed since this message's first
+                          * deferral: answer with the contract's business answer instead of
+                          * deferring; an unknown prerequisite is then dead-lettered by the loop */
 } ll_msg;
 
 /* What the apply function returns besides its decision. */

@@ -1,0 +1,136 @@
+/*
+ * kloop_int.h - the consumer loop's own types, shared by its three files (not a public header):
+ *
+ *   kloop.c        set-up, configuration, the run loop (one iteration: recover, poll, batch)
+ *   kloop_kafka.c  the Kafka clients: consumer and transactional producer, rebalances, the
+ *                  committed offsets and their metadata, rewinds, a producer recreated in-process
+ *   kloop_batch.c  one batch: held runs, the database transaction with a savepoint per message,
+ *                  replies, the done offsets
+ *   kloop_dlq.c    dead letters: the ledger event and the record that always fits
+ *
+ * The unit of work is the poll batch (one database transaction, or a few of at most
+ * LL_BATCH_SAVEPOINTS savepoints each, then one Kafka transaction); the unit of ordering is the
+ * run: a message whose run waits (for a prerequisite, or a lock someone else holds) is held in
+ * memory with the later messages of that run on its Kafka partition, and every other run flows
+ * past it. The committed offset stays below the first message that is not done; the done
+ * offsets above it go with the commit as metadata (offtrack.h), so nothing is applied or answered
+ * twice after a crash or a rebalance (issue 8 §4).
+ */
+#ifndef LL_KLOOP_INT_H
+#define LL_KLOOP_INT_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "ll/kloop.h"
+#include "ll/offtrack.h"
+
+/* Savepoints of one database transaction at most: PostgreSQL caches 64 subtransactions per
+ * backend; beyond that every session slows (suboverflow). A longer batch commits in parts. */
+#define LL_BATCH_SAVEPOINTS 60
+
+/* One consumed topic and where its replies go. */
+typedef struct topic_io {
+    const ll_input *in;
+    char topic[256];
+    char reply_topic[256];
+    ll_schema *schema;
+    ll_schema *reply_schema;
+    ll_decode_opts dopts;
+    ll_encode_opts eopts;
+} topic_io;
+
+/*
+ * One input message. A fresh one points into its rd_kafka_message_t (rkm, owned until the batch
+ * ends); a held one owns copies of key, value and headers (rkm NULL), so that holding it does
+ * not pin librdkafka's fetch buffer.
+ */
+typedef struct lmsg {
+    rd_kafka_message_t *rkm;
+    topic_io *io;
+    struct part_state *ps;
+    int64_t offset;
+    char run[128];   /* the key as text (the run id), "" when none or too long */
+    const void *key; /* key bytes (into rkm, or owned copy) */
+    size_t key_len;
+    const void *value; /* value bytes (NULL: a tombstone) */
+    size_t len;
+    rd_kafka_headers_t *hdrs; /* owned copy for a held message; NULL: read from rkm */
+    int held;                 /* 1 while in its partition's held queue (owns its copies) */
+    int state;                /* in the current batch: 0 pending, 1 done, 2 held (its run waits) */
+    int64_t defer_since_ms;   /* first DEFER (the prerequisite clock), 0 none */
+    int64_t retry_at_ms;      /* when a held message is tried again */
+    int64_t backoff_ms;
+} lmsg;
+
+/* Per assigned Kafka partition: done offsets, held messages, whether it is paused. */
+typedef struct part_state {
+    char topic[256];
+    int32_t partition;
+    ll_offtrack track;
+    lmsg **held; /* held messages in offset order (their runs wait) */
+    size_t n_held, cap_held;
+    int stopped;         /* paused because the held queue is full: fetch resumes below half */
+    int64_t stop_offset; /* where fetching resumes (the lowest message neither done nor held) */
+    int64_t touched;     /* batch number of the last change to track (offsets to commit) */
+} part_state;
+
+struct ll_loop {
+    char service[64];
+    const ll_config *cfg;
+    void *svc;
+    topic_io *io;
+    size_t n_io;
+    rd_kafka_t *consumer;
+    rd_kafka_t *producer;
+    ll_db db;
+    ll_schema_ids *ids;
+    char dlq_topic[256];
+    volatile sig_atomic_t stop;
+    int fatal;
+    int64_t batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
+    int64_t crash_after, db_commits, batch_no;
+    part_state **parts;
+    size_t n_parts, cap_parts;
+    unsigned rebalance_gen;
+    char group[256], txid[512];
+    size_t dlq_limit; /* largest dead-letter record (bytes): min(producer, topic limit) */
+    /* Recovery without a restart (issue 7 §8): while the producer is being recreated, the
+     * positions cannot be reset to the committed offsets, or the database is unreachable, the
+     * whole assignment is paused (all_paused), the consumer is still polled (the group keeps this
+     * member), and the step is retried with backoff from recover_at_ms. */
+    int producer_broken, rewind_pending, all_paused;
+    int64_t recover_at_ms, recover_backoff_ms;
+};
+
+/* Monotonic clock (ms). */
+int64_t ll_loop_now_ms(void);
+
+/* kloop_kafka.c */
+int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen);
+part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
+void ll_loop_forget_parts(ll_loop *l);
+int ll_loop_produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
+                    rd_kafka_headers_t *hdrs, int free_val);
+int ll_loop_commit(ll_loop *l, rd_kafka_topic_partition_list_t *offsets);
+int ll_loop_begin(ll_loop *l);
+void ll_loop_abort(ll_loop *l);
+int ll_loop_rewind(ll_loop *l);
+void ll_loop_pause_all(ll_loop *l);
+void ll_loop_recover_later(ll_loop *l, int64_t delay_ms);
+int ll_loop_recover_step(ll_loop *l);
+void ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);
+void ll_loop_resume_partition(ll_loop *l, part_state *ps);
+
+/* kloop_dlq.c: the DEAD_LETTER event in the open database transaction (0, or -1 with db->err),
+ * and the dead-letter record into the open Kafka transaction (0, or -1: abort) */
+int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, const char *code,
+                              const char *reason);
+int ll_loop_dead_letter_produce(ll_loop *l, const lmsg *m, const char *code, const char *reason);
+
+/* kloop_batch.c */
+void ll_loop_batch(ll_loop *l, rd_kafka_message_t **batch, size_t n);
+void ll_loop_drop_held(part_state *ps);
+size_t ll_loop_held_due(ll_loop *l, int64_t now);
+
+#endif
