@@ -47,12 +47,6 @@ static const ll_stmt ST_ACK_REISSUE = {
     " AND status <> 'ACKED'",
     2};
 
-static const ll_stmt ST_TOUCH_PARTITION = {
-    "claim_touch_partition",
-    "UPDATE nifi_ops.load_partition SET heartbeat_at = clock_timestamp()"
-    " WHERE run_id = $1::uuid AND partition_id = $2",
-    2};
-
 typedef struct claim_in {
     char run_id[37], token[37];
     const char *partition_id, *worker;
@@ -160,10 +154,12 @@ static ll_apply decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_r
             a = grant(db, m, c, run, part, ps, out);
             break;
         case LL_CLAIM_REPLAY:
-            a = ll_apply_exec(db, &ST_TOUCH_PARTITION, k);
-            if (a == LL_APPLY_COMMIT)
-                out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING",
-                                         true, attempt, run, part);
+            /* the same-token retry writes nothing: the reference refreshes the partition
+             * heartbeat here (contract §5.3 step 3), but a replayed claim of a worker that died
+             * would then make the sweeper take the partition for alive (docs/design.md §5) */
+            out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING", true,
+                                     attempt, run, part);
+            a = LL_APPLY_ROLLBACK;
             break;
         case LL_CLAIM_REFUSE_RUN:
         case LL_CLAIM_REFUSE_PARTITION:
