@@ -311,13 +311,13 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
     const char *rs = op.run.found ? ll_run_status_name(op.run.status) : NULL;
     if (rc != LL_DB_OK) {
         a = LL_APPLY_DB;
-    } else if (own == OWN_NO_RUN || own == OWN_NO_MANIFEST || own == OWN_NOT_YET) {
+    } else if (own == OWN_NO_RUN || (own == OWN_NO_MANIFEST && !m->wait_expired) || own == OWN_NOT_YET) {
         snprintf(out->reason, sizeof out->reason, "%s",
                  own == OWN_NO_RUN        ? "run not in the ledger yet"
                  : own == OWN_NO_MANIFEST ? "manifest not applied yet"
                                           : "claim token not granted yet");
         a = LL_APPLY_DEFER;
-    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION) {
+    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION || own == OWN_NO_MANIFEST) {
         out->reply =
             outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", NULL,
                     rs, NULL, 0, false);

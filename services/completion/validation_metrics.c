@@ -138,11 +138,14 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
     ll_run_status need = strcmp(mi.stage, "STAGING") == 0 ? LL_RUN_STAGE_VALIDATING : LL_RUN_PUBLISHED;
     ll_apply a = LL_APPLY_COMMIT;
     if (run.status != need) {
-        if (ll_run_may_reach(run.status, need)) {
+        if (ll_run_should_wait(run.status, need, m->wait_expired)) {
             a = defer_until(run.status, need, out);
         } else {
-            out->reply =
-                outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), 0);
+            /* contract §5.8 step 2: details {runStatus, stage} */
+            const char *rs = ll_run_status_name(run.status);
+            out->reply = outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", rs, 0);
+            json_object_set_new(out->reply, "details",
+                                json_pack("{s:s,s:s}", "runStatus", rs, "stage", mi.stage));
             a = LL_APPLY_ROLLBACK;
         }
         ll_run_row_clear(&run);
