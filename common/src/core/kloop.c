@@ -775,7 +775,7 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
     if (!rkm->payload || ll_decode(&io->dopts, rkm->payload, rkm->len, &value, err, sizeof err) != 0)
         return dead_letter(l, ps, rkm, keyp, "DECODE_FAILED", rkm->payload ? err : "empty message value");
 
-    ll_msg m = {io->in->logical, topic, rkm->partition, rkm->offset, keyp, value, l->service};
+    ll_msg m = {io->in->logical, topic, rkm->partition, rkm->offset, keyp, value, l->service, 0};
     struct tx_arg a = {l, io, &m, {0}, LL_APPLY_DB};
     ll_db_rc rc = ll_db_transaction(&l->db, apply_tx, &a);
     const char *run_id = json_string_value(json_object_get(value, "runId"));
@@ -783,6 +783,7 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
                       rkm->offset};
     msg_result res = MSG_DONE;
 
+settle:
     if (rc == LL_DB_OK || (rc == LL_DB_ROLLBACK && a.decision == LL_APPLY_ROLLBACK)) {
         if (rc == LL_DB_OK && l->crash_after > 0 && ++l->db_commits >= l->crash_after) {
             ll_log(LL_WARN, &ctx, "fault_injected", "killing self after database commit %lld",
@@ -803,7 +804,14 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
             ps->defer_offset = rkm->offset;
             ps->defer_since_ms = now_ms();
         }
-        if (now_ms() - ps->defer_since_ms >= l->prereq_wait_ms) {
+        if (now_ms() - ps->defer_since_ms >= l->prereq_wait_ms && !m.wait_expired) {
+            /* the wait is over: once more, for the contract's business answer (a run that exists
+             * but never reached the status the event needs); still DEFER = never appeared */
+            m.wait_expired = 1;
+            rc = ll_db_transaction(&l->db, apply_tx, &a);
+            goto settle;
+        }
+        if (m.wait_expired) {
             char reason[700];
             snprintf(reason, sizeof reason, "prerequisite not in the ledger after %lld ms: %s",
                      (long long)l->prereq_wait_ms, a.out.reason);
