@@ -2,8 +2,10 @@
  * partition_claim.c - a worker asks to own a partition (contract §5.3).
  *
  * Lock order run -> partition. A claim for a run or partition the ledger does not hold yet
- * (run request or manifest not applied) is deferred. ll_claim_decide decides; a granted claim
- * stores the token, counts the attempt, records the token in load_claim_token (so a later
+ * (run request or manifest not applied) is deferred; after loop.prerequisite_wait a run that
+ * exists but still has no manifest answers PARTITION_NOT_FOUND, an unknown run is dead-lettered.
+ * A same-token retry writes nothing (no heartbeat: only a new claim is progress). ll_claim_decide decides; a
+ * granted claim stores the token, counts the attempt, records the token in load_claim_token (so a later
  * report with a superseded token is told from one not yet seen), ACKs the partition's
  * REISSUE_PARTITION dispatches when it was RETRY, and answers with the whole work order.
  */
@@ -45,12 +47,6 @@ static const ll_stmt ST_ACK_REISSUE = {
     "UPDATE nifi_ops.load_dispatch SET status = 'ACKED', acked_at = clock_timestamp()"
     " WHERE run_id = $1::uuid AND partition_id = $2 AND dispatch_type = 'REISSUE_PARTITION'"
     " AND status <> 'ACKED'",
-    2};
-
-static const ll_stmt ST_TOUCH_PARTITION = {
-    "claim_touch_partition",
-    "UPDATE nifi_ops.load_partition SET heartbeat_at = clock_timestamp()"
-    " WHERE run_id = $1::uuid AND partition_id = $2",
     2};
 
 typedef struct claim_in {
@@ -160,10 +156,12 @@ static ll_apply decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_r
             a = grant(db, m, c, run, part, ps, out);
             break;
         case LL_CLAIM_REPLAY:
-            a = ll_apply_exec(db, &ST_TOUCH_PARTITION, k);
-            if (a == LL_APPLY_COMMIT)
-                out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING",
-                                         true, attempt, run, part);
+            /* the same-token retry writes nothing: the reference refreshes the partition
+             * heartbeat here (contract §5.3 step 3), but a replayed claim of a worker that died
+             * would then make the sweeper take the partition for alive (docs/design.md §5) */
+            out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING", true,
+                                     attempt, run, part);
+            a = LL_APPLY_ROLLBACK;
             break;
         case LL_CLAIM_REFUSE_RUN:
         case LL_CLAIM_REFUSE_PARTITION:
@@ -195,8 +193,10 @@ ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll
         return LL_APPLY_DB;
     ll_apply a;
     bool rejected = false;
-    if (!run.found || run.status == LL_RUN_CREATED) {
-        /* the run request or the manifest is not applied yet (kafka-edition.md §6) */
+    if (!run.found || (run.status == LL_RUN_CREATED && !m->wait_expired)) {
+        /* the run request or the manifest is not applied yet (kafka-edition.md §6); a run still
+         * CREATED after loop.prerequisite_wait is answered by decide(): no partition row,
+         * PARTITION_NOT_FOUND (contract §5.3 step 1) */
         if (!run.found && ll_run_request_rejected(db, c.run_id, &rejected) != LL_DB_OK) {
             a = LL_APPLY_DB;
         } else if (rejected) {

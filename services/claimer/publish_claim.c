@@ -4,7 +4,8 @@
  * A run already PUBLISHING answers claimed = (stored token = request token): the same token is a
  * retry after a lost answer, another is a normal race. Otherwise the CAS STAGING_VALIDATED ->
  * PUBLISHING stores the token and publish_started_at, and the token joins load_publish_token
- * (one grant per run, ever). A run still on its way to STAGING_VALIDATED defers the claim; a run
+ * (one grant per run, ever). A run still on its way to STAGING_VALIDATED defers the claim (until
+ * loop.prerequisite_wait is over: then claimed=false, RUN_STATUS_MISMATCH); a run
  * past PUBLISHING never grants one again, not even to the old token (no republish).
  */
 #include <stdio.h>
@@ -78,11 +79,12 @@ ll_apply claimer_apply_publish_claim(void *svc, ll_db *db, const ll_msg *m, ll_a
                            : reply(m, run_id, token, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
     } else if (run.status == LL_RUN_STAGING_VALIDATED) {
         a = grant(db, m, run_id, token, out);
-    } else if (ll_run_may_reach(run.status, LL_RUN_STAGING_VALIDATED)) {
+    } else if (ll_run_should_wait(run.status, LL_RUN_STAGING_VALIDATED, m->wait_expired)) {
         snprintf(out->reason, sizeof out->reason, "run is %s; waiting for STAGING_VALIDATED", rs);
         a = LL_APPLY_DEFER;
     } else {
-        /* past PUBLISHING (or ended): never a second grant, not even to the owner */
+        /* past PUBLISHING (or ended): never a second grant, not even to the owner; still before
+         * STAGING_VALIDATED after loop.prerequisite_wait: the CAS fails, claimed=false (§5.13) */
         out->reply = reply(m, run_id, token, owner ? "REPLAY" : "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
     }
     ll_run_row_clear(&run);

@@ -7,6 +7,15 @@
  * UNIQUE_VIOLATION); a changed report after partition SUCCESS: CHUNK_CONFLICT, rolled back;
  * heartbeats; then the gate over the WRITTEN files (ll_chunk_gate): SUCCESS of the partition and
  * the extract-completion CAS with its outbox row, or ROW_COUNT_MISMATCH.
+ *
+ * A replay writes nothing (docs/design.md §5): the file row is written only when the report
+ * changed it in the contract's sense (chunkCount, path, recordCount or byteCount; the fragment id
+ * is not compared, step 5) or revives a row the sweeper invalidated, and only such a write moves
+ * the partition and run heartbeats and answers ACCEPTED; anything else is a REPLAY. The reference also
+ * refreshes them on an identical re-report (§5.4 step 7); here a replayed chunk of a dead worker must not
+ * keep its partition alive for the sweeper. A run the ledger holds without its manifest after
+ * loop.prerequisite_wait answers PARTITION_NOT_FOUND; an unknown run or a claim token never granted is
+ * dead-lettered.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,7 +40,11 @@ static const ll_stmt ST_UPSERT_FILE = {
     " ON CONFLICT (run_id, partition_id, chunk_index) DO UPDATE SET"
     " fragment_identifier = excluded.fragment_identifier, fragment_count = excluded.fragment_count,"
     " hdfs_path = excluded.hdfs_path, record_count = excluded.record_count,"
-    " byte_count = excluded.byte_count, status = 'WRITTEN', updated_at = clock_timestamp()",
+    " byte_count = excluded.byte_count, status = 'WRITTEN', updated_at = clock_timestamp()"
+    " WHERE (load_file.fragment_count, load_file.hdfs_path, load_file.record_count, load_file.byte_count,"
+    " load_file.status) IS DISTINCT FROM"
+    " (excluded.fragment_count, excluded.hdfs_path, excluded.record_count, excluded.byte_count, 'WRITTEN')"
+    " RETURNING 1",
     8};
 
 static const ll_stmt ST_TOUCH_PARTITION = {
@@ -135,8 +148,10 @@ static ll_apply compare_file(ll_db *db, const chunk_in *c, const char *const *ke
     return LL_APPLY_COMMIT;
 }
 
-/* Upserts the file row; a path already used by another chunk: UNIQUE_VIOLATION. */
-static ll_apply upsert_file(ll_db *db, const chunk_in *c, const char *const *key, bool *path_taken)
+/* Upserts the file row; *written tells whether a row was inserted or changed (an identical
+ * report writes nothing). A path already used by another chunk: *path_taken (UNIQUE_VIOLATION). */
+static ll_apply upsert_file(ll_db *db, const chunk_in *c, const char *const *key, bool *path_taken,
+                            bool *written)
 {
     char count[16], records[24], bytes[24];
     snprintf(count, sizeof count, "%lld", (long long)c->count);
@@ -144,11 +159,12 @@ static ll_apply upsert_file(ll_db *db, const chunk_in *c, const char *const *key
     snprintf(bytes, sizeof bytes, "%lld", (long long)c->bytes);
     const char *p[8] = {key[0], key[1],  key[2],  c->fragment,
                         count,  c->path, records, c->bytes >= 0 ? bytes : NULL};
-    *path_taken = false;
+    *path_taken = *written = false;
     if (ll_db_command(db, "SAVEPOINT chunk_upsert") != LL_DB_OK)
         return LL_APPLY_DB;
     PGresult *r = ll_db_exec(db, &ST_UPSERT_FILE, p);
     if (r) {
+        *written = PQntuples(r) > 0;
         PQclear(r);
         return LL_APPLY_COMMIT;
     }
@@ -229,9 +245,9 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     snprintf(idx, sizeof idx, "%lld", (long long)c->index);
     const char *key[3] = {c->run_id, c->partition_id, idx};
     const char *rs = ll_run_status_name(op->run.status), *ps = ll_part_status_name(op->status);
-    bool changed = true, path_taken = false;
+    bool changed = true, path_taken = false, written = false;
     if (compare_file(db, c, key, &changed) != LL_APPLY_COMMIT ||
-        upsert_file(db, c, key, &path_taken) != LL_APPLY_COMMIT)
+        upsert_file(db, c, key, &path_taken, &written) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
     if (path_taken) {
         out->reply =
@@ -249,10 +265,13 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     }
     const char *pk[2] = {c->run_id, c->partition_id};
     ll_chunk_aggregate agg;
-    if (ll_apply_exec(db, &ST_TOUCH_PARTITION, pk) != LL_APPLY_COMMIT ||
-        ll_run_touch(db, c->run_id) != LL_DB_OK || aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
+    /* step 7, only for progress: a replayed report must not keep a dead worker's partition alive */
+    if (written && (ll_apply_exec(db, &ST_TOUCH_PARTITION, pk) != LL_APPLY_COMMIT ||
+                    ll_run_touch(db, c->run_id) != LL_DB_OK))
         return LL_APPLY_DB;
-    const char *result = changed ? "ACCEPTED" : "REPLAY";
+    if (aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
+        return LL_APPLY_DB;
+    const char *result = written ? "ACCEPTED" : "REPLAY";
     bool won = false;
     char run_status[40];
     switch (ll_chunk_gate(op->run.status, op->status, &agg, (int32_t)c->count, op->expected_rows)) {
@@ -292,13 +311,13 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
     const char *rs = op.run.found ? ll_run_status_name(op.run.status) : NULL;
     if (rc != LL_DB_OK) {
         a = LL_APPLY_DB;
-    } else if (own == OWN_NO_RUN || own == OWN_NO_MANIFEST || own == OWN_NOT_YET) {
+    } else if (own == OWN_NO_RUN || (own == OWN_NO_MANIFEST && !m->wait_expired) || own == OWN_NOT_YET) {
         snprintf(out->reason, sizeof out->reason, "%s",
                  own == OWN_NO_RUN        ? "run not in the ledger yet"
                  : own == OWN_NO_MANIFEST ? "manifest not applied yet"
                                           : "claim token not granted yet");
         a = LL_APPLY_DEFER;
-    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION) {
+    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION || own == OWN_NO_MANIFEST) {
         out->reply =
             outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", NULL,
                     rs, NULL, 0, false);

@@ -1,8 +1,9 @@
 /*
  * partition_failure.c - a worker reports that its partition failed (contract §5.5).
  *
- * Lock run and partition; the token first (CLAIM_MISMATCH, or deferred while its claim may still
- * come; a superseded token, a zombie after a reissue, PARTITION_STATUS_MISMATCH), then ll_pfail_decide:
+ * Lock run and partition; the token first (CLAIM_MISMATCH, also for a superseded token, a zombie
+ * after a reissue, as the reference answers, contract §12; deferred while its claim may still
+ * come, a run without its manifest after loop.prerequisite_wait: PARTITION_NOT_FOUND), then ll_pfail_decide:
  * already FAILED is a replay (changed=false), not RUNNING is PARTITION_STATUS_MISMATCH; otherwise the
  * partition fails and, if the run is EXTRACTING, the run fails too: FAILED_SNAPSHOT_EXPIRED for ORA-01555 /
  * ORA-08180 / class SNAPSHOT, else FAILED_EXTRACT. No dispatch is ever created.
@@ -118,24 +119,19 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
     ll_apply a = LL_APPLY_ROLLBACK;
     if (rc != LL_DB_OK) {
         a = LL_APPLY_DB;
-    } else if (own == OWN_NO_RUN || own == OWN_NO_MANIFEST || own == OWN_NOT_YET) {
+    } else if (own == OWN_NO_RUN || (own == OWN_NO_MANIFEST && !m->wait_expired) || own == OWN_NOT_YET) {
         snprintf(out->reason, sizeof out->reason, "%s",
                  own == OWN_NO_RUN        ? "run not in the ledger yet"
                  : own == OWN_NO_MANIFEST ? "manifest not applied yet"
                                           : "claim token not granted yet");
         a = LL_APPLY_DEFER;
-    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION) {
+    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION || own == OWN_NO_MANIFEST) {
         out->reply =
             outcome(m, &f, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", rs,
                     NULL, false);
-    } else if (own == OWN_SUPERSEDED) {
-        /* a zombie after a reissue: its partition has moved on without it (issue #4 asks for
-         * PARTITION_STATUS_MISMATCH here; the reference answers CLAIM_MISMATCH, contract §12) */
-        out->reply = outcome(m, &f, "REJECTED", "PARTITION_STATUS_MISMATCH", rs, ps, false);
-        json_object_set_new(
-            out->reply, "details",
-            json_pack("{s:s,s:s}", "partitionStatus", ps, "reason", "claim token superseded by a reissue"));
     } else {
+        /* a superseded token (a zombie after a reissue) is not the stored one: CLAIM_MISMATCH,
+         * checked before the partition status, as the reference answers (contract §12) */
         switch (ll_pfail_decide(op.status, own == OWN_MATCH ? op.stored_token : NULL, f.token)) {
         case LL_PFAIL_APPLY:
             a = apply_failure(db, m, &f, &op, out);

@@ -3,7 +3,8 @@
  *
  * Only the owner of the publish claim is heard: another token, or none stored, is
  * PUBLISH_TOKEN_MISMATCH — unless the run is still on its way to PUBLISHING and the token is one
- * the ledger has not granted yet (the claim not applied yet): then the report waits. The run
+ * the ledger has not granted yet (the claim not applied yet): then the report waits, until
+ * loop.prerequisite_wait is over (then PUBLISH_TOKEN_MISMATCH, §5.14 step 2). The run
  * already in the reported outcome is a replay; a run no longer PUBLISHING (e.g. PUBLISH_UNKNOWN
  * after the sweeper) is RUN_STATUS_MISMATCH: never resolved automatically, never republished.
  */
@@ -103,7 +104,7 @@ ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, 
     ll_apply a = LL_APPLY_ROLLBACK;
     const char *rs = ll_run_status_name(run.status);
     if (!run.publish_token || !ll_uuid_equal(run.publish_token, p.token)) {
-        if (!run.publish_token && ll_run_may_reach(run.status, LL_RUN_PUBLISHING))
+        if (!run.publish_token && ll_run_should_wait(run.status, LL_RUN_PUBLISHING, m->wait_expired))
             a = defer_until(run.status, LL_RUN_PUBLISHING, out);
         else
             out->reply = reply(m, &p, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);

@@ -4,7 +4,8 @@
  * Exactly five (expectedStatus, failStatus) pairs are allowed (ll_fail_pair_allowed), checked
  * before the run is looked up: anything else is FAIL_TRANSITION_NOT_ALLOWED. The run already in
  * failStatus is a replay (changed=false); a run still on its way to expectedStatus (its earlier
- * event not applied yet) is deferred; any other status is RUN_STATUS_MISMATCH.
+ * event not applied yet) is deferred until loop.prerequisite_wait is over; any other status, and
+ * a run that never got there within the wait, is RUN_STATUS_MISMATCH with details {runStatus}.
  */
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,14 @@ static ll_apply fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_app
     return LL_APPLY_COMMIT;
 }
 
+/* Contract §5.6 check 4: RUN_STATUS_MISMATCH, details {runStatus} besides the pair. */
+static void mismatch(const ll_msg *m, const runfail_in *f, ll_run_status current, ll_apply_out *out)
+{
+    const char *rs = ll_run_status_name(current);
+    out->reply = outcome(m, f, "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
+    json_object_set_new(json_object_get(out->reply, "details"), "runStatus", json_string(rs));
+}
+
 ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     runfail_in f;
@@ -96,10 +105,10 @@ ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_
         out->reply = outcome(m, &f, "REPLAY", NULL, f.fail_s, false);
     else if (run.status == f.expected)
         a = fail_run(db, m, &f, out);
-    else if (ll_run_may_reach(run.status, f.expected))
+    else if (ll_run_should_wait(run.status, f.expected, m->wait_expired))
         a = defer_until(run.status, f.expected, out);
     else
-        out->reply = outcome(m, &f, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), false);
+        mismatch(m, &f, run.status, out);
     ll_run_row_clear(&run);
     return a;
 }

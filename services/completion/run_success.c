@@ -1,7 +1,9 @@
 /*
  * run_success.c - the target validation asks to end the run in SUCCESS (contract §5.10): only
  * from PUBLISHED, with at least one TARGET metric stored and none FAIL; target_count from the
- * request, else from the TARGET_COUNT metric.
+ * request, else from the TARGET_COUNT metric. A run still on its way to PUBLISHED defers the
+ * request until loop.prerequisite_wait is over; then, like any other status, it is answered
+ * success=false with reasons ["RUN_STATUS <status>"] (§5.10 step 3).
  */
 #include <stdio.h>
 
@@ -67,7 +69,7 @@ ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_
         out->reply = outcome(m, run_id, "REPLAY", NULL, "SUCCESS", true, NULL);
     } else if (run.status == LL_RUN_PUBLISHED) {
         a = judge(db, m, run_id, target_count, out);
-    } else if (ll_run_may_reach(run.status, LL_RUN_PUBLISHED)) {
+    } else if (ll_run_should_wait(run.status, LL_RUN_PUBLISHED, m->wait_expired)) {
         a = defer_until(run.status, LL_RUN_PUBLISHED, out);
     } else {
         ll_strlist reasons = {0};

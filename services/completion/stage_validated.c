@@ -1,7 +1,9 @@
 /*
  * stage_validated.c - the staging validation asks to move the run to STAGING_VALIDATED
  * (contract §5.9): only with at least one STAGING metric stored and none FAIL; staging_count
- * from the STAGE_COUNT metric when its value is all digits.
+ * from the STAGE_COUNT metric when its value is all digits. A run still on its way to
+ * STAGE_VALIDATING defers the request until loop.prerequisite_wait is over; then, like any other
+ * status, it is answered stageValidated=false with reasons ["RUN_STATUS <status>"] (§5.9 step 3).
  */
 #include <stdio.h>
 
@@ -63,7 +65,7 @@ ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m,
         out->reply = outcome(m, run_id, "REPLAY", NULL, "STAGING_VALIDATED", true, NULL);
     } else if (run.status == LL_RUN_STAGE_VALIDATING) {
         a = judge(db, m, run_id, out);
-    } else if (ll_run_may_reach(run.status, LL_RUN_STAGE_VALIDATING)) {
+    } else if (ll_run_should_wait(run.status, LL_RUN_STAGE_VALIDATING, m->wait_expired)) {
         a = defer_until(run.status, LL_RUN_STAGE_VALIDATING, out);
     } else {
         ll_strlist reasons = {0};

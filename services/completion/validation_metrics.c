@@ -2,10 +2,11 @@
  * validation_metrics.c - STAGING or TARGET metrics from the validation flows (contract §5.8).
  *
  * The run must be STAGE_VALIDATING for STAGING and PUBLISHED for TARGET (RUN_STATUS_MISMATCH),
- * or is still on its way there (deferred). Every metric is upserted on (run, stage, name, query
+ * or is still on its way there (deferred, until loop.prerequisite_wait is over: then
+ * RUN_STATUS_MISMATCH too). Every metric is upserted on (run, stage, name, query
  * version); a row whose values did not change is left alone, so a replayed batch changes nothing
- * and writes no second <STAGE>_METRIC_FAILED event. The ledger stores results; it judges them
- * only at stage-validated and success (contract §3.5).
+ * (not even the run's heartbeat) and writes no second <STAGE>_METRIC_FAILED event. The ledger stores results;
+ * it judges them only at stage-validated and success (contract §3.5).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,11 +138,14 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
     ll_run_status need = strcmp(mi.stage, "STAGING") == 0 ? LL_RUN_STAGE_VALIDATING : LL_RUN_PUBLISHED;
     ll_apply a = LL_APPLY_COMMIT;
     if (run.status != need) {
-        if (ll_run_may_reach(run.status, need)) {
+        if (ll_run_should_wait(run.status, need, m->wait_expired)) {
             a = defer_until(run.status, need, out);
         } else {
-            out->reply =
-                outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status), 0);
+            /* contract §5.8 step 2: details {runStatus, stage} */
+            const char *rs = ll_run_status_name(run.status);
+            out->reply = outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", rs, 0);
+            json_object_set_new(out->reply, "details",
+                                json_pack("{s:s,s:s}", "runStatus", rs, "stage", mi.stage));
             a = LL_APPLY_ROLLBACK;
         }
         ll_run_row_clear(&run);
@@ -151,7 +155,9 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
     const char *p[4] = {mi.run_id, mi.stage, mi.version, metrics};
     PGresult *changed = ll_db_exec(db, &ST_UPSERT, p);
     free(metrics);
-    if (!changed || ll_run_touch(db, mi.run_id) != LL_DB_OK || failed_event(db, &mi, changed) != LL_DB_OK) {
+    /* contract §5.8 step 4 refreshes the heartbeat; only when a metric changed (a replay writes nothing) */
+    if (!changed || (PQntuples(changed) > 0 && ll_run_touch(db, mi.run_id) != LL_DB_OK) ||
+        failed_event(db, &mi, changed) != LL_DB_OK) {
         a = LL_APPLY_DB;
     } else {
         out->reply = outcome(m, &mi, PQntuples(changed) > 0 ? "ACCEPTED" : "REPLAY", NULL,

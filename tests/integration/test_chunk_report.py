@@ -175,10 +175,10 @@ def test_changed_chunk_after_partition_success_is_chunk_conflict(stack, flow, db
     assert files(db, run, "0000") == before_files
     assert part_row(db, run, "0000") == before_part
     assert before_part[:6] == ("SUCCESS", run.tokens["0000"], 15000, 3, 3, 15000 * 96)
-    # an identical re-report is no conflict: REPLAY (contract §3.3 refreshes its updated_at only)
+    # an identical re-report is no conflict: REPLAY, and it writes nothing, not even updated_at
     same = ask(flow, "chunks", run.chunk("0000", 1, 3, 5000))
     assert (same["outcome"], same["code"], same["partitionStatus"], same["receivedChunks"]) == ("REPLAY", None, "SUCCESS", 3)
-    assert [f[:7] for f in files(db, run, "0000")] == [f[:7] for f in before_files]
+    assert files(db, run, "0000") == before_files
 
 
 def test_rows_not_matching_expected_fail_partition_and_run(stack, flow, db):
@@ -251,3 +251,34 @@ def test_late_identical_rereport_after_completion_is_replay(stack, flow, db):
     assert one(db, "SELECT count(*) FROM nifi_ops.load_event WHERE run_id = %s AND event_name = 'EXTRACT_VALIDATED'",
                run.run_id) == 1
     assert one(db, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", run.run_id) == "EXTRACTED_VALIDATED"
+
+
+def heartbeats(db, run, pid):
+    db.execute("SELECT p.heartbeat_at, r.heartbeat_at, r.version_no FROM nifi_ops.load_partition p"
+               " JOIN nifi_ops.load_run r USING (run_id) WHERE p.run_id = %s AND p.partition_id = %s",
+               (run.run_id, pid))
+    return db.fetchone()
+
+
+def test_replayed_chunk_and_claim_do_not_keep_a_running_partition_alive(stack, flow, db):
+    """Issue 7 item 4: heartbeats move only on real progress by the current owner. A replay of a
+    worker's old chunk and claim events (a topic replayed after the worker died) answers REPLAY
+    and writes nothing: the RUNNING partition's heartbeat_at stays where the worker left it, so
+    the sweeper still sees it stale. The reference refreshes both heartbeats on an identical
+    re-report (contract §5.4 step 7, §5.3 step 3); docs/design.md §5 records the deviation."""
+    run = new_run()
+    admit(flow, run, claim=["0004"])
+    first = ask(flow, "chunks", run.chunk("0004", 0, 3, 5000))
+    assert (first["outcome"], first["partitionStatus"]) == ("ACCEPTED", "RUNNING"), first
+    before, rows_before = heartbeats(db, run, "0004"), files(db, run, "0004")
+    replays = ask_many(flow, "chunks", [run.chunk("0004", 0, 3, 5000)] * 2)
+    claim = ask(flow, "partition-claims", run.claim("0004"))
+    assert [o["outcome"] for o in replays] == ["REPLAY", "REPLAY"], replays
+    assert (claim["outcome"], claim["claimed"], claim["attempt"]) == ("REPLAY", True, 1), claim
+    assert heartbeats(db, run, "0004") == before
+    assert files(db, run, "0004") == rows_before
+    # real progress by the owner still moves both heartbeats
+    nxt = ask(flow, "chunks", run.chunk("0004", 1, 3, 5000))
+    assert (nxt["outcome"], nxt["receivedChunks"]) == ("ACCEPTED", 2), nxt
+    after = heartbeats(db, run, "0004")
+    assert after[0] > before[0] and after[1] > before[1] and after[2] == before[2], (before, after)

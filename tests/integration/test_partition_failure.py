@@ -105,3 +105,28 @@ def test_wrong_token_and_finished_partition_are_refused(stack, flow, db):
     assert run_row(db, run)[:6] == ("EXTRACTING", None, None, None, 0, False)
     assert one(db, "SELECT count(*) FROM nifi_ops.load_event WHERE run_id = %s AND event_name LIKE '%%FAILED'",
                run.run_id) == 0
+
+
+def test_zombie_failure_report_after_a_reissue_is_claim_mismatch(stack, flow, db):
+    """A superseded worker's failure report (its token in the history, the partition reissued and
+    claimed again) is refused CLAIM_MISMATCH, like its chunk reports: the token is checked before
+    the partition status (contract §5.5 check 2, §12). The reissue is what the sweeper does
+    (contract §3.2 RUNNING -> RETRY), written here by hand."""
+    run = new_run()
+    admit_many(flow, [run], claims={run.run_id: ["0003"]})
+    old = run.tokens["0003"]
+    db.execute("UPDATE nifi_ops.load_partition SET status = 'RETRY', claim_token = NULL, worker_node = NULL,"
+               " error_code = 'HEARTBEAT_STALE', error_message = 'reset by sweeper for reissue'"
+               " WHERE run_id = %s AND partition_id = '0003' AND status = 'RUNNING'", (run.run_id,))
+    assert db.rowcount == 1
+    # while RETRY (nobody owns it) and after the new claim: the zombie is refused the same way
+    retry = ask(flow, "partition-failures", run.partition_failure("0003", token=old))
+    new = str(uuid.uuid4())
+    c = ask(flow, "partition-claims", run.claim("0003", token=new, worker="nifi-node-2"))
+    assert (c["outcome"], c["claimed"], c["attempt"]) == ("ACCEPTED", True, 2), c
+    running = ask(flow, "partition-failures", run.partition_failure("0003", token=old))
+    for z, ps in ((retry, "RETRY"), (running, "RUNNING")):
+        assert (z["outcome"], z["code"], z["changed"], z["partitionStatus"], z["runStatus"], z["claimToken"]) == (
+            "REJECTED", "CLAIM_MISMATCH", False, ps, "EXTRACTING", old), z
+    assert part_row(db, run, "0003") == ("RUNNING", None, None, False, new)
+    assert run_row(db, run)[:6] == ("EXTRACTING", None, None, None, 0, False)

@@ -134,7 +134,7 @@ def test_reissue_with_the_same_scn_and_the_zombie_is_refused(stack, flow, db, sw
     z = flow.reply("chunk-outcomes", run.run_id, lambda v: v["claimToken"] == zombie and v["chunkIndex"] == 1)[-1]
     assert z["code"] == "CLAIM_MISMATCH" and z["recorded"] is False
     zf = flow.reply("partition-failure-outcomes", run.run_id, lambda v: v["claimToken"] == zombie)[-1]
-    assert zf["code"] == "PARTITION_STATUS_MISMATCH" and zf["changed"] is False
+    assert zf["code"] == "CLAIM_MISMATCH" and zf["changed"] is False  # token first (contract §12)
     assert part_row(db, run, stale, "status")[0] == "RUNNING"
     # the new worker finishes; the run completes with the original SCN
     for c in run.chunks(stale, token=fresh):

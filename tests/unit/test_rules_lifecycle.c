@@ -25,6 +25,19 @@ static void test_may_reach_forward_only(void **state)
     assert_false(ll_run_may_reach(LL_RUN_CREATED, LL_RUN_FAILED_MANIFEST));
 }
 
+/* Issue 7 item 10: after loop.prerequisite_wait the event is answered, never deferred again. */
+static void test_should_wait_until_the_wait_is_over(void **state)
+{
+    assert_true(ll_run_should_wait(LL_RUN_STAGING_VALIDATED, LL_RUN_PUBLISHED, false));
+    assert_false(ll_run_should_wait(LL_RUN_STAGING_VALIDATED, LL_RUN_PUBLISHED, true));
+    assert_true(ll_run_should_wait(LL_RUN_CREATED, LL_RUN_EXTRACTING, false));
+    assert_false(ll_run_should_wait(LL_RUN_CREATED, LL_RUN_EXTRACTING, true));
+    /* a run that can no longer get there is answered at once, wait or not */
+    assert_false(ll_run_should_wait(LL_RUN_FAILED_EXTRACT, LL_RUN_PUBLISHED, false));
+    assert_false(ll_run_should_wait(LL_RUN_PUBLISHED, LL_RUN_PUBLISHED, false));
+    assert_false(ll_run_should_wait(LL_RUN_SUCCESS, LL_RUN_PUBLISHED, false));
+}
+
 static void test_gate_no_metrics(void **state)
 {
     ll_strlist r = {0};
@@ -66,6 +79,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_may_reach_forward_only),
+        cmocka_unit_test(test_should_wait_until_the_wait_is_over),
         cmocka_unit_test(test_gate_no_metrics),
         cmocka_unit_test(test_gate_fail_blocks_warn_does_not),
         cmocka_unit_test(test_metric_count),

@@ -16,7 +16,9 @@
  * A message whose prerequisite is not in the ledger yet (a chunk before its claim) is deferred:
  * its partition is rewound to it and paused with backoff, up to loop.prerequisite_wait (counted
  * from its first deferral, not from a database outage before it), then it becomes a dead letter
- * (kafka-edition.md §6). A message that cannot be applied at all goes to
+ * (kafka-edition.md §6) — unless the apply function, called once more with wait_expired set,
+ * answers it with the contract's business answer (a run that exists but never reached the
+ * status the event needs). A message that cannot be applied at all goes to
  * the dead-letter topic with its key, value and headers plus ll.error.* headers, an event
  * DEAD_LETTER is written to load_event, and the partition moves on.
  *

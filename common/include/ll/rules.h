@@ -204,6 +204,16 @@ int ll_uuid_v5(const char *ns, const char *name, char out[37]);
 bool ll_run_may_reach(ll_run_status current, ll_run_status target);
 
 /*
+ * Whether an event that needs its run in `needed` waits for it (the loop defers it) rather than
+ * being answered now: only while the run may still reach `needed` (ll_run_may_reach) and
+ * loop.prerequisite_wait has not passed (wait_expired false). Once the wait is over, the event
+ * gets the contract's business answer for the run's current status (RUN_STATUS_MISMATCH,
+ * success=false with "RUN_STATUS <status>", claimed=false...), not a dead letter: the run
+ * exists, it only never got there (kafka-edition.md §6; contract §5.6, §5.8-§5.10, §5.13, §5.14).
+ */
+bool ll_run_should_wait(ll_run_status current, ll_run_status needed, bool wait_expired);
+
+/*
  * The gate of /stage-validated and /success (contract §3.5) over the stored metrics of one stage:
  * no metric at all → "NO_METRICS"; one "FAIL <metricName>" per FAIL row; WARN never blocks.
  * names and results are n parallel arrays. Appends the reasons to out; returns their number

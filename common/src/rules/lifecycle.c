@@ -35,6 +35,11 @@ bool ll_run_may_reach(ll_run_status current, ll_run_status target)
     return c >= 0 && t >= 0 && c < t;
 }
 
+bool ll_run_should_wait(ll_run_status current, ll_run_status needed, bool wait_expired)
+{
+    return !wait_expired && ll_run_may_reach(current, needed);
+}
+
 bool ll_is_metric_result(const char *s)
 {
     return s && (strcmp(s, "PASS") == 0 || strcmp(s, "FAIL") == 0 || strcmp(s, "WARN") == 0);

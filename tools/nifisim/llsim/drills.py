@@ -158,6 +158,27 @@ def snapshot(cur, exclude=None, where=None):
     return out
 
 
+def primary_key(cur, table):
+    """The primary-key columns of a nifi_ops table, in key order."""
+    cur.execute("SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+                " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = ('nifi_ops.' || %s)::regclass"
+                " AND i.indisprimary ORDER BY array_position(i.indkey::int2[], a.attnum)", (table,))
+    return [r[0] for r in cur.fetchall()]
+
+
+def ledger_digest(cur):
+    """{table: SHA-256 hex} of every nifi_ops table: every row, every column (as PostgreSQL's text
+    of the whole row), ordered by the primary key (every column when a table has none)."""
+    out = {}
+    for t in ledger_tables(cur):
+        key = primary_key(cur, t) or ["t::text"]
+        cur.execute("SELECT encode(sha256(convert_to(coalesce(string_agg(t::text, E'\\n' ORDER BY %s), ''),"
+                    " 'UTF8')), 'hex') FROM nifi_ops.%s AS t" % (", ".join('t."%s"' % c if c != "t::text" else c
+                                                                           for c in key), t))
+        out[t] = cur.fetchone()[0]
+    return out
+
+
 def snapshot_diff(before, after):
     """Human-readable differences of two snapshots: [] when equal."""
     diffs = []
