@@ -89,7 +89,7 @@ def test_kill_between_db_commit_and_kafka_commit(iso):
 
         # 2. the crashing batch: published while completion is down, then one fetch
         crash_batch = send_chunks(nifi, run, ["0004", "0006"])
-        st.start("completion", "completion-0", settings={"fault.crash_after_db_commits": CRASH_AFTER})
+        st.start("completion", "completion-0", settings={"fault.crash_after_db_commits": CRASH_AFTER, "loop.db_batch_max": 1})
         rc = st.wait_exit("completion-0", timeout=90)
         assert rc == -9, "completion should have killed itself with SIGKILL, exit %s" % rc
 

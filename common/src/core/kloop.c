@@ -46,6 +46,8 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      "how long a message waits for its prerequisite before it is dead-lettered"},
     {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held run"},
     {"loop.retry_backoff_max", "PT5S", false, "longest pause of a held run"},
+    {"loop.db_batch_max", "60", false,
+     "messages per database transaction (1..60, a savepoint each); a longer batch commits in parts"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
     {"fault.crash_after_db_commits", "0", false,
@@ -140,6 +142,7 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_config_duration_ms(cfg, "loop.retry_backoff_min", &l->backoff_min_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.retry_backoff_max", &l->backoff_max_ms, err, errlen) ||
         ll_config_int(cfg, "loop.max_held", &l->max_held, err, errlen) ||
+        ll_config_int(cfg, "loop.db_batch_max", &l->db_batch_max, err, errlen) ||
         ll_config_int(cfg, "fault.crash_after_db_commits", &l->crash_after, err, errlen) ||
         ll_config_int(cfg, "db.tx_attempts", &attempts, err, errlen) || load_io(l, inputs, n, err, errlen)) {
         ll_loop_free(l);
@@ -147,6 +150,12 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
     }
     if (l->batch_max < 1)
         l->batch_max = 1;
+    if (l->db_batch_max < 1 || l->db_batch_max > LL_BATCH_SAVEPOINTS) {
+        snprintf(err, errlen, "loop.db_batch_max must be 1..%d (PostgreSQL caches 64 subtransactions)",
+                 LL_BATCH_SAVEPOINTS);
+        ll_loop_free(l);
+        return NULL;
+    }
     if (l->max_held < 1 || l->max_held > LL_OFFTRACK_MAX_RANGES - 10) {
         /* each held message may split the done offsets into one more range of the metadata */
         snprintf(err, errlen, "loop.max_held must be 1..%d (the offset commit metadata must fit)",

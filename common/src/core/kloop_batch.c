@@ -8,8 +8,9 @@
  *              two instances cannot deadlock each other, while a run keeps its own order;
  *   database = BEGIN; per message SAVEPOINT, apply, and on a rejection, deferral, dead letter or
  *              SQL error ROLLBACK TO SAVEPOINT, so it undoes alone; COMMIT after at most
- *              LL_BATCH_SAVEPOINTS messages (PostgreSQL's subtransaction cache) and at the end.
- *              A batch of one message needs no savepoint (loop.batch_max = 1: the old design);
+ *              loop.db_batch_max messages (at most LL_BATCH_SAVEPOINTS: PostgreSQL's
+ *              subtransaction cache) and at the end. One message per transaction needs no
+ *              savepoint (loop.batch_max = 1 or loop.db_batch_max = 1: the old design);
  *   Kafka    = after each database commit, and only then, the replies and dead letters of its
  *              messages; at the end the offsets (the first message not done, plus the done
  *              offsets above it as metadata) and the commit, in one Kafka transaction.
@@ -309,7 +310,7 @@ static w_result dead(batch *b, lmsg *m, const char *run_id, const char *code, co
 }
 
 /* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock). */
-static w_result hold(batch *b, lmsg *m, int deferred, const char *why)
+static w_result hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why)
 {
     ll_loop *l = b->l;
     int64_t now = ll_loop_now_ms();
@@ -326,7 +327,7 @@ static w_result hold(batch *b, lmsg *m, int deferred, const char *why)
     if (h->backoff_ms > l->backoff_max_ms)
         h->backoff_ms = l->backoff_max_ms;
     h->retry_at_ms = now + h->backoff_ms;
-    ll_log_ctx ctx = {h->run[0] ? h->run : NULL, NULL, h->ps->topic, h->ps->partition, h->offset};
+    ll_log_ctx ctx = {h->run[0] ? h->run : NULL, pid, h->ps->topic, h->ps->partition, h->offset};
     ll_log(deferred ? LL_INFO : LL_WARN, &ctx, deferred ? "message_deferred" : "run_held",
            "held for %lld ms: %s", (long long)h->backoff_ms, why);
     return W_HELD;
@@ -354,6 +355,7 @@ static w_result apply_one(batch *b, lmsg *m)
     const char *run_id = json_string_value(json_object_get(value, "runId"));
     char rid[sizeof m->run];
     snprintf(rid, sizeof rid, "%s", run_id ? run_id : (m->run[0] ? m->run : ""));
+    const char *pid = json_string_value(json_object_get(value, "partitionId"));
     int64_t now = ll_loop_now_ms();
     ll_msg msg = {m->io->in->logical,
                   m->ps->topic,
@@ -392,7 +394,7 @@ static w_result apply_one(batch *b, lmsg *m)
                      (long long)l->prereq_wait_ms, out.reason);
             r = dead(b, m, rid, "PREREQUISITE_TIMEOUT", err);
         } else {
-            r = hold(b, m, 1, out.reason);
+            r = hold(b, m, 1, pid, out.reason);
         }
         break;
     case LL_APPLY_DEAD:
@@ -414,11 +416,11 @@ static w_result apply_one(batch *b, lmsg *m)
             /* a bounded wait ran out (lock or statement timeout), a deadlock or serialization
              * failure, or an SQL error: the run waits and is tried again (issue 7 §6) */
             snprintf(err, sizeof err, "%s %s", e.sqlstate, e.message);
-            ll_log_ctx ctx = {rid[0] ? rid : NULL, NULL, m->ps->topic, m->ps->partition, m->offset};
+            ll_log_ctx ctx = {rid[0] ? rid : NULL, pid, m->ps->topic, m->ps->partition, m->offset};
             int busy = ll_db_err_is_busy(&l->db) || ll_db_err_is_retryable(&l->db);
             ll_log(busy ? LL_WARN : LL_ERROR, &ctx, busy ? "db_busy" : "db_error", "holding the run: %s",
                    err);
-            r = hold(b, m, 0, err);
+            r = hold(b, m, 0, pid, err);
         }
         break;
     }
@@ -553,7 +555,7 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
     if (ll_loop_begin(l) != 0)
         goto out;
     b.kafka_open = 1;
-    b.use_savepoints = b.n_work > 1;
+    b.use_savepoints = b.n_work > 1 && l->db_batch_max > 1;
     for (size_t i = 0; i < b.n_work; i++) {
         lmsg *m = b.work[i];
         /* an earlier message of the same run and partition is held in this batch: this one
@@ -571,7 +573,7 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
             undo_batch(&b);
             goto out;
         }
-        if (b.in_tx && b.savepoints >= LL_BATCH_SAVEPOINTS && tx_commit(&b) != 0) {
+        if (b.in_tx && b.savepoints >= l->db_batch_max && tx_commit(&b) != 0) {
             undo_batch(&b);
             goto out;
         }

@@ -88,7 +88,7 @@ struct ll_loop {
     char dlq_topic[256];
     volatile sig_atomic_t stop;
     int fatal;
-    int64_t batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
+    int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
     int64_t crash_after, db_commits, batch_no;
     part_state **parts;
     size_t n_parts, cap_parts;
