@@ -1,7 +1,8 @@
 /*
  * fuzz_schema.c - libFuzzer target: ll_schema_from_json on the input as schema JSON text
  * (the path a container's embedded writer schema takes). A schema that loads is also used to
- * decode an empty datum and to encode a null, so its tree is walked once.
+ * decode an empty datum and to encode a null and an empty object (every field from its
+ * default), and what encodes is decoded again, so the tree and the defaults are walked.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,10 +33,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ll_decode(&o, "", 0, &out, err, sizeof err) == 0)
         json_decref(out);
     ll_encode_opts eo = {.framing = LL_FRAMING_BARE, .schema = s};
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    if (ll_encode(&eo, json_null(), &buf, &len, err, sizeof err) == 0)
-        free(buf);
+    json_t *values[2] = {json_null(), json_object()};
+    for (int i = 0; i < 2; i++) {
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        if (ll_encode(&eo, values[i], &buf, &len, err, sizeof err) == 0) {
+            if (ll_decode(&o, buf, len, &out, err, sizeof err) == 0)
+                json_decref(out);
+            free(buf);
+        }
+        json_decref(values[i]);
+    }
     ll_schema_free(s);
     return 0;
 }
