@@ -1,7 +1,7 @@
 # loadledger services and loadctl on Debian 12, built from this checkout.
 FROM debian:bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake pkg-config \
-      librdkafka-dev libpq-dev libavro-dev uuid-dev libcurl4-openssl-dev libjansson-dev libncurses-dev \
+      librdkafka-dev libpq-dev libavro-dev uuid-dev libcurl4-openssl-dev libssl-dev libjansson-dev libncurses-dev \
     && rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLL_BUILD_TESTS=OFF \

@@ -17,7 +17,9 @@
 #
 # Settings (environment): LL_RUN_DIR (/tmp/loadledger-run), LL_CACHE_DIR
 # ($HOME/.cache/loadledger), LL_TOPIC_PREFIX (loadledger.), LL_KAFKA_VERSION (4.1.1),
-# LL_KAFKA_HEAP (512m), LL_KAFKA_START_TIMEOUT (90).
+# LL_KAFKA_HEAP (512m), LL_KAFKA_START_TIMEOUT (90); for tests only: LL_KAFKA_CLUSTER_ID (the
+# KRaft cluster id of a fresh broker, random by default).
+# A failed `up` stops what runs in the run dir (PostgreSQL and Kafka) before it exits.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -35,6 +37,7 @@ LL_TOPIC_PREFIX_GIVEN=${LL_TOPIC_PREFIX:+yes}
 LL_TOPIC_PREFIX=${LL_TOPIC_PREFIX:-loadledger.}
 LL_KAFKA_HEAP=${LL_KAFKA_HEAP:-512m}
 LL_KAFKA_START_TIMEOUT=${LL_KAFKA_START_TIMEOUT:-90}
+LL_KAFKA_CLUSTER_ID=${LL_KAFKA_CLUSTER_ID:-}
 PG_VERSION=15
 PG_BIN=/usr/lib/postgresql/$PG_VERSION/bin
 PY=/usr/bin/python3
@@ -55,7 +58,7 @@ ENV_FILE=$LL_RUN_DIR/env
 RUN_MARKER=$LL_RUN_DIR/.loadledger-run
 
 APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-dev uuid-dev
-  libcurl4-openssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
+  libcurl4-openssl-dev libssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
   python3-avro python3-confluent-kafka python3-psycopg2 python3-pytest docker-compose tmux
   valgrind clang-format clang libclang-rt-14-dev default-jre-headless maven)
 
@@ -396,10 +399,14 @@ kafka_start() {
     "-Dkafka.logs.dir=$K_DIR" -cp "$KAFKA_LIBS/*")
   if [[ ! -f $K_DIR/data/meta.properties ]]; then
     fresh_word="new cluster"
-    local cluster_id
-    cluster_id=$("$PY" -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+    local cluster_id=$LL_KAFKA_CLUSTER_ID
+    if [[ -z $cluster_id ]]; then
+      cluster_id=$("$PY" -c 'import base64,uuid;print(base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="))')
+    fi
     log "Kafka: formatting $K_DIR/data (cluster id $cluster_id) ..."
-    if ! "${jvm[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$K_CONF" \
+    # --cluster-id=ID in one word: a random id starts with '-' once in 64 times, and as a word
+    # of its own the tool would read it as an option ("expected one argument").
+    if ! "${jvm[@]}" kafka.tools.StorageTool format "--cluster-id=$cluster_id" -c "$K_CONF" \
       --ignore-formatted >"$K_DIR/format.log" 2>&1 </dev/null 9>&-; then
       cat "$K_DIR/format.log" >&2
       die "kafka-storage format failed"
@@ -526,11 +533,30 @@ cmd_up() {
     return 0
   fi
   prepare_run_dir
+  # From here a failure (die, a failed command under set -e, a signal) stops both servers of
+  # this run dir again: a failed `up` leaves nothing running.
+  trap up_failed EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM HUP
   pg_start
   kafka_start
   create_topics
   write_env
+  trap - EXIT INT TERM HUP
   print_env
+}
+
+# EXIT trap of a starting `up`: on a non-zero exit, stop Kafka and PostgreSQL (their data,
+# ports and logs stay in the run dir for a look and the next `up`).
+up_failed() {
+  local rc=$?
+  trap - EXIT INT TERM HUP
+  ((rc != 0)) || return 0
+  set +e
+  log "up failed (exit $rc): stopping what runs in $LL_RUN_DIR"
+  kafka_stop
+  pg_stop
+  exit "$rc"
 }
 
 cmd_down() {

@@ -18,7 +18,7 @@ import uuid
 
 try:
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 except ImportError as exc:  # pragma: no cover - environment problem
     print("ll_kafka_admin: cannot import confluent_kafka (%s): install python3-confluent-kafka "
           "(scripts/env.sh install) and run with /usr/bin/python3" % exc, file=sys.stderr)
@@ -35,7 +35,8 @@ def admin(bootstrap):
 
 
 def read_topics_conf(path):
-    """Lines '<logical-name> <partitions>', '#' starts a comment, blank lines ignored."""
+    """Lines '<logical-name> <partitions> [<config>=<value> ...]', '#' starts a comment, blank
+    lines ignored. Returns [(name, partitions, {config: value})]."""
     topics = []
     with open(path, encoding="utf-8") as fh:
         for lineno, raw in enumerate(fh, 1):
@@ -43,11 +44,40 @@ def read_topics_conf(path):
             if not line:
                 continue
             parts = line.split()
-            if len(parts) != 2 or not parts[1].isdigit() or int(parts[1]) < 1:
-                raise ValueError("%s:%d: expected '<logical-name> <partitions>', got %r"
-                                 % (path, lineno, raw.rstrip("\n")))
-            topics.append((parts[0], int(parts[1])))
+            configs = dict(c.split("=", 1) for c in parts[2:] if "=" in c.strip("="))
+            if (len(parts) < 2 or not parts[1].isdigit() or int(parts[1]) < 1
+                    or len(configs) != len(parts) - 2):
+                raise ValueError("%s:%d: expected '<logical-name> <partitions> [<config>=<value> ...]',"
+                                 " got %r" % (path, lineno, raw.rstrip("\n")))
+            topics.append((parts[0], int(parts[1]), configs))
     return topics
+
+
+def topic_configs(a, names):
+    """{topic: {config: ConfigEntry}} of the named topics as the broker describes them."""
+    res = [ConfigResource(ConfigResource.Type.TOPIC, n) for n in names]
+    return {r.name: fut.result() for r, fut in a.describe_configs(res, request_timeout=30).items()}
+
+
+def correct_configs(a, wanted_configs, names):
+    """Sets the topic configs of topics.conf on existing topics whose values differ (a topic made
+    before the line had them). Returns the names corrected."""
+    todo = {n: c for n, c in wanted_configs.items() if c and n in names}
+    if not todo:
+        return []
+    have = topic_configs(a, list(todo))
+    fix = [n for n, c in todo.items()
+           if any(k not in have[n] or have[n][k].value != v for k, v in c.items())]
+    for n in fix:
+        # AlterConfigs replaces every dynamic config of the topic: keep the others it has.
+        merged = {k: e.value for k, e in have[n].items()
+                  if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+        merged.update(todo[n])
+        res = ConfigResource(ConfigResource.Type.TOPIC, n, set_config=merged)
+        for _, fut in a.alter_configs([res], request_timeout=30).items():
+            fut.result()
+        log("%s: set %s" % (n, ", ".join("%s=%s" % kv for kv in sorted(todo[n].items()))))
+    return fix
 
 
 def cmd_wait(args):
@@ -94,10 +124,12 @@ def offsets_answer(consumer, name, meta):
 
 def cmd_topics(args):
     try:
-        wanted = [(args.prefix + name, parts) for name, parts in read_topics_conf(args.file)]
+        conf = read_topics_conf(args.file)
     except (OSError, ValueError) as exc:
         log(str(exc))
         return 1
+    wanted = [(args.prefix + name, parts) for name, parts, _ in conf]
+    wanted_configs = {args.prefix + name: configs for name, _, configs in conf}
     a = admin(args.bootstrap)
     names = [n for n, _ in wanted]
 
@@ -126,7 +158,8 @@ def cmd_topics(args):
         present = existing_topics(a)
         for name in [n for n in todo if n in present]:
             kept.append((name, todo.pop(name), len(present[name].partitions)))
-        new = [NewTopic(n, num_partitions=p, replication_factor=1) for n, p in todo.items()]
+        new = [NewTopic(n, num_partitions=p, replication_factor=1, config=wanted_configs[n])
+               for n, p in todo.items()]
         if new:
             for name, fut in a.create_topics(new, operation_timeout=30).items():
                 try:
@@ -170,6 +203,11 @@ def cmd_topics(args):
             return 1
         time.sleep(0.2)
 
+    try:
+        correct_configs(a, wanted_configs, [n for n, _, _ in kept])
+    except KafkaException as exc:
+        log("topic configs: %s" % exc)
+        return 1
     for name, want, have in kept:
         if want != have:
             log("warning: %s has %d partitions, topics.conf says %d (recreate it with "

@@ -173,7 +173,8 @@ int main(int argc, char **argv)
         close_sink(&sink);
         return ll_daemon_fail(&d, err);
     }
-    ll_daemon_open_db(&d);
+    if (ll_daemon_open_db(&d, err, sizeof err) != 0)
+        return ll_daemon_fail(&d, err);
     const char *lc = ll_config_get(d.cfg, "db.listen_conninfo");
     listener lis = {NULL, NULL, 0};
     if (!lc)

@@ -110,7 +110,8 @@ int main(int argc, char **argv)
     sweep_settings s;
     if (read_settings(d.cfg, &s, err, sizeof err) != 0)
         return ll_daemon_fail(&d, err);
-    ll_daemon_open_db(&d);
+    if (ll_daemon_open_db(&d, err, sizeof err) != 0)
+        return ll_daemon_fail(&d, err);
     ll_log(LL_INFO, NULL, "service_started", "sweeper started (mode %s, interval %lld ms)",
            ll_config_get(d.cfg, "recovery.mode"), (long long)s.interval_ms);
     while (!ll_daemon_stopping) {

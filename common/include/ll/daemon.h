@@ -11,7 +11,8 @@
 #include "ll/config.h"
 #include "ll/db.h"
 
-/* The keys every such service reads: service.instance_id, db.conninfo, db.tx_attempts, log.level. */
+/* The keys every such service reads: service.instance_id, db.conninfo, db.tx_attempts, log.level
+ * (plus LL_DB_TIMEOUT_KEYS, merged in by ll_daemon_start). */
 extern const ll_config_key LL_DAEMON_CONFIG_KEYS[];
 
 /* Set to 1 by SIGTERM or SIGINT once ll_daemon_start has run; the service's loop ends on it. */
@@ -36,8 +37,9 @@ int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const
                     const ll_config_key *own_keys, const char *extra_help);
 /* Prints "ll-<name>: <msg>" on stderr, ends the daemon, and returns 1 (the exit code). */
 int ll_daemon_fail(ll_daemon *d, const char *msg);
-/* Opens the database (db.conninfo, db.tx_attempts); an unreachable one is logged, retried later. */
-void ll_daemon_open_db(ll_daemon *d);
+/* Opens the database (db.conninfo, db.tx_attempts, the db.* timeouts); an unreachable one is
+ * logged and retried later. Returns 0, or -1 with err naming a bad key (start-up refused). */
+int ll_daemon_open_db(ll_daemon *d, char *err, size_t errlen);
 /* Closes the database and frees the configuration. */
 void ll_daemon_end(ll_daemon *d);
 

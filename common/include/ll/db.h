@@ -13,6 +13,9 @@
 #include <libpq-fe.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "ll/config.h"
 
 /* A named SQL statement, prepared once per connection on first use. Static storage. */
 typedef struct ll_stmt {
@@ -37,7 +40,15 @@ typedef struct ll_db {
     char **prepared; /* names prepared on this connection */
     size_t n_prepared, cap_prepared;
     ll_db_error err;
+    /* Session limits set on every (re)connection, in ms (0 = the server's default, i.e. none):
+     * statement_timeout, lock_timeout, idle_in_transaction_session_timeout. Every wait on the
+     * database is bounded (issue 7 §6); a timeout is SQLSTATE 57014 or 55P03 (ll_db_err_is_busy). */
+    int64_t statement_timeout_ms, lock_timeout_ms, idle_tx_timeout_ms;
 } ll_db;
+
+/* The database keys every service reads (db.statement_timeout, db.lock_timeout,
+ * db.idle_in_transaction_timeout), for a service's key table; {NULL}-terminated. */
+extern const ll_config_key LL_DB_TIMEOUT_KEYS[];
 
 /* Outcome of a database call. */
 typedef enum ll_db_rc {
@@ -53,6 +64,13 @@ ll_db_rc ll_db_open(ll_db *db, const char *conninfo, const char *app, int tx_att
 void ll_db_close(ll_db *db);
 /* Reconnects when the connection is bad. Returns LL_DB_OK or LL_DB_UNAVAILABLE. */
 ll_db_rc ll_db_ensure(ll_db *db);
+/*
+ * Reads db.statement_timeout, db.lock_timeout and db.idle_in_transaction_timeout (durations) into
+ * db and applies them to an open connection at once (and to every later reconnection). Call it
+ * right after ll_db_open. Returns 0, or -1 with err naming the key (bad duration, or a lock
+ * timeout not below the statement timeout).
+ */
+int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t errlen);
 
 /*
  * Executes a prepared statement with text parameters (NULL = SQL NULL). Returns the result (caller
@@ -69,6 +87,9 @@ bool ll_db_err_is_retryable(const ll_db *db);
 bool ll_db_err_is_unavailable(const ll_db *db);
 /* An error caused by the input (SQLSTATE class 22 data exception or 23 integrity violation). */
 bool ll_db_err_is_input(const ll_db *db);
+/* True for a bounded wait that ran out: statement timeout (57014) or lock timeout (55P03). The
+ * message is held and retried with backoff, never dead-lettered (issue 7 §6). */
+bool ll_db_err_is_busy(const ll_db *db);
 
 /*
  * A transaction body: runs inside BEGIN ... COMMIT. Returns LL_DB_OK to commit, LL_DB_ROLLBACK

@@ -19,8 +19,9 @@ typedef struct ll_service {
     void *state;
 } ll_service;
 
-/* Merges key tables (each {NULL}-terminated) into a malloc'd table the caller frees. */
-ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key *b);
+/* Merges three key tables (each {NULL}-terminated, any may be NULL) into a malloc'd table the
+ * caller frees; NULL when out of memory. */
+ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key *b, const ll_config_key *c);
 
 /*
  * Runs a service: `--config FILE` (else $LOADLEDGER_CONFIG, else no file), `--help` lists the

@@ -31,7 +31,7 @@ int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const
 {
     memset(d, 0, sizeof *d);
     d->name = name;
-    d->keys = ll_config_keys_merge(LL_DAEMON_CONFIG_KEYS, own_keys);
+    d->keys = ll_config_keys_merge(LL_DAEMON_CONFIG_KEYS, LL_DB_TIMEOUT_KEYS, own_keys);
     const char *path = getenv("LOADLEDGER_CONFIG");
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
@@ -75,14 +75,15 @@ int ll_daemon_fail(ll_daemon *d, const char *msg)
     return 1;
 }
 
-void ll_daemon_open_db(ll_daemon *d)
+int ll_daemon_open_db(ll_daemon *d, char *err, size_t errlen)
 {
-    char err[256];
     int64_t attempts = 3;
-    ll_config_int(d->cfg, "db.tx_attempts", &attempts, err, sizeof err);
+    if (ll_config_int(d->cfg, "db.tx_attempts", &attempts, err, errlen))
+        return -1;
     d->db_opened = true;
     if (ll_db_open(&d->db, ll_config_get(d->cfg, "db.conninfo"), d->name, (int)attempts) != LL_DB_OK)
         ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start; will retry");
+    return ll_db_configure_timeouts(&d->db, d->cfg, err, errlen);
 }
 
 void ll_daemon_end(ll_daemon *d)

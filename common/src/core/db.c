@@ -9,6 +9,19 @@
 #include <string.h>
 #include <time.h>
 
+const ll_config_key LL_DB_TIMEOUT_KEYS[] = {
+    {"db.statement_timeout", "PT5S", false, "longest SQL statement (statement_timeout); 0 = none"},
+    {"db.lock_timeout", "PT2S", false,
+     "longest wait for a row lock (lock_timeout); a timeout holds the message and retries"},
+    {"db.idle_in_transaction_timeout", "PT60S", false,
+     "a transaction left idle longer is ended by the server (idle_in_transaction_session_timeout)"},
+    {NULL, NULL, false, NULL}};
+
+/* The session limits, as a visible constant with bound parameters (values in ms). */
+static const char SQL_SET_TIMEOUTS[] =
+    "SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false),"
+    " set_config('idle_in_transaction_session_timeout', $3, false)";
+
 static void set_err(ll_db *db, const char *state, const char *constraint, const char *msg)
 {
     snprintf(db->err.sqlstate, sizeof db->err.sqlstate, "%s", state ? state : "");
@@ -60,6 +73,22 @@ void ll_db_close(ll_db *db)
     db->app = NULL;
 }
 
+/* Sets the session limits of db on its fresh connection. 0, or -1 with db->err filled. */
+static int apply_timeouts(ll_db *db)
+{
+    char st[24], lk[24], idle[24];
+    snprintf(st, sizeof st, "%lld", (long long)db->statement_timeout_ms);
+    snprintf(lk, sizeof lk, "%lld", (long long)db->lock_timeout_ms);
+    snprintf(idle, sizeof idle, "%lld", (long long)db->idle_tx_timeout_ms);
+    const char *params[3] = {st, lk, idle};
+    PGresult *res = PQexecParams(db->conn, SQL_SET_TIMEOUTS, 3, NULL, params, NULL, NULL, 0);
+    int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
+    if (!ok)
+        set_err_from_result(db, res);
+    PQclear(res);
+    return ok ? 0 : -1;
+}
+
 /*
  * The connection: the configured conninfo (key=value or a postgresql:// URI, expanded by libpq)
  * between defaults it may override (a bounded connect, TCP keepalives, so that a database host
@@ -89,7 +118,30 @@ ll_db_rc ll_db_ensure(ll_db *db)
         db->conn = NULL;
         return LL_DB_UNAVAILABLE;
     }
+    if (apply_timeouts(db) != 0) {
+        PQfinish(db->conn);
+        db->conn = NULL;
+        return LL_DB_UNAVAILABLE;
+    }
     return LL_DB_OK;
+}
+
+int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t errlen)
+{
+    int64_t st = 0, lk = 0, idle = 0;
+    if (ll_config_duration_ms(cfg, "db.statement_timeout", &st, err, errlen) ||
+        ll_config_duration_ms(cfg, "db.lock_timeout", &lk, err, errlen) ||
+        ll_config_duration_ms(cfg, "db.idle_in_transaction_timeout", &idle, err, errlen))
+        return -1;
+    db->statement_timeout_ms = st;
+    db->lock_timeout_ms = lk;
+    db->idle_tx_timeout_ms = idle;
+    if (db->conn && PQstatus(db->conn) == CONNECTION_OK && apply_timeouts(db) != 0) {
+        PQfinish(db->conn); /* reconnected (and limited) on the next ll_db_ensure */
+        db->conn = NULL;
+        forget_prepared(db);
+    }
+    return 0;
 }
 
 static bool is_prepared(const ll_db *db, const char *name)
@@ -173,6 +225,11 @@ bool ll_db_err_is_unavailable(const ll_db *db)
         return true;
     return strncmp(db->err.sqlstate, "08", 2) == 0 || strncmp(db->err.sqlstate, "57P", 3) == 0 ||
            db->err.sqlstate[0] == '\0';
+}
+
+bool ll_db_err_is_busy(const ll_db *db)
+{
+    return strcmp(db->err.sqlstate, "57014") == 0 || strcmp(db->err.sqlstate, "55P03") == 0;
 }
 
 bool ll_db_err_is_input(const ll_db *db)

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ll/dlq.h"
+#include "ll/kclient.h"
 #include "ll/log.h"
 #include "ll/rules.h"
 #include "ll/topics.h"
@@ -35,6 +37,15 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"loop.batch_max", "200", false, "messages per poll batch"},
     {"loop.poll", "PT0.1S", false, "poll wait"},
     {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)"},
+    {"loop.dead_letter_max_bytes", "2097152", false,
+     "max.message.bytes of the dead-letter topic (bytes); no dead-letter record exceeds it"},
+    {"codec.max_schema_bytes", "65536", false, "largest writer schema embedded in a message (bytes)"},
+    {"codec.max_schema_expansions", "100000", false,
+     "types an embedded writer schema may reach with its named types expanded"},
+    {"codec.max_values", "100000", false, "values one message may hold (nulls too)"},
+    {"codec.max_default_values", "10000", false, "values an embedded schema's defaults may build"},
+    {"codec.writer_cache_entries", "32", false, "embedded writer schemas cached per topic (1..256)"},
+    {"codec.writer_cache_bytes", "1048576", false, "schema text cached per topic (bytes)"},
     {"loop.prerequisite_wait", "PT60S", false,
      "how long a message waits for its prerequisite before it is dead-lettered"},
     {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held partition"},
@@ -89,6 +100,14 @@ struct ll_loop {
     part_state *parts;
     size_t n_parts, cap_parts;
     unsigned rebalance_gen;
+    char group[256], txid[512];
+    size_t dlq_limit; /* largest dead-letter record (bytes): min(producer, topic limit) */
+    /* Recovery without a restart (issue 7 §8): while the producer is being recreated or the
+     * positions cannot be reset to the committed offsets, the whole assignment is paused
+     * (all_paused), the consumer is still polled (the group keeps this member), and the step is
+     * retried with backoff from recover_at_ms. */
+    int producer_broken, rewind_pending, all_paused;
+    int64_t recover_at_ms, recover_backoff_ms;
 };
 
 static int64_t now_ms(void)
@@ -143,7 +162,11 @@ static void apply_passthrough(const char *key, const char *value, void *arg)
     char e[256];
     if (c->failed)
         return;
-    if (rd_kafka_conf_set(c->conf, key, value, e, sizeof e) != RD_KAFKA_CONF_OK) {
+    const char *refusal = ll_kconf_refusal(key, value);
+    if (refusal) {
+        snprintf(c->err, c->errlen, "kafka.%s = %s is refused: %s", key, value, refusal);
+        c->failed = 1;
+    } else if (rd_kafka_conf_set(c->conf, key, value, e, sizeof e) != RD_KAFKA_CONF_OK) {
         snprintf(c->err, c->errlen, "kafka.%s: %s", key, e);
         c->failed = 1;
     }
@@ -174,6 +197,29 @@ static json_t *partition_map(const rd_kafka_topic_partition_list_t *parts)
     return json_pack("{s:o}", "partitions", m);
 }
 
+/* Resumes what this instance paused (held partitions, or the whole assignment during a
+ * recovery) and nothing else: resuming a never-paused partition can refetch from a stale
+ * position in librdkafka 2.0.2 (fixed in 2.4.0). Forgets the hold state. */
+static void resume_paused(ll_loop *l)
+{
+    rd_kafka_topic_partition_list_t *tp = NULL;
+    if (l->all_paused) {
+        if (rd_kafka_assignment(l->consumer, &tp) != RD_KAFKA_RESP_ERR_NO_ERROR)
+            tp = NULL;
+    } else {
+        tp = rd_kafka_topic_partition_list_new((int)(l->n_parts ? l->n_parts : 1));
+        for (size_t i = 0; i < l->n_parts; i++)
+            if (l->parts[i].paused)
+                rd_kafka_topic_partition_list_add(tp, l->parts[i].topic, l->parts[i].partition);
+    }
+    if (tp && tp->cnt > 0)
+        rd_kafka_resume_partitions(l->consumer, tp);
+    if (tp)
+        rd_kafka_topic_partition_list_destroy(tp);
+    l->all_paused = 0;
+    l->n_parts = 0;
+}
+
 static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
                          void *opaque)
 {
@@ -182,15 +228,19 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",
                     parts->cnt);
+        /* an eager assignment starts at the committed offsets: no rewind is owed any more (the
+         * producer, if broken, is still recreated before anything is applied) */
+        l->rewind_pending = 0;
         rd_kafka_assign(rk, parts);
-        /* a partition held (paused) under an earlier assignment must not stay paused: its hold
-         * state was dropped with that assignment, so nothing would ever resume it */
-        rd_kafka_resume_partitions(rk, parts);
+        if (l->producer_broken) {
+            rd_kafka_pause_partitions(rk, parts);
+            l->all_paused = 1;
+        }
     } else {
         ll_log_json(LL_INFO, NULL, "partitions_revoked", partition_map(parts), "revoked %d partitions",
                     parts->cnt);
+        resume_paused(l); /* while still assigned; the hold state belongs to this assignment */
         rd_kafka_assign(rk, NULL);
-        l->n_parts = 0; /* hold state belongs to the old assignment */
     }
 }
 
@@ -206,34 +256,102 @@ static rd_kafka_conf_t *base_conf(ll_loop *l, char *err, size_t errlen)
     return conf;
 }
 
+/* The transactional producer (transactional.id <group>.<instance>), its transactions
+ * initialised (which fences an earlier instance and aborts its open transaction). init_ms
+ * bounds the initialisation. 0, or -1 with err (l->producer then NULL). */
+static int make_producer(ll_loop *l, int init_ms, char *err, size_t errlen)
+{
+    char e[512];
+    rd_kafka_conf_t *pc = base_conf(l, err, errlen);
+    if (!pc)
+        return -1;
+    if (conf_set(pc, "transactional.id", l->txid, err, errlen) ||
+        conf_set(pc, "enable.idempotence", "true", err, errlen)) {
+        rd_kafka_conf_destroy(pc);
+        return -1;
+    }
+    if (!ll_config_get(l->cfg, "kafka.transaction.timeout.ms"))
+        conf_set(pc, "transaction.timeout.ms", "60000", err, errlen);
+    if (!ll_config_get(l->cfg, "kafka.message.max.bytes")) {
+        /* derived: a dead-letter record may be as large as the dead-letter topic takes */
+        char mmb[32];
+        snprintf(mmb, sizeof mmb, "%zu", l->dlq_limit);
+        if (conf_set(pc, "message.max.bytes", mmb, err, errlen)) {
+            rd_kafka_conf_destroy(pc);
+            return -1;
+        }
+    }
+    l->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, e, sizeof e);
+    if (!l->producer) {
+        snprintf(err, errlen, "producer: %s", e);
+        return -1;
+    }
+    for (int attempt = 0;; attempt++) {
+        rd_kafka_error_t *ke = rd_kafka_init_transactions(l->producer, init_ms);
+        if (!ke)
+            return 0;
+        int retry = rd_kafka_error_is_retriable(ke) && attempt < 10;
+        snprintf(err, errlen, "init_transactions: %s", rd_kafka_error_string(ke));
+        rd_kafka_error_destroy(ke);
+        if (!retry) {
+            rd_kafka_destroy(l->producer);
+            l->producer = NULL;
+            return -1;
+        }
+    }
+}
+
+/*
+ * The dead-letter limit: min(kafka.message.max.bytes if set, loop.dead_letter_max_bytes), and
+ * the start-up check that a message of loop.max_message_bytes can be dead-lettered whole
+ * (issue 7 §1, §5). 0, or -1 with err naming the settings.
+ */
+static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, size_t errlen)
+{
+    int64_t topic_max = 2097152, producer_max;
+    if (ll_config_int(l->cfg, "loop.dead_letter_max_bytes", &topic_max, err, errlen))
+        return -1;
+    producer_max = topic_max;
+    if (ll_config_get(l->cfg, "kafka.message.max.bytes") &&
+        ll_config_int(l->cfg, "kafka.message.max.bytes", &producer_max, err, errlen))
+        return -1;
+    if (ll_dlq_limits_check(max_message_bytes, producer_max, topic_max, err, errlen))
+        return -1;
+    l->dlq_limit = (size_t)(producer_max < topic_max ? producer_max : topic_max);
+    return 0;
+}
+
 static int make_clients(ll_loop *l, char *err, size_t errlen)
 {
-    char group[256], txid[512], host[128] = "host", e[512];
+    char host[128] = "host", e[512];
     const char *g = ll_config_get(l->cfg, "kafka.group.id");
-    snprintf(group, sizeof group, "%s", g ? g : "");
-    if (!g)
-        snprintf(group, sizeof group, "loadledger.%s", l->service);
+    const char *prefix = ll_config_get(l->cfg, "topic.prefix");
+    /* the default group follows the topic prefix, so two prefixes on one broker never share one */
+    if (g)
+        snprintf(l->group, sizeof l->group, "%s", g);
+    else
+        snprintf(l->group, sizeof l->group, "%s%s", prefix ? prefix : "", l->service);
     const char *inst = ll_config_get(l->cfg, "service.instance_id");
     if (!inst) {
         gethostname(host, sizeof host - 1);
         inst = host;
     }
-    snprintf(txid, sizeof txid, "%s.%s", group, inst);
+    snprintf(l->txid, sizeof l->txid, "%s.%s", l->group, inst);
 
     rd_kafka_conf_t *cc = base_conf(l, err, errlen);
     if (!cc)
         return -1;
-    if (conf_set(cc, "group.id", group, err, errlen) ||
+    /* what ll_kconf_refusal guards: set here, never to be changed by configuration */
+    if (conf_set(cc, "group.id", l->group, err, errlen) ||
         conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         conf_set(cc, "enable.auto.offset.store", "false", err, errlen) ||
         conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
-        /* eager assignor: librdkafka 2.0.2 mishandles commits during cooperative rebalances */
-        conf_set(cc, "partition.assignment.strategy", "range", err, errlen)) {
+        conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
+        (!ll_config_get(l->cfg, "kafka.partition.assignment.strategy") &&
+         conf_set(cc, "partition.assignment.strategy", "range", err, errlen))) {
         rd_kafka_conf_destroy(cc);
         return -1;
     }
-    if (!ll_config_get(l->cfg, "kafka.auto.offset.reset"))
-        conf_set(cc, "auto.offset.reset", "earliest", err, errlen);
     rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
     rd_kafka_conf_set_opaque(cc, l);
     l->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, e, sizeof e);
@@ -242,41 +360,47 @@ static int make_clients(ll_loop *l, char *err, size_t errlen)
         return -1;
     }
     rd_kafka_poll_set_consumer(l->consumer);
-
-    rd_kafka_conf_t *pc = base_conf(l, err, errlen);
-    if (!pc)
+    if (make_producer(l, 30000, err, errlen) != 0)
         return -1;
-    if (conf_set(pc, "transactional.id", txid, err, errlen) ||
-        conf_set(pc, "enable.idempotence", "true", err, errlen)) {
-        rd_kafka_conf_destroy(pc);
-        return -1;
-    }
-    if (!ll_config_get(l->cfg, "kafka.transaction.timeout.ms"))
-        conf_set(pc, "transaction.timeout.ms", "60000", err, errlen);
-    l->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, e, sizeof e);
-    if (!l->producer) {
-        snprintf(err, errlen, "producer: %s", e);
-        return -1;
-    }
-    for (int attempt = 0;; attempt++) {
-        rd_kafka_error_t *ke = rd_kafka_init_transactions(l->producer, 30000);
-        if (!ke)
-            break;
-        int retry = rd_kafka_error_is_retriable(ke) && attempt < 10;
-        snprintf(err, errlen, "init_transactions: %s", rd_kafka_error_string(ke));
-        rd_kafka_error_destroy(ke);
-        if (!retry)
+    /* the dead-letter topic's own limit, where the broker tells it: a smaller one than
+     * configured lowers the limit, and must still take any accepted message whole */
+    int64_t topic_max = 0, maxb = (int64_t)l->io[0].dopts.max_message_bytes;
+    char why[300];
+    if (ll_kafka_topic_max_message_bytes(l->producer, l->dlq_topic, 10000, &topic_max, why, sizeof why) !=
+        0) {
+        ll_log(LL_WARN, NULL, "dead_letter_topic_unknown", "%s: keeping loop.dead_letter_max_bytes = %zu",
+               why, l->dlq_limit);
+    } else if ((size_t)topic_max < l->dlq_limit) {
+        if (ll_dlq_limits_check(maxb, topic_max, topic_max, err, errlen) != 0) {
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "topic %s has max.message.bytes = %lld: %s", l->dlq_topic,
+                     (long long)topic_max, why);
             return -1;
+        }
+        l->dlq_limit = (size_t)topic_max;
     }
-    ll_log(LL_INFO, NULL, "kafka_ready", "group %s, transactional.id %s", group, txid);
+    ll_log(LL_INFO, NULL, "kafka_ready", "group %s, transactional.id %s, dead letters up to %zu bytes",
+           l->group, l->txid, l->dlq_limit);
     return 0;
 }
 
 static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size_t errlen)
 {
-    int64_t maxb = 1048576;
-    if (ll_config_int(l->cfg, "loop.max_message_bytes", &maxb, err, errlen))
+    int64_t maxb = 1048576, cb[6];
+    if (ll_config_int(l->cfg, "loop.max_message_bytes", &maxb, err, errlen) ||
+        dead_letter_limits(l, maxb, err, errlen))
         return -1;
+    static const char *const codec_keys[6] = {"codec.max_schema_bytes",     "codec.max_schema_expansions",
+                                              "codec.max_values",           "codec.max_default_values",
+                                              "codec.writer_cache_entries", "codec.writer_cache_bytes"};
+    for (int k = 0; k < 6; k++) {
+        if (ll_config_int(l->cfg, codec_keys[k], &cb[k], err, errlen))
+            return -1;
+        if (cb[k] < 1) {
+            snprintf(err, errlen, "configuration key '%s' must be at least 1", codec_keys[k]);
+            return -1;
+        }
+    }
     const char *ids_file = ll_config_get(l->cfg, "schema.ids_file");
     if (ids_file && *ids_file && !(l->ids = ll_schema_ids_load(ids_file, err, errlen)))
         return -1;
@@ -301,6 +425,12 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
         io->dopts.reader = io->schema;
         io->dopts.ids = l->ids;
         io->dopts.max_message_bytes = (size_t)maxb;
+        io->dopts.max_schema_bytes = (size_t)cb[0];
+        io->dopts.max_schema_expansions = (size_t)cb[1];
+        io->dopts.max_values = (size_t)cb[2];
+        io->dopts.max_default_values = (size_t)cb[3];
+        io->dopts.writer_cache_entries = (size_t)cb[4];
+        io->dopts.writer_cache_bytes = (size_t)cb[5];
         io->eopts.schema = io->reply_schema;
         char key[160];
         int64_t sid = 0;
@@ -338,6 +468,10 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
     if (ll_db_open(&l->db, ll_config_get(cfg, "db.conninfo"), service, (int)attempts) != LL_DB_OK)
         ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start: %s (will retry)",
                l->db.err.message);
+    if (ll_db_configure_timeouts(&l->db, cfg, err, errlen) != 0) {
+        ll_loop_free(l);
+        return NULL;
+    }
     if (make_clients(l, err, errlen) != 0) {
         ll_loop_free(l);
         return NULL;
@@ -460,7 +594,10 @@ static ll_db_rc dl_tx(ll_db *db, void *arg)
     return LL_DB_OK;
 }
 
-typedef enum { MSG_DONE, MSG_HOLD, MSG_ABORT, MSG_FATAL } msg_result;
+/* What became of one message in the batch: done (reply or dead letter produced, offset may
+ * pass it), held (no offset), abort (the Kafka transaction must be aborted), or a reply that
+ * could not be encoded (turned into a dead letter by process_one). */
+typedef enum { MSG_DONE, MSG_HOLD, MSG_ABORT, MSG_UNENCODABLE } msg_result;
 
 /*
  * Dead-letters one message: the ledger event first (its id derives from topic/partition/offset,
@@ -468,6 +605,88 @@ typedef enum { MSG_DONE, MSG_HOLD, MSG_ABORT, MSG_FATAL } msg_result;
  * ll.error.* headers into the open Kafka transaction.
  */
 static void hold(ll_loop *l, part_state *ps, int64_t offset, const char *why);
+
+/* Serialized size of a header set as the producer counts it (bytes). */
+static size_t headers_size(const rd_kafka_headers_t *h)
+{
+    size_t n = 0, vlen = 0;
+    const char *name;
+    const void *val;
+    for (size_t i = 0; h && rd_kafka_header_get_all(h, i, &name, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR;
+         i++)
+        n += strlen(name) + vlen + 8;
+    return n;
+}
+
+/* The dead-letter reason as a header: at most this many bytes, cut on a UTF-8 boundary. */
+#define DL_REASON_MAX 1000
+
+/*
+ * Produces the dead-letter record of rkm into the open Kafka transaction: the loop's ll.error.* and
+ * ll.source.* headers, plus the original key, value and headers where they fit under the
+ * dead-letter limit (dlq.h); what does not fit is named in ll.payload.* headers (size in bytes,
+ * SHA-256), so the record always fits and never blocks the partition.
+ */
+static msg_result produce_dead_letter(ll_loop *l, const rd_kafka_message_t *rkm, const char *topic,
+                                      const char *part, const char *off, const char *code, const char *reason)
+{
+    char ts[40], why[DL_REASON_MAX + 1], size[32], sha[65] = "";
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    size_t rl = strlen(reason);
+    if (rl > DL_REASON_MAX) {
+        rl = DL_REASON_MAX;
+        while (rl > 0 && ((unsigned char)reason[rl] & 0xC0) == 0x80)
+            rl--;
+    }
+    memcpy(why, reason, rl);
+    why[rl] = '\0';
+    rd_kafka_headers_t *own = rd_kafka_headers_new(12);
+    rd_kafka_header_add(own, "ll.error.code", -1, code, -1);
+    rd_kafka_header_add(own, "ll.error.message", -1, why, -1);
+    rd_kafka_header_add(own, "ll.source.topic", -1, topic, -1);
+    rd_kafka_header_add(own, "ll.source.partition", -1, part, -1);
+    rd_kafka_header_add(own, "ll.source.offset", -1, off, -1);
+    rd_kafka_header_add(own, "ll.service", -1, l->service, -1);
+    rd_kafka_header_add(own, "ll.dead_at", -1, ts, -1);
+    /* room for the ll.payload.* headers, in case they are needed */
+    size_t own_len = headers_size(own) + 200;
+    const rd_kafka_headers_t *orig = NULL;
+    if (rd_kafka_message_headers(rkm, (rd_kafka_headers_t **)&orig) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        orig = NULL;
+    ll_dlq_fit fit;
+    ll_dlq_fit_decide(rkm->key_len, rkm->len, headers_size(orig), own_len, l->dlq_limit, &fit);
+
+    rd_kafka_headers_t *h = fit.keep_headers && orig ? rd_kafka_headers_copy(orig) : rd_kafka_headers_new(12);
+    const char *name;
+    const void *val;
+    size_t vlen;
+    for (size_t i = 0; rd_kafka_header_get_all(own, i, &name, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+        rd_kafka_header_add(h, name, -1, val, (ssize_t)vlen);
+    rd_kafka_headers_destroy(own);
+    if (!fit.keep_value) {
+        snprintf(size, sizeof size, "%zu", rkm->len);
+        ll_sha256_hex(rkm->payload, rkm->payload ? rkm->len : 0, sha);
+        rd_kafka_header_add(h, "ll.payload.omitted", -1,
+                            "payload omitted: the record would exceed the dead-letter limit", -1);
+        rd_kafka_header_add(h, "ll.payload.size", -1, size, -1);
+        rd_kafka_header_add(h, "ll.payload.sha256", -1, sha, -1);
+    }
+    if (!fit.keep_headers && orig)
+        rd_kafka_header_add(h, "ll.headers.omitted", -1, "original headers omitted (size)", -1);
+    if (!fit.keep_key && rkm->key)
+        rd_kafka_header_add(h, "ll.key.omitted", -1, "original key omitted (size)", -1);
+    ll_log_ctx ctx = {NULL, NULL, topic, rkm->partition, rkm->offset};
+    if (!fit.keep_value)
+        ll_log(LL_WARN, &ctx, "dead_letter_payload_omitted",
+               "value of %zu bytes (sha256 %s) not copied: over %zu bytes", rkm->len, sha, l->dlq_limit);
+    if (produce(l, l->dlq_topic, fit.keep_key ? rkm->key : NULL, fit.keep_key ? rkm->key_len : 0,
+                fit.keep_value ? rkm->payload : NULL, fit.keep_value ? rkm->len : 0, h, 0) != 0)
+        return MSG_ABORT;
+    return MSG_DONE;
+}
 
 static msg_result dead_letter(ll_loop *l, part_state *ps, const rd_kafka_message_t *rkm, const char *run_id,
                               const char *code, const char *reason)
@@ -496,29 +715,9 @@ static msg_result dead_letter(ll_loop *l, part_state *ps, const rd_kafka_message
         return MSG_HOLD;
     }
     ps->hold_offset = ps->defer_offset = -1;
-    rd_kafka_headers_t *h = NULL;
-    const rd_kafka_headers_t *orig = NULL;
-    if (rd_kafka_message_headers(rkm, (rd_kafka_headers_t **)&orig) == RD_KAFKA_RESP_ERR_NO_ERROR && orig)
-        h = rd_kafka_headers_copy(orig);
-    else
-        h = rd_kafka_headers_new(8);
-    char ts[40];
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    rd_kafka_header_add(h, "ll.error.code", -1, code, -1);
-    rd_kafka_header_add(h, "ll.error.message", -1, reason, -1);
-    rd_kafka_header_add(h, "ll.source.topic", -1, topic, -1);
-    rd_kafka_header_add(h, "ll.source.partition", -1, part, -1);
-    rd_kafka_header_add(h, "ll.source.offset", -1, off, -1);
-    rd_kafka_header_add(h, "ll.service", -1, l->service, -1);
-    rd_kafka_header_add(h, "ll.dead_at", -1, ts, -1);
-    ll_log_ctx ctx = {run_id, NULL, topic, rkm->partition, rkm->offset};
+    ll_log_ctx ctx = {have_run ? canon : NULL, NULL, topic, rkm->partition, rkm->offset};
     ll_log(LL_ERROR, &ctx, "dead_letter", "%s: %s", code, reason);
-    if (produce(l, l->dlq_topic, rkm->key, rkm->key_len, rkm->payload, rkm->len, h, 0) != 0)
-        return MSG_ABORT;
-    return MSG_DONE;
+    return produce_dead_letter(l, rkm, topic, part, off, code, reason);
 }
 
 /* ---- applying one message ------------------------------------------------------------------- */
@@ -566,15 +765,18 @@ static void hold(ll_loop *l, part_state *ps, int64_t offset, const char *why)
     ll_log(LL_DEBUG, &ctx, "partition_held", "held for %lld ms: %s", (long long)ps->backoff_ms, why);
 }
 
-static msg_result send_reply(ll_loop *l, topic_io *io, const rd_kafka_message_t *rkm, json_t *reply)
+/* Produces the reply into the open Kafka transaction. MSG_UNENCODABLE (with the reason in err)
+ * when the reply does not fit its schema: the caller dead-letters the input instead, so the
+ * process neither exits nor meets the same message again. */
+static msg_result send_reply(ll_loop *l, topic_io *io, const rd_kafka_message_t *rkm, json_t *reply,
+                             char *err, size_t errlen)
 {
     unsigned char *buf = NULL;
     size_t len = 0;
-    char err[256];
-    if (ll_encode(&io->eopts, reply, &buf, &len, err, sizeof err) != 0) {
-        ll_log(LL_ERROR, NULL, "reply_encode_failed", "reply for %s does not fit its schema: %s", io->topic,
-               err);
-        return MSG_FATAL;
+    char why[400];
+    if (ll_encode(&io->eopts, reply, &buf, &len, why, sizeof why) != 0) {
+        snprintf(err, errlen, "the reply to %s does not fit its schema: %s", io->reply_topic, why);
+        return MSG_UNENCODABLE;
     }
     if (produce(l, io->reply_topic, rkm->key, rkm->key_len, buf, len, NULL, 1) != 0)
         return MSG_ABORT;
@@ -585,7 +787,7 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
 {
     const char *topic = rd_kafka_topic_name(rkm->rkt);
     topic_io *io = io_for(l, topic);
-    char err[512], key[128] = "";
+    char err[1024], key[128] = "";
     if (rkm->key && rkm->key_len < sizeof key) {
         memcpy(key, rkm->key, rkm->key_len);
         key[rkm->key_len] = '\0';
@@ -617,7 +819,9 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
         }
         ps->hold_offset = -1;
         ps->defer_offset = -1;
-        res = a.out.reply ? send_reply(l, io, rkm, a.out.reply) : MSG_DONE;
+        res = a.out.reply ? send_reply(l, io, rkm, a.out.reply, err, sizeof err) : MSG_DONE;
+        if (res == MSG_UNENCODABLE)
+            res = dead_letter(l, ps, rkm, run_id ? run_id : keyp, "REPLY_ENCODE_FAILED", err);
     } else if (rc == LL_DB_ROLLBACK && a.decision == LL_APPLY_DEFER) {
         if (ps->defer_offset != rkm->offset) {
             ps->defer_offset = rkm->offset;
@@ -642,9 +846,14 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
                  l->db.err.constraint, l->db.err.message);
         res = dead_letter(l, ps, rkm, run_id ? run_id : keyp, "LEDGER_REJECTED", reason);
     } else {
-        ll_log(rc == LL_DB_UNAVAILABLE ? LL_WARN : LL_ERROR, &ctx,
-               rc == LL_DB_UNAVAILABLE ? "db_unavailable" : "db_error", "holding partition: %s %s",
-               l->db.err.sqlstate, l->db.err.message);
+        /* unreachable, or a bounded wait that ran out (lock or statement timeout, issue 7 §6):
+         * held and retried with backoff, never a dead letter */
+        int busy = rc == LL_DB_ERROR && ll_db_err_is_busy(&l->db);
+        ll_log(rc == LL_DB_UNAVAILABLE || busy ? LL_WARN : LL_ERROR, &ctx,
+               rc == LL_DB_UNAVAILABLE ? "db_unavailable"
+               : busy                  ? "db_busy"
+                                       : "db_error",
+               "holding partition: %s %s", l->db.err.sqlstate, l->db.err.message);
         hold(l, ps, rkm->offset, l->db.err.message);
         res = MSG_HOLD;
     }
@@ -655,86 +864,160 @@ static msg_result process_one(ll_loop *l, const rd_kafka_message_t *rkm, part_st
     return res;
 }
 
-/* ---- the batch ------------------------------------------------------------------------------ */
+/* ---- recovery: abort, rewind, a new producer ------------------------------------------------ */
+
+/* Pauses the whole assignment while a recovery step is owed (rewind or a new producer): nothing
+ * is consumed past the committed offsets meanwhile, and the consumer is still polled. */
+static void pause_all(ll_loop *l)
+{
+    rd_kafka_topic_partition_list_t *asg = NULL;
+    if (l->all_paused || rd_kafka_assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg)
+        return;
+    if (asg->cnt > 0)
+        rd_kafka_pause_partitions(l->consumer, asg);
+    rd_kafka_topic_partition_list_destroy(asg);
+    l->all_paused = 1;
+}
+
+/* Schedules the next try of a recovery step with backoff (0.2 s doubling to 5 s). */
+static void recover_later(ll_loop *l)
+{
+    pause_all(l);
+    l->recover_backoff_ms = l->recover_backoff_ms ? l->recover_backoff_ms * 2 : 200;
+    if (l->recover_backoff_ms > 5000)
+        l->recover_backoff_ms = 5000;
+    l->recover_at_ms = now_ms() + l->recover_backoff_ms;
+}
 
 /*
  * Seeks every assigned partition back to its committed offset and forgets the hold state (after
- * an aborted transaction, or a batch dropped by a rebalance). Paused partitions are resumed: the
- * hold state that would have resumed them is gone, and whatever they held comes again from the
- * committed offset. A partition without a committed offset starts at the beginning (the loop's
- * auto.offset.reset). If the positions cannot be reset, consuming on would skip the dropped
- * messages: the loop stops as on a fatal error, and the restarted process begins at the
- * committed offsets.
+ * an aborted transaction, a failed seek, or a batch dropped by a rebalance). A partition without
+ * a committed offset starts at the beginning (auto.offset.reset is always earliest). What this
+ * instance paused is resumed: whatever it held comes again from the committed offset. If the
+ * positions cannot be reset (broker unreachable), consuming on would skip the dropped messages:
+ * the assignment stays paused and the rewind is retried with backoff (issue 7 §8). Returns 0
+ * when the rewind is done.
  */
-static void rewind_to_committed(ll_loop *l)
+static int rewind_to_committed(ll_loop *l)
 {
     rd_kafka_topic_partition_list_t *asg = NULL;
-    l->n_parts = 0;
-    if (rd_kafka_assignment(l->consumer, &asg) || !asg) {
-        ll_log(LL_ERROR, NULL, "rewind_failed", "cannot read the assignment");
-        l->fatal = 1;
-        return;
-    }
-    const char *why = NULL;
-    for (int attempt = 0; asg->cnt > 0 && attempt < 5 && !l->stop; attempt++) {
-        why = NULL;
+    char why[512] = "";
+    l->rewind_pending = 1;
+    if (rd_kafka_assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg) {
+        snprintf(why, sizeof why, "cannot read the assignment");
+    } else if (asg->cnt > 0) {
         rd_kafka_resp_err_t ce = rd_kafka_committed(l->consumer, asg, 10000);
         for (int i = 0; !ce && i < asg->cnt; i++)
-            if (asg->elems[i].err)
-                ce = asg->elems[i].err;
+            ce = asg->elems[i].err;
         if (ce) {
-            why = rd_kafka_err2str(ce);
+            snprintf(why, sizeof why, "committed offsets: %s", rd_kafka_err2str(ce));
         } else {
             for (int i = 0; i < asg->cnt; i++)
                 if (asg->elems[i].offset < 0)
                     asg->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-            rd_kafka_error_t *e = rd_kafka_seek_partitions(l->consumer, asg, 10000);
-            if (e) {
-                why = "seek failed";
-                ll_log(LL_WARN, NULL, "seek_failed", "rewind: %s", rd_kafka_error_string(e));
-                rd_kafka_error_destroy(e);
-            }
-            for (int i = 0; !why && i < asg->cnt; i++)
-                if (asg->elems[i].err)
-                    why = rd_kafka_err2str(asg->elems[i].err);
+            ll_kafka_seek(l->consumer, asg, 10000, why, sizeof why);
         }
-        if (!why)
-            break;
-        ll_log(LL_WARN, NULL, "rewind_retry", "rewind to the committed offsets: %s", why);
-        long ms = 200L << attempt; /* 0.2 s, 0.4 s, ... 1.6 s */
-        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
     }
-    if (why && l->stop) {
-        /* stopping anyway: the next start begins at the committed offsets */
-    } else if (why) {
-        ll_log(LL_ERROR, NULL, "rewind_failed",
-               "cannot rewind to the committed offsets (%s): stopping so a restart resumes there", why);
-        l->fatal = 1;
-    } else {
-        rd_kafka_resume_partitions(l->consumer, asg);
+    if (asg)
+        rd_kafka_topic_partition_list_destroy(asg);
+    if (why[0]) {
+        ll_log(LL_WARN, NULL, "rewind_retry",
+               "rewind to the committed offsets: %s (retrying, partitions paused)", why);
+        recover_later(l);
+        return -1;
     }
-    rd_kafka_topic_partition_list_destroy(asg);
+    resume_paused(l);
+    l->rewind_pending = 0;
+    l->recover_backoff_ms = 0;
+    return 0;
 }
 
+/*
+ * The producer raised a fatal error. Fenced or unauthorised: this instance must stop (one clear
+ * line, exit 2). Anything else: the producer is recreated in this process (issue 7 §8) before
+ * anything is applied again; its init_transactions waits for or aborts the open transaction.
+ */
+static void producer_fatal(ll_loop *l)
+{
+    char why[512] = "";
+    rd_kafka_resp_err_t code = rd_kafka_fatal_error(l->producer, why, sizeof why);
+    if (ll_kafka_fatal_must_exit(code)) {
+        ll_log(LL_ERROR, NULL, "producer_fenced",
+               "transactional.id %s: %s: another instance took over (or access was denied); exiting", l->txid,
+               why);
+        l->fatal = 1;
+        return;
+    }
+    ll_log(LL_ERROR, NULL, "producer_recreate", "fatal producer error %s: %s; recreating the producer",
+           rd_kafka_err2name(code), why);
+    l->producer_broken = 1;
+    l->rewind_pending = 1;
+    l->recover_backoff_ms = 0;
+    pause_all(l);
+    l->recover_at_ms = now_ms();
+}
+
+/* One try at a new producer; on success the rewind follows at once. */
+static void recreate_producer(ll_loop *l)
+{
+    char err[512];
+    if (l->producer) {
+        rd_kafka_purge(l->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+        rd_kafka_destroy(l->producer);
+        l->producer = NULL;
+    }
+    if (make_producer(l, 10000, err, sizeof err) != 0) {
+        ll_log(LL_WARN, NULL, "producer_recreate_retry", "%s (retrying)", err);
+        recover_later(l);
+        return;
+    }
+    ll_log(LL_INFO, NULL, "producer_recreated", "transactional.id %s ready again", l->txid);
+    l->producer_broken = 0;
+    l->recover_backoff_ms = 0;
+    rewind_to_committed(l);
+}
+
+/*
+ * Aborts the open transaction and rewinds. An abort that fails fatally, or that cannot finish
+ * after a few tries, leaves the producer to be recreated (its init_transactions aborts the
+ * transaction instead).
+ */
+static void abort_and_rewind(ll_loop *l)
+{
+    for (int attempt = 0; attempt < 3; attempt++) {
+        rd_kafka_error_t *ae = rd_kafka_abort_transaction(l->producer, 30000);
+        if (!ae) {
+            rewind_to_committed(l);
+            return;
+        }
+        int fatal = rd_kafka_error_is_fatal(ae);
+        ll_log(LL_ERROR, NULL, "kafka_abort_error", "abort_transaction: %s", rd_kafka_error_string(ae));
+        rd_kafka_error_destroy(ae);
+        if (fatal) {
+            producer_fatal(l);
+            return;
+        }
+    }
+    l->producer_broken = 1;
+    l->rewind_pending = 1;
+    pause_all(l);
+    l->recover_at_ms = now_ms();
+}
+
+/* A transactional call failed: fatal → producer_fatal; otherwise abort and rewind. Returns -1. */
 static int txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
 {
     ll_log(LL_ERROR, NULL, "kafka_txn_error", "%s: %s", what, rd_kafka_error_string(e));
-    if (rd_kafka_error_is_fatal(e)) {
-        l->fatal = 1;
-        rd_kafka_error_destroy(e);
-        return -1;
-    }
+    int fatal = rd_kafka_error_is_fatal(e);
     rd_kafka_error_destroy(e);
-    rd_kafka_error_t *ae = rd_kafka_abort_transaction(l->producer, 30000);
-    if (ae) {
-        if (rd_kafka_error_is_fatal(ae))
-            l->fatal = 1;
-        rd_kafka_error_destroy(ae);
-    }
-    rewind_to_committed(l);
+    if (fatal)
+        producer_fatal(l);
+    else
+        abort_and_rewind(l);
     return -1;
 }
+
+/* ---- the batch ------------------------------------------------------------------------------ */
 
 static void resume_due(ll_loop *l)
 {
@@ -751,7 +1034,8 @@ static void resume_due(ll_loop *l)
     }
 }
 
-/* Rewinds and pauses the partitions held in this batch. */
+/* Pauses the partitions held in this batch and seeks each to the message it waits on. A seek
+ * that fails would leave the position past the held message: the loop rewinds instead. */
 static void pause_held(ll_loop *l)
 {
     for (size_t i = 0; i < l->n_parts; i++) {
@@ -762,14 +1046,16 @@ static void pause_held(ll_loop *l)
         rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
         rd_kafka_topic_partition_list_add(tp, ps->topic, ps->partition)->offset = ps->hold_offset;
         rd_kafka_pause_partitions(l->consumer, tp);
-        rd_kafka_error_t *e = rd_kafka_seek_partitions(l->consumer, tp, 10000);
-        if (e) {
-            ll_log(LL_WARN, NULL, "seek_failed", "seek %s[%d]: %s", ps->topic, ps->partition,
-                   rd_kafka_error_string(e));
-            rd_kafka_error_destroy(e);
-        }
-        rd_kafka_topic_partition_list_destroy(tp);
         ps->paused = 1;
+        char why[512];
+        int failed = ll_kafka_seek(l->consumer, tp, 10000, why, sizeof why);
+        rd_kafka_topic_partition_list_destroy(tp);
+        if (failed) {
+            ll_log(LL_WARN, NULL, "seek_failed", "hold %s[%d] at %lld: %s; rewinding", ps->topic,
+                   ps->partition, (long long)ps->hold_offset, why);
+            rewind_to_committed(l); /* forgets the hold state */
+            return;
+        }
     }
 }
 
@@ -797,21 +1083,19 @@ static int process_batch(ll_loop *l, rd_kafka_message_t **batch, size_t n)
         }
         case MSG_HOLD:
             break;
-        case MSG_FATAL:
-            l->fatal = 1;
-            aborted = 1;
-            break;
         case MSG_ABORT:
+        case MSG_UNENCODABLE:
             aborted = 1;
             break;
         }
     }
     if (aborted) {
         rd_kafka_topic_partition_list_destroy(offsets);
-        rd_kafka_error_t *ae = rd_kafka_abort_transaction(l->producer, 30000);
-        if (ae)
-            rd_kafka_error_destroy(ae);
-        rewind_to_committed(l);
+        char fe[256];
+        if (rd_kafka_fatal_error(l->producer, fe, sizeof fe))
+            producer_fatal(l);
+        else
+            abort_and_rewind(l);
         return -1;
     }
     if (offsets->cnt > 0) {
@@ -838,11 +1122,28 @@ static int process_batch(ll_loop *l, rd_kafka_message_t **batch, size_t n)
     return 0;
 }
 
+/* The recovery step that is due, if any. Returns 1 while a recovery is still owed (nothing may
+ * be applied: the poll only keeps this member in its group). */
+static int recover_step(ll_loop *l)
+{
+    if (!l->producer_broken && !l->rewind_pending)
+        return 0;
+    if (now_ms() >= l->recover_at_ms) {
+        if (l->producer_broken)
+            recreate_producer(l);
+        else
+            rewind_to_committed(l);
+    }
+    return l->producer_broken || l->rewind_pending;
+}
+
 int ll_loop_run(ll_loop *l)
 {
     rd_kafka_message_t **batch = calloc((size_t)l->batch_max, sizeof *batch);
     while (!l->stop && !l->fatal) {
-        resume_due(l);
+        int recovering = recover_step(l);
+        if (!recovering)
+            resume_due(l);
         size_t n = 0;
         unsigned gen = l->rebalance_gen;
         rd_kafka_message_t *rkm = rd_kafka_consumer_poll(l->consumer, (int)l->poll_ms);
@@ -858,8 +1159,11 @@ int ll_loop_run(ll_loop *l)
                 break;
             rkm = rd_kafka_consumer_poll(l->consumer, 0);
         }
-        rd_kafka_poll(l->producer, 0);
-        if (n > 0 && gen == l->rebalance_gen) {
+        if (l->producer)
+            rd_kafka_poll(l->producer, 0);
+        if (n > 0 && (recovering || l->producer_broken || l->rewind_pending)) {
+            /* fetched before the pause took effect: it comes again from the committed offset */
+        } else if (n > 0 && gen == l->rebalance_gen) {
             process_batch(l, batch, n);
         } else if (n > 0) {
             /* A rebalance while the batch was collected: drop the batch. Messages fetched under

@@ -20,20 +20,28 @@ static void on_signal(int sig)
         ll_loop_stop(g_loop);
 }
 
-ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key *b)
+/* Number of keys of a {NULL}-terminated table (0 for NULL). */
+static size_t keys_count(const ll_config_key *t)
 {
-    size_t na = 0, nb = 0;
-    while (a && a[na].key)
-        na++;
-    while (b && b[nb].key)
-        nb++;
-    ll_config_key *out = calloc(na + nb + 1, sizeof *out);
+    size_t n = 0;
+    while (t && t[n].key)
+        n++;
+    return n;
+}
+
+ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key *b, const ll_config_key *c)
+{
+    const ll_config_key *tables[3] = {a, b, c};
+    size_t total = keys_count(a) + keys_count(b) + keys_count(c), at = 0;
+    ll_config_key *out = calloc(total + 1, sizeof *out);
     if (!out)
         return NULL;
-    if (na)
-        memcpy(out, a, na * sizeof *out);
-    if (nb)
-        memcpy(out + na, b, nb * sizeof *out);
+    for (int i = 0; i < 3; i++) {
+        size_t n = keys_count(tables[i]);
+        if (n)
+            memcpy(out + at, tables[i], n * sizeof *out);
+        at += n;
+    }
     return out;
 }
 
@@ -50,7 +58,7 @@ static void usage(const ll_service *svc, const ll_config_key *keys)
 int ll_service_main(int argc, char **argv, const ll_service *svc)
 {
     const char *path = getenv("LOADLEDGER_CONFIG");
-    ll_config_key *keys = ll_config_keys_merge(LL_LOOP_CONFIG_KEYS, svc->keys);
+    ll_config_key *keys = ll_config_keys_merge(LL_LOOP_CONFIG_KEYS, LL_DB_TIMEOUT_KEYS, svc->keys);
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
             path = argv[++i];

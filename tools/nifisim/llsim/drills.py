@@ -23,6 +23,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from . import avroframe
 from .avroframe import REPO
 from .kafkaio import SCHEMAS
+from .probe import topic_configs
 from .stack import Stack
 
 TOPICS_CONF = os.path.join(REPO, "config", "topics.conf")
@@ -42,13 +43,13 @@ def wait_until(fn, timeout=60, what="condition", interval=0.2):
 
 
 def read_topics_conf(path=TOPICS_CONF):
+    """[(logical name, partitions)] of config/topics.conf (topic configs: probe.topic_configs())."""
     out = []
     with open(path) as f:
         for line in f:
-            line = line.split("#", 1)[0].strip()
+            line = line.split("#", 1)[0].split()
             if line:
-                name, parts = line.split()
-                out.append((name, int(parts)))
+                out.append((line[0], int(line[1])))
     return out
 
 
@@ -89,7 +90,9 @@ class Isolated:
         return self.prefix + logical
 
     def _create_topics(self, topics):
-        new = [NewTopic(self.topic(t), num_partitions=n, replication_factor=1) for t, n in topics.items()]
+        conf = topic_configs()
+        new = [NewTopic(self.topic(t), num_partitions=n, replication_factor=1, config=conf.get(t, {}))
+               for t, n in topics.items()]
         for t, f in self.admin.create_topics(new, operation_timeout=30).items():
             f.result()
         # a new topic's partitions get their leader (and clients their metadata) a little later

@@ -240,8 +240,20 @@ def logical_topics():
     with open(os.path.join(REPO, "config", "topics.conf")) as f:
         for line in f:
             line = line.split("#", 1)[0].split()
-            if len(line) == 2:
+            if len(line) >= 2:
                 out.append((line[0], int(line[1])))
+    return out
+
+
+def topic_configs():
+    """{logical name: {topic config: value}} of config/topics.conf (e.g. the dead-letter topic's
+    max.message.bytes), for topics created outside scripts/env.sh."""
+    out = {}
+    with open(os.path.join(REPO, "config", "topics.conf")) as f:
+        for line in f:
+            line = line.split("#", 1)[0].split()
+            if len(line) > 2:
+                out[line[0]] = dict(c.split("=", 1) for c in line[2:])
     return out
 
 
@@ -249,7 +261,8 @@ def ensure_topics(bootstrap, prefix, timeout=30):
     """Creates <prefix><logical> for every topic of config/topics.conf that does not exist yet."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     existing = admin.list_topics(timeout=10).topics
-    new = [NewTopic(prefix + t, num_partitions=n, replication_factor=1)
+    conf = topic_configs()  # e.g. the dead-letter topic's max.message.bytes
+    new = [NewTopic(prefix + t, num_partitions=n, replication_factor=1, config=conf.get(t, {}))
            for t, n in logical_topics() if prefix + t not in existing]
     if new:
         for name, fut in admin.create_topics(new).items():

@@ -1,0 +1,60 @@
+/*
+ * kclient.h - the Kafka client settings and calls the consumer loop relies on, with the
+ * librdkafka 2.0.2 (Debian 12) defects worked around where they arise:
+ *
+ *   - settings that would break the loop's guarantees are refused at start, never overridden in
+ *     silence (issue 7 §5, kafka-edition.md §3): offsets are committed only inside the Kafka
+ *     transaction after the database commit, a new consumer group starts at the earliest offset,
+ *     replies are read committed, and the assignor is eager (2.0.2 mishandles commits during a
+ *     cooperative rebalance, fixed in 2.10.0);
+ *   - rd_kafka_seek_partitions() of librdkafka < 2.1.0 waits its timeout in microseconds where
+ *     milliseconds are passed (fixed upstream in 2.1.0): ll_kafka_seek scales the argument so the
+ *     wait is the one asked for, and checks every per-partition error.
+ */
+#ifndef LL_KCLIENT_H
+#define LL_KCLIENT_H
+
+#include <librdkafka/rdkafka.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Why a consumer/producer property given as kafka.<key> = value must be refused at start, or
+ * NULL when it is allowed. The reason is a static string naming what the setting would break.
+ * Refused: enable.auto.commit and enable.auto.offset.store other than false, auto.offset.reset
+ * other than earliest (or its aliases smallest, beginning), isolation.level other than
+ * read_committed, a cooperative partition.assignment.strategy, enable.idempotence other than
+ * true, and transactional.id (derived from the group and service.instance_id).
+ */
+const char *ll_kconf_refusal(const char *key, const char *value);
+
+/*
+ * The timeout argument to pass to rd_kafka_seek_partitions() so that it really waits timeout_ms
+ * milliseconds with librdkafka version rdk_version (rd_kafka_version(): 0xMMmmrrxx): versions
+ * before 2.1.0 take it as microseconds, so it is scaled by 1000 (capped at INT_MAX).
+ */
+int ll_seek_timeout_arg(int rdk_version, int timeout_ms);
+
+/*
+ * Seeks the consumer rk to the offsets in parts (the list is updated with per-partition errors),
+ * waiting up to timeout_ms milliseconds. Returns 0 when every partition was positioned, -1 with
+ * a one-line reason in why (the call's error, or the first partition's) otherwise.
+ */
+int ll_kafka_seek(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *parts, int timeout_ms, char *why,
+                  size_t whylen);
+
+/*
+ * The broker's max.message.bytes of topic (its own or the broker default, in bytes), asked with
+ * DescribeConfigs through client rk and waiting up to timeout_ms. Returns 0 with *out set, or -1
+ * with a one-line reason in why (topic missing, broker unreachable, timed out).
+ */
+int ll_kafka_topic_max_message_bytes(rd_kafka_t *rk, const char *topic, int timeout_ms, int64_t *out,
+                                     char *why, size_t whylen);
+
+/* True when a fatal producer error must end the process rather than recreate the producer:
+ * another instance took this transactional.id over (fenced), or an authorization failure
+ * (kafka-edition.md §3.4). Any other fatal error is survived in-process (issue 7 §8). */
+bool ll_kafka_fatal_must_exit(rd_kafka_resp_err_t err);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * kclient.c - Kafka client settings refused at start, the seek with a real wait, and the
+ * classification of fatal producer errors (kclient.h).
+ */
+#include "ll/kclient.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* A librdkafka boolean property set to a true value (true, 1, yes, on). */
+static bool truthy(const char *v)
+{
+    return strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 || strcasecmp(v, "yes") == 0 ||
+           strcasecmp(v, "on") == 0;
+}
+
+const char *ll_kconf_refusal(const char *key, const char *value)
+{
+    const char *v = value ? value : "";
+    if (strcmp(key, "enable.auto.commit") == 0 && truthy(v))
+        return "offsets are committed only in the Kafka transaction after the database commit";
+    if (strcmp(key, "enable.auto.offset.store") == 0 && truthy(v))
+        return "offsets are stored only in the Kafka transaction after the database commit";
+    if (strcmp(key, "auto.offset.reset") == 0 && strcmp(v, "earliest") != 0 && strcmp(v, "smallest") != 0 &&
+        strcmp(v, "beginning") != 0)
+        return "a new consumer group must start at the earliest offset, or it skips messages already on the "
+               "topic";
+    if (strcmp(key, "isolation.level") == 0 && strcmp(v, "read_committed") != 0)
+        return "inputs are read committed: an aborted transaction's messages must not be applied";
+    if (strcmp(key, "partition.assignment.strategy") == 0 && strstr(v, "cooperative"))
+        return "librdkafka 2.0.2 mishandles commits during cooperative rebalances: use range or roundrobin";
+    if (strcmp(key, "enable.idempotence") == 0 && !truthy(v))
+        return "the transactional producer needs idempotence";
+    if (strcmp(key, "transactional.id") == 0)
+        return "the transactional id is <group>.<service.instance_id>: set service.instance_id";
+    return NULL;
+}
+
+int ll_seek_timeout_arg(int rdk_version, int timeout_ms)
+{
+    if (rdk_version >= 0x02010000 || timeout_ms <= 0)
+        return timeout_ms;
+    return timeout_ms > INT_MAX / 1000 ? INT_MAX : timeout_ms * 1000;
+}
+
+int ll_kafka_seek(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *parts, int timeout_ms, char *why,
+                  size_t whylen)
+{
+    rd_kafka_error_t *e =
+        rd_kafka_seek_partitions(rk, parts, ll_seek_timeout_arg(rd_kafka_version(), timeout_ms));
+    if (e) {
+        snprintf(why, whylen, "seek: %s", rd_kafka_error_string(e));
+        rd_kafka_error_destroy(e);
+        return -1;
+    }
+    for (int i = 0; i < parts->cnt; i++)
+        if (parts->elems[i].err) {
+            snprintf(why, whylen, "seek %s[%d]: %s", parts->elems[i].topic, (int)parts->elems[i].partition,
+                     rd_kafka_err2str(parts->elems[i].err));
+            return -1;
+        }
+    return 0;
+}
+
+bool ll_kafka_fatal_must_exit(rd_kafka_resp_err_t err)
+{
+    switch (err) {
+    case RD_KAFKA_RESP_ERR__FENCED:
+    case RD_KAFKA_RESP_ERR_PRODUCER_FENCED:
+    case RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH:
+    case RD_KAFKA_RESP_ERR_TRANSACTIONAL_ID_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED:
+    case RD_KAFKA_RESP_ERR_GROUP_AUTHORIZATION_FAILED:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The value of max.message.bytes in one described resource. 0, or -1 with why. */
+static int entry_max_bytes(const rd_kafka_ConfigResource_t *res, int64_t *out, char *why, size_t whylen)
+{
+    if (rd_kafka_ConfigResource_error(res)) {
+        snprintf(why, whylen, "describe %s: %s", rd_kafka_ConfigResource_name(res),
+                 rd_kafka_ConfigResource_error_string(res));
+        return -1;
+    }
+    size_t n = 0;
+    const rd_kafka_ConfigEntry_t **entries = rd_kafka_ConfigResource_configs(res, &n);
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(rd_kafka_ConfigEntry_name(entries[i]), "max.message.bytes") == 0 &&
+            rd_kafka_ConfigEntry_value(entries[i])) {
+            *out = strtoll(rd_kafka_ConfigEntry_value(entries[i]), NULL, 10);
+            return *out > 0 ? 0 : -1;
+        }
+    snprintf(why, whylen, "describe %s: no max.message.bytes", rd_kafka_ConfigResource_name(res));
+    return -1;
+}
+
+int ll_kafka_topic_max_message_bytes(rd_kafka_t *rk, const char *topic, int timeout_ms, int64_t *out,
+                                     char *why, size_t whylen)
+{
+    char e[256];
+    int rc = -1;
+    rd_kafka_ConfigResource_t *res = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, topic);
+    rd_kafka_AdminOptions_t *opts = rd_kafka_AdminOptions_new(rk, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+    rd_kafka_AdminOptions_set_request_timeout(opts, timeout_ms, e, sizeof e);
+    rd_kafka_queue_t *q = rd_kafka_queue_new(rk);
+    rd_kafka_DescribeConfigs(rk, &res, 1, opts, q);
+    rd_kafka_event_t *ev = rd_kafka_queue_poll(q, timeout_ms + 1000);
+    const rd_kafka_DescribeConfigs_result_t *result = ev ? rd_kafka_event_DescribeConfigs_result(ev) : NULL;
+    if (!ev) {
+        snprintf(why, whylen, "describe %s: timed out", topic);
+    } else if (rd_kafka_event_error(ev)) {
+        snprintf(why, whylen, "describe %s: %s", topic, rd_kafka_event_error_string(ev));
+    } else if (result) {
+        size_t n = 0;
+        const rd_kafka_ConfigResource_t **rs = rd_kafka_DescribeConfigs_result_resources(result, &n);
+        if (n == 1)
+            rc = entry_max_bytes(rs[0], out, why, whylen);
+        else
+            snprintf(why, whylen, "describe %s: %zu resources in the answer", topic, n);
+    }
+    if (ev)
+        rd_kafka_event_destroy(ev);
+    rd_kafka_queue_destroy(q);
+    rd_kafka_AdminOptions_destroy(opts);
+    rd_kafka_ConfigResource_destroy(res);
+    return rc;
+}
