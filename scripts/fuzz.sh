@@ -9,7 +9,8 @@
 #                              BUILD/artifacts/ and exits non-zero
 #   fuzz.sh --check [SECONDS]  every target for SECONDS (12) each on the committed corpus,
 #                              nothing written to the tree; fails on any finding (ctest fuzz.check)
-#   fuzz.sh --seed             rebuild fuzz/corpus/* from fuzz/make_seeds.py's seeds, minimized
+#   fuzz.sh --seed             merge fuzz/make_seeds.py's seeds into fuzz/corpus/* (minimized)
+#                              and rewrite fuzz/regress/* (inputs every run reads, never merged)
 #   fuzz.sh --build            only build the targets
 #   fuzz.sh --list             the target names
 #
@@ -24,7 +25,7 @@ rss=${LL_FUZZ_RSS_MB:-512}
 per_input=${LL_FUZZ_TIMEOUT:-2}
 targets=(fuzz_bare fuzz_confluent fuzz_container fuzz_block fuzz_schema)
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { printf 'fuzz.sh: %s\n' "$*" >&2; exit 2; }
 
 build_targets() {
@@ -53,10 +54,12 @@ max_len() {
 run() {
   local t=$1 secs=$2 new=$3
   mkdir -p "$new" "$build/artifacts"
-  ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} "$build/fuzz/$t" -max_total_time="$secs" -timeout="$per_input" -rss_limit_mb="$rss" \
-    -malloc_limit_mb="$rss" -max_len="$(max_len "$t")" -dict="$root/fuzz/avro.dict" \
+  local dirs=("$new" "$root/fuzz/corpus/$t")
+  if [[ -d $root/fuzz/regress/$t ]]; then dirs+=("$root/fuzz/regress/$t"); fi
+  ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=64} "$build/fuzz/$t" -max_total_time="$secs" \
+    -timeout="$per_input" -rss_limit_mb="$rss" -malloc_limit_mb="$rss" -max_len="$(max_len "$t")" -dict="$root/fuzz/avro.dict" \
     -print_final_stats=1 -artifact_prefix="$build/artifacts/$t-" \
-    "$new" "$root/fuzz/corpus/$t"
+    "${dirs[@]}"
 }
 
 # merge TARGET DIR...: the committed corpus becomes the set libFuzzer's -merge=1 picks
@@ -96,7 +99,8 @@ case ${1:-} in
     seeds=$build/seeds
     rm -rf "$seeds"
     /usr/bin/python3 "$root/fuzz/make_seeds.py" "$seeds"
-    for t in "${targets[@]}"; do merge "$t" "$seeds/$t"; done
+    for t in "${targets[@]}"; do merge "$t" "$root/fuzz/corpus/$t" "$seeds/$t"; done
+    rm -rf "$root/fuzz/regress" && cp -r "$seeds/regress" "$root/fuzz/regress"
     ;;
   --check)
     secs=${2:-12}
