@@ -173,7 +173,7 @@ static void test_hostile_schemas(void **state)
          "R.f: bad default: expected int"},
         {"{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"f\",\"type\":\"R\","
          "\"default\":{}}]}",
-         "nested deeper"},
+         "record R contains itself"},
         {"{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"f\",\"type\":\"int\"}],"
          "\"name\":\"S\"}",
          "not JSON"},

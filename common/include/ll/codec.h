@@ -10,7 +10,15 @@
  * JSON shape of a decoded value: record -> object by field name; union -> JSON null or the plain
  * value of the branch (no {"type": v} wrapper); enum -> string; map -> object; array -> array;
  * int/long -> integer; float/double -> real; boolean -> true/false; string -> string;
- * bytes/fixed -> string of the raw bytes (must be valid UTF-8, else a decode error).
+ * bytes/fixed -> string of the raw bytes (must be valid UTF-8, else a decode error). Strings,
+ * bytes and fixed read as text must not contain NUL (a decode error, never cut short).
+ *
+ * Logical types: the writer's decides. decimal (bytes, fixed) -> exact decimal text with the
+ * writer's scale ("125.94", "-0.01"); date -> "2026-09-28" and timestamp-millis/-micros,
+ * local-timestamp-millis/-micros -> "2026-09-28T12:34:56.789Z" (micros: 6 digits; local: no
+ * "Z") when the reader's type is string (into the same type they stay integers); uuid -> text.
+ * Any other pairing is a decode error naming the field and both types ("v: writer
+ * long(timestamp-millis) cannot be read as double").
  *
  * Schema evolution: when the writer schema (embedded in a container file, or named by a Confluent
  * schema id) differs from the reader schema of the topic, the datum is decoded with the writer
@@ -47,8 +55,12 @@ const char *ll_framing_name(ll_framing f);
  * (negative sizes corrupt avro-c's heap; avro-c cannot read a fixed of size 0), a record without
  * fields (avro-c refuses them), unknown or duplicate type names, duplicate field names or enum
  * symbols, invalid names, a union inside a union or with two branches of one type, nesting deeper
- * than 64 types, duplicate JSON keys, and a default that does not fit its type (a union's default
- * is for its first branch; an enum's own "default" must be one of its symbols).
+ * than 64 types, duplicate JSON keys, a default that does not fit its type (a union's default
+ * is for its first branch; an enum's own "default" must be one of its symbols) or contains NUL,
+ * a record that contains itself with no union, array or map between, a decimal whose precision
+ * is outside 1..38 (or does not fit its fixed) or scale outside 0..precision, another logical
+ * type on bytes or fixed, and a schema over the default budgets of ll_decode_opts (types reached
+ * with named types expanded, values built by its defaults).
  */
 typedef struct ll_schema ll_schema;
 
@@ -82,12 +94,24 @@ int ll_schema_ids_put(ll_schema_ids *ids, int32_t id, ll_schema *s);
 /* A new, empty table. Caller frees with ll_schema_ids_free. */
 ll_schema_ids *ll_schema_ids_new(void);
 
-/* How one topic's messages are read. All pointers are borrowed. */
+/*
+ * How one topic's messages are read. All pointers are borrowed. The budgets bound the work one
+ * message can cause and are checked before that work (docs/design.md "Input safety"); 0 takes
+ * the default. A refusal names the budget and its configuration key in the error.
+ */
 typedef struct ll_decode_opts {
     ll_framing framing;
     const ll_schema *reader;  /* the topic's current schema; also the writer for bare and block */
     const ll_schema_ids *ids; /* for LL_FRAMING_CONFLUENT; may be NULL for other framings */
     size_t max_message_bytes; /* a message longer than this is refused (bytes); 0 = 1 MiB */
+    size_t max_schema_bytes;  /* embedded writer schema text (bytes); 0 = 64 KiB */
+    /* types reached in an embedded writer schema with every named-type reference expanded
+     * (ChunkWritten: about 20); 0 = 100,000 */
+    size_t max_schema_expansions;
+    size_t max_values;           /* values walked per datum, zero-byte ones (null) too; 0 = 100,000 */
+    size_t max_default_values;   /* values built checking an embedded schema's defaults; 0 = 10,000 */
+    size_t writer_cache_entries; /* embedded writer schemas cached per reader; 0 = 32 (max 256) */
+    size_t writer_cache_bytes;   /* their schema text in total (bytes); 0 = 1 MiB */
 } ll_decode_opts;
 
 /*
@@ -101,12 +125,15 @@ typedef struct ll_decode_opts {
  * count). Arrays and maps may use negative block counts (the byte size that follows must match
  * the block); their items in total may not exceed max_message_bytes (zero-size items such as
  * nulls are bounded too). Booleans must be 0 or 1, ints fit 32 bits, strings, bytes, fixed and
- * map keys must be UTF-8 (map keys without NUL), floats must be finite. A writer enum symbol
+ * map keys must be UTF-8 without NUL, floats must be finite. The budgets of opts are spent
+ * before the work they bound (a refusal names the budget: "values per datum over 100000 (budget
+ * codec.max_values)"). A writer enum symbol
  * the reader lacks takes the reader enum's "default", else it is an error. Writer and reader
  * fields match by name or by the reader field's "aliases"; promotions int->long/float/double,
  * long->float/double, float->double, string<->bytes. A container's embedded schema equal to
  * the reader's text needs no projection; other embedded schemas are parsed with the same
- * checks as ll_schema_from_json and the last few are cached in the reader (thread-safe).
+ * checks as ll_schema_from_json within the budgets and cached in the reader by fingerprint
+ * (bounded by writer_cache_entries and writer_cache_bytes; thread-safe).
  * Concurrent calls may share opts, reader and ids.
  */
 int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **out, char *err,

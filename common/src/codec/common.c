@@ -183,3 +183,57 @@ void ll_path_err(ll_path *p, const char *fmt, ...)
     else
         snprintf(p->err, p->errlen, "%s", msg);
 }
+
+static size_t or_default(size_t v, size_t def)
+{
+    return v ? v : def;
+}
+
+void ll_budgets_of(const ll_decode_opts *o, ll_budgets *b)
+{
+    static const ll_decode_opts none;
+    if (o == NULL)
+        o = &none;
+    b->schema_bytes = or_default(o->max_schema_bytes, LL_CODEC_DEF_SCHEMA_BYTES);
+    b->expansions = or_default(o->max_schema_expansions, LL_CODEC_DEF_EXPANSIONS);
+    b->values = or_default(o->max_values, LL_CODEC_DEF_VALUES);
+    b->default_values = or_default(o->max_default_values, LL_CODEC_DEF_DEFAULT_VALUES);
+    b->cache_entries = or_default(o->writer_cache_entries, LL_CODEC_DEF_CACHE_ENTRIES);
+    if (b->cache_entries > LL_CODEC_WRITER_CACHE_MAX)
+        b->cache_entries = LL_CODEC_WRITER_CACHE_MAX;
+    b->cache_bytes = or_default(o->writer_cache_bytes, LL_CODEC_DEF_CACHE_BYTES);
+}
+
+int ll_counter_take(ll_counter *c, size_t n, char *err, size_t errlen)
+{
+    if (n > c->left) {
+        c->left = 0;
+        ll_codec_err(err, errlen, "%s over %zu (budget %s)", c->what, c->budget, c->key);
+        return -1;
+    }
+    c->left -= n;
+    return 0;
+}
+
+const char *ll_logical_name(ll_logical l)
+{
+    switch (l) {
+    case LLL_NONE:
+        return "";
+    case LLL_DECIMAL:
+        return "decimal";
+    case LLL_DATE:
+        return "date";
+    case LLL_TS_MILLIS:
+        return "timestamp-millis";
+    case LLL_TS_MICROS:
+        return "timestamp-micros";
+    case LLL_LTS_MILLIS:
+        return "local-timestamp-millis";
+    case LLL_LTS_MICROS:
+        return "local-timestamp-micros";
+    case LLL_UUID:
+        return "uuid";
+    }
+    return "?";
+}

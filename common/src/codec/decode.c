@@ -16,9 +16,46 @@ static int is_named(ll_type t)
     return t == LLT_RECORD || t == LLT_ENUM || t == LLT_FIXED;
 }
 
+/*
+ * How a value of writer type w with a logical type (or read as a reader logical type) is read
+ * as r: 1 as the text of the writer's logical value, 0 as the plain value, -1 not at all. The
+ * writer's logical type decides: decimal -> text (into a string, bytes, or a decimal of the same
+ * scale and no smaller precision); date/timestamps -> ISO text into a string, else the number
+ * into the same type (plain or the same logical type); uuid -> text. A reader decimal needs a
+ * writer decimal (plain bytes are not a decimal).
+ */
+static int logical_read(const ll_node *w, const ll_node *r)
+{
+    if (w->logical == LLL_NONE)
+        return r->logical == LLL_DECIMAL ? -1 : 0;
+    int same_or_plain = r->logical == LLL_NONE || r->logical == w->logical;
+    if (r->type == LLT_STRING)
+        return same_or_plain ? 1 : -1;
+    switch (w->logical) {
+    case LLL_DECIMAL:
+        if (r->type != LLT_BYTES && r->type != LLT_FIXED)
+            return -1;
+        if (r->logical == LLL_NONE ||
+            (r->logical == LLL_DECIMAL && r->scale == w->scale && r->precision >= w->precision))
+            return 1;
+        return -1;
+    case LLL_UUID:
+        return (r->type == LLT_BYTES || r->type == w->type) && same_or_plain ? 1 : -1;
+    default:
+        return r->type == w->type && same_or_plain ? 0 : -1;
+    }
+}
+
 /* 2: same type (named: same full name); 1: promotion or same short name; 0: same named kind. */
 static int match_level(const ll_node *w, const ll_node *r)
 {
+    if (w->logical != LLL_NONE || r->logical != LLL_NONE) {
+        int lr = logical_read(w, r);
+        if (lr < 0)
+            return -1;
+        if (lr == 1 && (r->type == LLT_STRING || (r->type == LLT_BYTES && w->type != LLT_BYTES)))
+            return 1; /* the logical value's text */
+    }
     if (w->type == r->type) {
         if (!is_named(w->type))
             return 2;
@@ -61,6 +98,32 @@ static const char *tname(const ll_node *n)
     return n->fullname ? n->fullname : ll_type_name(n->type);
 }
 
+/* A type for error messages, with its logical type: "bytes(decimal(38,2))", "long(date)". */
+static const char *lname(const ll_node *n, char *buf, size_t len)
+{
+    if (n->logical == LLL_DECIMAL)
+        snprintf(buf, len, "%s(decimal(%d,%d))", tname(n), n->precision, n->scale);
+    else if (n->logical != LLL_NONE)
+        snprintf(buf, len, "%s(%s)", tname(n), ll_logical_name(n->logical));
+    else
+        snprintf(buf, len, "%s", tname(n));
+    return buf;
+}
+
+/* "[null, string]": the branches of a reader union, for error messages. */
+static const char *union_name(const ll_node *u, char *buf, size_t len)
+{
+    size_t k = 0;
+    k += (size_t)snprintf(buf, len, "[");
+    for (size_t i = 0; i < u->n && k < len; i++) {
+        char b[80];
+        k += (size_t)snprintf(buf + k, len - k, "%s%s", i ? ", " : "", lname(u->branches[i], b, sizeof b));
+    }
+    if (k < len)
+        snprintf(buf + k, len - k, "]");
+    return buf;
+}
+
 static json_t *real_json(ll_path *p, double d)
 {
     if (!isfinite(d)) {
@@ -73,12 +136,53 @@ static json_t *real_json(ll_path *p, double d)
     return j;
 }
 
+/* A string, bytes or fixed value as a JSON string: UTF-8 and without NUL (a NUL would cut it
+ * short in every C string and PostgreSQL text it reaches). */
 static json_t *text_json(ll_path *p, const void *s, size_t len, const char *what)
 {
+    if (len > 0 && memchr(s, 0, len) != NULL) {
+        ll_path_err(p, "%s contains a NUL byte", what);
+        return NULL;
+    }
     json_t *j = ll_utf8_valid(s, len) ? json_stringn(s, len) : NULL;
     if (j == NULL)
         ll_path_err(p, "%s is not valid UTF-8", what);
     return j;
+}
+
+static json_t *str_json(ll_path *p, const char *s)
+{
+    json_t *j = json_string(s);
+    if (j == NULL)
+        ll_path_err(p, "out of memory");
+    return j;
+}
+
+/* The text of a writer logical value (decimal, uuid fixed: the bytes b/len; date, timestamps:
+ * the number l). */
+static json_t *logical_json(ll_path *p, const ll_node *w, const void *b, size_t len, int64_t l)
+{
+    char text[64], lerr[120];
+    int rc = 0;
+    switch (w->logical) {
+    case LLL_DECIMAL:
+        rc = ll_decimal_text(b, len, w->precision, w->scale, text, sizeof text, lerr, sizeof lerr);
+        break;
+    case LLL_DATE:
+        rc = ll_date_text(l, text, sizeof text, lerr, sizeof lerr);
+        break;
+    case LLL_UUID:
+        ll_uuid_text(b, text);
+        break;
+    default:
+        rc = ll_timestamp_text(l, w->logical, text, sizeof text, lerr, sizeof lerr);
+        break;
+    }
+    if (rc != 0) {
+        ll_path_err(p, "%s", lerr);
+        return NULL;
+    }
+    return str_json(p, text);
 }
 
 static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node *r, int depth);
@@ -118,7 +222,7 @@ static json_t *conv_record(ll_path *p, avro_value_t *v, const ll_node *w, const 
             }
         } else if (rf->def != NULL) {
             char derr[160];
-            val = ll_default_to_json(rf->type, rf->def, 0, derr, sizeof derr);
+            val = ll_default_to_json(rf->type, rf->def, 0, p->values, derr, sizeof derr);
             if (val == NULL)
                 ll_path_err(p, "default: %s", derr);
         } else {
@@ -154,15 +258,20 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
     if (r->type == LLT_UNION) {
         int i = match_branch(w, r);
         if (i < 0) {
-            ll_path_err(p, "writer %s fits no branch of the reader union", tname(w));
+            char a[120], b[240];
+            ll_path_err(p, "writer %s fits no branch of the reader union %s", lname(w, a, sizeof a),
+                        union_name(r, b, sizeof b));
             return NULL;
         }
         r = r->branches[i];
     }
     if (r != w && match_level(w, r) < 0) {
-        ll_path_err(p, "writer %s cannot be read as %s", tname(w), tname(r));
+        char a[120], b[120];
+        ll_path_err(p, "writer %s cannot be read as %s", lname(w, a, sizeof a), lname(r, b, sizeof b));
         return NULL;
     }
+    /* text of a logical value: decimals and uuid fixed always, dates and timestamps into text */
+    int as_text = w->logical != LLL_NONE && logical_read(w, r) == 1;
     int rc = 0;
     switch (w->type) {
     case LLT_NULL:
@@ -177,6 +286,8 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
     case LLT_INT: {
         int32_t i = 0;
         rc = avro_value_get_int(v, &i);
+        if (rc == 0 && as_text)
+            return logical_json(p, w, NULL, 0, i);
         if (rc == 0)
             return (r->type == LLT_FLOAT || r->type == LLT_DOUBLE) ? real_json(p, (double)i)
                                                                    : json_integer(i);
@@ -185,6 +296,8 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
     case LLT_LONG: {
         int64_t l = 0;
         rc = avro_value_get_long(v, &l);
+        if (rc == 0 && as_text)
+            return logical_json(p, w, NULL, 0, l);
         if (rc == 0)
             return (r->type == LLT_FLOAT || r->type == LLT_DOUBLE) ? real_json(p, (double)l)
                                                                    : json_integer(l);
@@ -216,6 +329,8 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
         const void *b = NULL;
         size_t size = 0;
         rc = avro_value_get_bytes(v, &b, &size);
+        if (rc == 0 && as_text)
+            return logical_json(p, w, b, size, 0);
         if (rc == 0)
             return text_json(p, size ? b : "", size, "bytes");
         break;
@@ -224,6 +339,13 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
         const void *b = NULL;
         size_t size = 0;
         rc = avro_value_get_fixed(v, &b, &size);
+        if (rc == 0 && as_text) {
+            if (size != w->size) {
+                ll_path_err(p, "fixed of %zu bytes, %zu declared", size, w->size);
+                return NULL;
+            }
+            return logical_json(p, w, b, size, 0);
+        }
         if (rc == 0) {
             if (size != r->size) {
                 ll_path_err(p, "fixed of %zu bytes read as %zu", size, r->size);
@@ -298,14 +420,20 @@ static json_t *conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
 
 /* ---- the datum ---- */
 
+/*
+ * Pre-validates, reads and projects one datum. The values budget is spent by the walk (every
+ * value of the writer's datum) and then by the reader defaults the projection fills in.
+ */
 static int decode_datum(const ll_schema *writer, const ll_schema *reader, const unsigned char *datum,
-                        size_t dlen, size_t max_items, json_t **out, char *err, size_t errlen)
+                        size_t dlen, size_t max_items, const ll_budgets *b, json_t **out, char *err,
+                        size_t errlen)
 {
     static const unsigned char empty[1];
     size_t consumed = 0;
     if (datum == NULL)
         datum = empty;
-    if (ll_prevalidate(writer->root, datum, dlen, max_items, &consumed, err, errlen) != 0)
+    ll_counter values = {b->values, b->values, "values per datum", "codec.max_values"};
+    if (ll_prevalidate(writer->root, datum, dlen, max_items, &values, &consumed, err, errlen) != 0)
         return -1;
     if (consumed != dlen) {
         ll_codec_err(err, errlen, "leftover bytes (%zu) after datum", dlen - consumed);
@@ -330,7 +458,7 @@ static int decode_datum(const ll_schema *writer, const ll_schema *reader, const 
         return -1;
     }
     const ll_node *r = ll_schema_same(writer, reader) ? writer->root : reader->root;
-    ll_path p = {.n = 0, .err = err, .errlen = errlen};
+    ll_path p = {.n = 0, .err = err, .errlen = errlen, .values = &values};
     json_t *j = conv(&p, &v, writer->root, r, 0);
     avro_value_decref(&v);
     if (j == NULL)
@@ -529,6 +657,8 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
         return -1;
     }
     const unsigned char *b = buf ? buf : empty;
+    ll_budgets budgets;
+    ll_budgets_of(opts, &budgets);
     const ll_schema *reader = opts->reader;
     const ll_schema *writer = reader;
     ll_schema *owned = NULL;
@@ -569,7 +699,8 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
         if (parse_container(b, len, &cp, err, errlen) != 0)
             return -1;
         char serr[200];
-        owned = ll_schema_embedded(reader, (const char *)cp.schema, cp.schema_len, serr, sizeof serr);
+        owned =
+            ll_schema_embedded(reader, (const char *)cp.schema, cp.schema_len, &budgets, serr, sizeof serr);
         if (owned == NULL) {
             ll_codec_err(err, errlen, "embedded schema: %s", serr);
             return -1;
@@ -587,7 +718,7 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
         ll_codec_err(err, errlen, "unknown framing %d", (int)opts->framing);
         return -1;
     }
-    rc = decode_datum(writer, reader, datum, dlen, max, out, err, errlen);
+    rc = decode_datum(writer, reader, datum, dlen, max, &budgets, out, err, errlen);
     ll_schema_unref(owned);
     return rc;
 }

@@ -2,7 +2,9 @@
  * defaults.c - a schema default (JSON as written in the .avsc) turned into the decoded JSON
  * shape of codec.h. A union's default is for its first branch; bytes and fixed defaults are
  * strings whose code points 0..255 are the bytes (Avro spec), and the bytes must then be UTF-8
- * like every decoded bytes value.
+ * like every decoded bytes value. Strings and bytes with a NUL are refused like decoded ones.
+ * Every value built is taken from the caller's budget: a record default of {} over nested
+ * records with defaults of their own expands to k^d values (the "default bomb").
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -43,6 +45,11 @@ static json_t *bytes_default(const ll_node *n, const json_t *def, char *err, siz
         ll_codec_err(err, errlen, "fixed default of %zu bytes, size is %zu", k, n->size);
         return NULL;
     }
+    if (memchr(out, 0, k) != NULL) {
+        free(out);
+        ll_codec_err(err, errlen, "%s default contains a NUL byte", ll_type_name(n->type));
+        return NULL;
+    }
     json_t *r = ll_utf8_valid(out, k) ? json_stringn((const char *)out, k) : NULL;
     free(out);
     if (r == NULL)
@@ -50,7 +57,8 @@ static json_t *bytes_default(const ll_node *n, const json_t *def, char *err, siz
     return r;
 }
 
-json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char *err, size_t errlen)
+json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, ll_counter *budget, char *err,
+                           size_t errlen)
 {
     if (depth > LL_CODEC_MAX_SCHEMA_DEPTH) {
         ll_codec_err(err, errlen, "default nested deeper than %d", LL_CODEC_MAX_SCHEMA_DEPTH);
@@ -60,9 +68,11 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
         ll_codec_err(err, errlen, "no default");
         return NULL;
     }
+    if (n->type != LLT_UNION && budget != NULL && ll_counter_take(budget, 1, err, errlen) != 0)
+        return NULL;
     switch (n->type) {
     case LLT_UNION:
-        return ll_default_to_json(n->branches[0], def, depth + 1, err, errlen);
+        return ll_default_to_json(n->branches[0], def, depth + 1, budget, err, errlen);
     case LLT_NULL:
         if (json_is_null(def))
             return json_null();
@@ -86,8 +96,13 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
             return json_real(json_number_value(def));
         break;
     case LLT_STRING:
-        if (json_is_string(def))
+        if (json_is_string(def)) {
+            if (strlen(json_string_value(def)) != json_string_length(def)) {
+                ll_codec_err(err, errlen, "string default contains a NUL byte");
+                return NULL;
+            }
             return json_stringn(json_string_value(def), json_string_length(def));
+        }
         break;
     case LLT_BYTES:
     case LLT_FIXED:
@@ -110,7 +125,7 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
                 goto oom;
             json_array_foreach(def, i, item)
             {
-                json_t *v = ll_default_to_json(n->items, item, depth + 1, err, errlen);
+                json_t *v = ll_default_to_json(n->items, item, depth + 1, budget, err, errlen);
                 if (v == NULL || json_array_append_new(r, v) != 0) {
                     json_decref(r);
                     return NULL;
@@ -128,7 +143,7 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
                 goto oom;
             json_object_foreach((json_t *)def, k, item)
             {
-                json_t *v = ll_default_to_json(n->items, item, depth + 1, err, errlen);
+                json_t *v = ll_default_to_json(n->items, item, depth + 1, budget, err, errlen);
                 if (v == NULL || json_object_set_new(r, k, v) != 0) {
                     json_decref(r);
                     return NULL;
@@ -150,7 +165,8 @@ json_t *ll_default_to_json(const ll_node *n, const json_t *def, int depth, char 
                     json_decref(r);
                     return NULL;
                 }
-                json_t *v = ll_default_to_json(f->type, given ? given : f->def, depth + 1, err, errlen);
+                json_t *v =
+                    ll_default_to_json(f->type, given ? given : f->def, depth + 1, budget, err, errlen);
                 if (v == NULL || json_object_set_new(r, f->name, v) != 0) {
                     json_decref(r);
                     return NULL;

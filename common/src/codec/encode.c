@@ -190,7 +190,8 @@ static int set_record(ll_path *p, avro_value_t *v, const ll_node *n, const json_
             rc = set_value(p, &fv, f->type, given, depth + 1);
         } else if (f->def != NULL) {
             char derr[160];
-            json_t *dj = ll_default_to_json(f->type, f->def, 0, derr, sizeof derr);
+            json_t *dj =
+                ll_default_to_json(f->type, f->def, 0, NULL, derr, sizeof derr); /* checked at load */
             if (dj == NULL) {
                 ll_path_err(p, "default: %s", derr);
                 rc = -1;
@@ -223,6 +224,11 @@ static int set_value(ll_path *p, avro_value_t *v, const ll_node *n, const json_t
     if (n->type != LLT_UNION && n->type != LLT_RECORD && n->type != LLT_ARRAY && n->type != LLT_MAP &&
         !fits(n, j, depth)) {
         ll_path_err(p, "expected %s, got %s", n->fullname ? n->fullname : ll_type_name(n->type), jtype(j));
+        return -1;
+    }
+    if ((n->type == LLT_STRING || n->type == LLT_BYTES || n->type == LLT_FIXED) && json_is_string(j) &&
+        strlen(json_string_value(j)) != json_string_length(j)) {
+        ll_path_err(p, "%s contains a NUL byte", ll_type_name(n->type)); /* ll_decode refuses it */
         return -1;
     }
     switch (n->type) {
@@ -450,7 +456,8 @@ int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **b
     /* our own reader must accept what we write */
     size_t consumed = 0;
     char verr[160];
-    if (ll_prevalidate(s->root, datum, dsz, SIZE_MAX, &consumed, verr, sizeof verr) != 0) {
+    ll_counter values = {SIZE_MAX, SIZE_MAX, "values per datum", "none"}; /* our own value: unbounded */
+    if (ll_prevalidate(s->root, datum, dsz, SIZE_MAX, &values, &consumed, verr, sizeof verr) != 0) {
         ll_codec_err(err, errlen, "encoded datum does not validate: %s", verr);
         goto fail;
     }

@@ -347,6 +347,70 @@ static ll_node *parse_union(pctx *c, json_t *json, const char *parent_ns, int de
     return n;
 }
 
+/*
+ * The "logicalType" of an object type. Honoured: decimal (bytes, fixed; precision 1..38, scale
+ * 0..precision, a fixed must hold the precision), date (int), timestamp-millis/-micros and
+ * local-timestamp-millis/-micros (long), uuid (string, fixed of 16). Another logical type on
+ * bytes or fixed is refused (its bytes would pass as text); elsewhere, as the Avro
+ * specification says, an unknown logical type or one on another base type is ignored.
+ */
+static int parse_logical(pctx *c, ll_node *n, json_t *json)
+{
+    json_t *jl = json_is_object(json) ? json_object_get(json, "logicalType") : NULL;
+    if (jl == NULL)
+        return 0;
+    const char *l = json_is_string(jl) ? json_string_value(jl) : "";
+    int binary = n->type == LLT_BYTES || n->type == LLT_FIXED;
+    if (strcmp(l, "decimal") == 0 && binary) {
+        json_t *jp = json_object_get(json, "precision"), *js = json_object_get(json, "scale");
+        json_int_t p = json_is_integer(jp) ? json_integer_value(jp) : 0;
+        json_int_t sc = js == NULL ? 0 : json_is_integer(js) ? json_integer_value(js) : -1;
+        if (p < 1 || p > 38) {
+            ll_codec_err(c->err, c->errlen, "decimal precision must be an integer 1..38");
+            return -1;
+        }
+        if (sc < 0 || sc > p) {
+            ll_codec_err(c->err, c->errlen, "decimal scale must be an integer 0..precision (%lld)",
+                         (long long)p);
+            return -1;
+        }
+        /* a fixed of n bytes holds floor(log10(2^(8n-1) - 1)) digits */
+        if (n->type == LLT_FIXED && n->size < 16 && (json_int_t)(((8 * n->size - 1) * 30103) / 100000) < p) {
+            ll_codec_err(c->err, c->errlen, "decimal precision %lld does not fit fixed %s of %zu bytes",
+                         (long long)p, n->fullname, n->size);
+            return -1;
+        }
+        n->logical = LLL_DECIMAL;
+        n->precision = (int)p;
+        n->scale = (int)sc;
+        return 0;
+    }
+    static const struct {
+        const char *name;
+        ll_type base;
+        ll_logical logical;
+    } known[] = {{"date", LLT_INT, LLL_DATE},
+                 {"timestamp-millis", LLT_LONG, LLL_TS_MILLIS},
+                 {"timestamp-micros", LLT_LONG, LLL_TS_MICROS},
+                 {"local-timestamp-millis", LLT_LONG, LLL_LTS_MILLIS},
+                 {"local-timestamp-micros", LLT_LONG, LLL_LTS_MICROS},
+                 {"uuid", LLT_STRING, LLL_UUID},
+                 {"uuid", LLT_FIXED, LLL_UUID}};
+    for (size_t i = 0; i < sizeof known / sizeof known[0]; i++) {
+        if (strcmp(l, known[i].name) == 0 && n->type == known[i].base &&
+            (n->type != LLT_FIXED || n->size == 16)) {
+            n->logical = known[i].logical;
+            return 0;
+        }
+    }
+    if (binary) {
+        ll_codec_err(c->err, c->errlen, "logical type \"%.40s\" on %s is not supported", l,
+                     ll_type_name(n->type));
+        return -1;
+    }
+    return 0;
+}
+
 static const struct {
     const char *name;
     ll_type type;
@@ -369,9 +433,12 @@ static ll_node *parse_type(pctx *c, json_t *json, const char *parent_ns, int dep
         return NULL;
     }
     const char *t = json_string_value(jt);
-    for (size_t i = 0; i < sizeof primitives / sizeof primitives[0]; i++)
-        if (strcmp(t, primitives[i].name) == 0)
-            return new_node(c, primitives[i].type);
+    for (size_t i = 0; i < sizeof primitives / sizeof primitives[0]; i++) {
+        if (strcmp(t, primitives[i].name) == 0) {
+            ll_node *n = new_node(c, primitives[i].type);
+            return n == NULL || parse_logical(c, n, json) != 0 ? NULL : n;
+        }
+    }
     int is_obj = json_is_object(json);
     if (strcmp(t, "record") == 0 || strcmp(t, "enum") == 0 || strcmp(t, "fixed") == 0 ||
         strcmp(t, "array") == 0 || strcmp(t, "map") == 0) {
@@ -383,8 +450,10 @@ static ll_node *parse_type(pctx *c, json_t *json, const char *parent_ns, int dep
             return parse_record(c, json, parent_ns, depth);
         if (t[0] == 'e')
             return parse_enum(c, json, parent_ns);
-        if (t[0] == 'f')
-            return parse_fixed(c, json, parent_ns);
+        if (t[0] == 'f') {
+            ll_node *n = parse_fixed(c, json, parent_ns);
+            return n == NULL || parse_logical(c, n, json) != 0 ? NULL : n;
+        }
         json_t *sub = json_object_get(json, t[0] == 'a' ? "items" : "values");
         if (sub == NULL) {
             ll_codec_err(c->err, c->errlen, "%s without %s", t, t[0] == 'a' ? "items" : "values");
@@ -406,6 +475,52 @@ static ll_node *parse_type(pctx *c, json_t *json, const char *parent_ns, int dep
         ll_codec_err(c->err, c->errlen, "unknown type %.80s", full);
     free(full);
     return n;
+}
+
+/* ---- expansion budget ---- */
+
+/*
+ * Walks the schema as a datum would: every named-type reference expanded where it is used, so
+ * that the budget sees the shape's real size (ten fields of R8 in R9, ten of R7 in R8, ...: 10^9
+ * types from a 4 KB text). A record already being walked on the current path (recursion) is not
+ * expanded again; if nothing but records lies between the two (no union, array or map: `dyn`
+ * is the depth of the last of those), it contains itself and has no finite value. Every type
+ * reached takes one unit of c.
+ */
+static int expand(ll_node *n, ll_counter *c, int depth, int dyn, char *err, size_t errlen)
+{
+    if (ll_counter_take(c, 1, err, errlen) != 0)
+        return -1;
+    if (depth > LL_CODEC_MAX_SCHEMA_DEPTH + 1) {
+        ll_codec_err(err, errlen, "named types nested deeper than %d", LL_CODEC_MAX_SCHEMA_DEPTH);
+        return -1;
+    }
+    int rc = 0;
+    switch (n->type) {
+    case LLT_RECORD:
+        if (n->walking) {
+            if (dyn < n->walking) {
+                ll_codec_err(err, errlen, "record %s contains itself without a union, array or map between",
+                             n->fullname);
+                return -1;
+            }
+            return 0;
+        }
+        n->walking = depth + 1;
+        for (size_t i = 0; i < n->n && rc == 0; i++)
+            rc = expand(n->fields[i].type, c, depth + 1, dyn, err, errlen);
+        n->walking = 0;
+        return rc;
+    case LLT_ARRAY:
+    case LLT_MAP:
+        return expand(n->items, c, depth + 1, depth + 1, err, errlen);
+    case LLT_UNION:
+        for (size_t i = 0; i < n->n && rc == 0; i++)
+            rc = expand(n->branches[i], c, depth + 1, depth + 1, err, errlen);
+        return rc;
+    default:
+        return 0;
+    }
 }
 
 /* ---- structural comparison with avro-c's parse ---- */
@@ -545,8 +660,8 @@ static int same_structure(cmpctx *c, const ll_node *n, avro_schema_t a, int dept
 
 static void schema_destroy(ll_schema *s)
 {
-    for (size_t i = 0; i < LL_CODEC_WRITER_CACHE; i++)
-        ll_schema_unref(s->cache[i]);
+    for (size_t i = 0; i < s->cache_n; i++)
+        ll_schema_unref(s->cache[i].s);
     pthread_mutex_destroy(&s->lock);
     if (s->iface != NULL)
         avro_value_iface_decref(s->iface);
@@ -585,33 +700,81 @@ static int text_is(const ll_schema *s, const char *text, size_t len)
            (strlen(s->text) == len && memcmp(text, s->text, len) == 0);
 }
 
-ll_schema *ll_schema_embedded(const ll_schema *reader, const char *text, size_t len, char *err, size_t errlen)
+/* Drops cache entry i (r->lock held); the schema reference is returned for unref outside. */
+static ll_schema *cache_drop(ll_schema *r, size_t i)
 {
+    ll_schema *old = r->cache[i].s;
+    r->cache_bytes -= r->cache[i].bytes;
+    r->cache[i] = r->cache[--r->cache_n];
+    return old;
+}
+
+ll_schema *ll_schema_embedded(const ll_schema *reader, const char *text, size_t len, const ll_budgets *b,
+                              char *err, size_t errlen)
+{
+    ll_budgets defaults;
+    if (b == NULL) {
+        ll_budgets_of(NULL, &defaults);
+        b = &defaults;
+    }
     ll_schema *r = (ll_schema *)reader; /* the cache is internal, guarded by r->lock */
     if (text_is(r, text, len))
         return ll_schema_ref(r);
+    if (len > b->schema_bytes) {
+        ll_codec_err(err, errlen, "schema text of %zu bytes over %zu (budget codec.max_schema_bytes)", len,
+                     b->schema_bytes);
+        return NULL;
+    }
+    uint64_t fp = ll_fingerprint64(text, len);
     ll_schema *hit = NULL;
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < LL_CODEC_WRITER_CACHE && hit == NULL; i++)
-        if (r->cache[i] != NULL && text_is(r->cache[i], text, len))
-            hit = ll_schema_ref(r->cache[i]);
+    for (size_t i = 0; i < r->cache_n && hit == NULL; i++) {
+        if (r->cache[i].fp == fp && r->cache[i].s->orig_len == len &&
+            memcmp(r->cache[i].s->orig, text, len) == 0) {
+            hit = ll_schema_ref(r->cache[i].s);
+            r->cache[i].used = ++r->cache_clock;
+        }
+    }
     pthread_mutex_unlock(&r->lock);
     if (hit != NULL)
         return hit;
-    ll_schema *w = ll_schema_parse(text, len, err, errlen);
+    ll_schema *w = ll_schema_parse(text, len, b, err, errlen);
     if (w == NULL)
         return NULL;
+    size_t bytes = len + strlen(w->text);
+    ll_schema *evicted[LL_CODEC_WRITER_CACHE_MAX];
+    size_t nev = 0;
     pthread_mutex_lock(&r->lock);
-    ll_schema *old = r->cache[r->cache_next];
-    r->cache[r->cache_next] = ll_schema_ref(w);
-    r->cache_next = (r->cache_next + 1) % LL_CODEC_WRITER_CACHE;
+    if (bytes <= b->cache_bytes) {
+        /* evict the least recently used until the new entry fits both bounds */
+        while (r->cache_n > 0 &&
+               (r->cache_n >= b->cache_entries || r->cache_bytes + bytes > b->cache_bytes)) {
+            size_t lru = 0;
+            for (size_t i = 1; i < r->cache_n; i++)
+                if (r->cache[i].used < r->cache[lru].used)
+                    lru = i;
+            evicted[nev++] = cache_drop(r, lru);
+        }
+        r->cache[r->cache_n].fp = fp;
+        r->cache[r->cache_n].bytes = bytes;
+        r->cache[r->cache_n].used = ++r->cache_clock;
+        r->cache[r->cache_n].s = ll_schema_ref(w);
+        r->cache_n++;
+        r->cache_bytes += bytes;
+    }
     pthread_mutex_unlock(&r->lock);
-    ll_schema_unref(old);
+    for (size_t i = 0; i < nev; i++)
+        ll_schema_unref(evicted[i]);
     return w;
 }
 
-ll_schema *ll_schema_parse(const char *text, size_t len, char *err, size_t errlen)
+ll_schema *ll_schema_parse(const char *text, size_t len, const ll_budgets *b, char *err, size_t errlen)
 {
+    ll_budgets defaults;
+    if (b == NULL) {
+        ll_budgets_of(NULL, &defaults);
+        b = &defaults;
+    }
     if (text == NULL) {
         ll_codec_err(err, errlen, "no schema text");
         return NULL;
@@ -648,8 +811,15 @@ ll_schema *ll_schema_parse(const char *text, size_t len, char *err, size_t errle
         goto fail;
     free(c.names);
     c.names = NULL;
+    ll_counter types = {b->expansions, b->expansions, "schema expansion (types reached)",
+                        "codec.max_schema_expansions"};
+    if (expand(s->root, &types, 0, -1, err, errlen) != 0)
+        goto fail;
 
-    /* every default must fit its type (a union's default fits its first branch) */
+    /* every default must fit its type (a union's default fits its first branch), all of them
+     * together building at most b->default_values values */
+    ll_counter built = {b->default_values, b->default_values, "default values built",
+                        "codec.max_default_values"};
     for (size_t i = 0; i < s->nnodes; i++) {
         ll_node *n = s->nodes[i];
         if (n->type != LLT_RECORD)
@@ -658,7 +828,7 @@ ll_schema *ll_schema_parse(const char *text, size_t len, char *err, size_t errle
             if (n->fields[k].def == NULL)
                 continue;
             char derr[160];
-            json_t *v = ll_default_to_json(n->fields[k].type, n->fields[k].def, 0, derr, sizeof derr);
+            json_t *v = ll_default_to_json(n->fields[k].type, n->fields[k].def, 0, &built, derr, sizeof derr);
             if (v == NULL) {
                 ll_codec_err(err, errlen, "%s.%s: bad default: %s", n->fullname, n->fields[k].name, derr);
                 goto fail;
@@ -697,7 +867,7 @@ ll_schema *ll_schema_from_json(const char *json_text, char *err, size_t errlen)
         ll_codec_err(err, errlen, "no schema text");
         return NULL;
     }
-    return ll_schema_parse(json_text, strlen(json_text), err, errlen);
+    return ll_schema_parse(json_text, strlen(json_text), NULL, err, errlen);
 }
 
 ll_schema *ll_schema_from_file(const char *path, char *err, size_t errlen)
@@ -748,7 +918,7 @@ ll_schema *ll_schema_from_file(const char *path, char *err, size_t errlen)
         return NULL;
     }
     char perr[200];
-    ll_schema *s = ll_schema_parse(buf, len, perr, sizeof perr);
+    ll_schema *s = ll_schema_parse(buf, len, NULL, perr, sizeof perr);
     free(buf);
     if (s == NULL)
         ll_codec_err(err, errlen, "%s: %s", path, perr);

@@ -6,7 +6,9 @@
  * 32 bits), booleans 0 or 1, string/bytes lengths >= 0 and within the buffer, map keys without
  * NUL, fixed sizes within the buffer, union and enum indexes in range, array/map blocks
  * (negative counts legal: a byte size follows, which must match the block) with the total of
- * items bounded by max_items, records/arrays/maps nested at most LL_CODEC_MAX_DEPTH deep.
+ * items bounded by max_items, records/arrays/maps nested at most LL_CODEC_MAX_DEPTH deep, and
+ * every value walked (a null field of a record too: it occupies no byte but avro-c builds it)
+ * taken from the values budget, an array/map block's count before its items are walked.
  * Nothing is allocated.
  */
 #include <string.h>
@@ -16,6 +18,7 @@
 typedef struct vctx {
     const unsigned char *p, *end;
     size_t items_left;
+    ll_counter *values;
     char *err;
     size_t errlen;
 } vctx;
@@ -87,6 +90,10 @@ static int walk_blocks(vctx *c, const ll_node *n, int depth)
             return -1;
         }
         c->items_left -= (size_t)count;
+        if ((uint64_t)count > c->values->left) { /* refused before the items are walked */
+            ll_counter_take(c->values, (size_t)count, c->err, c->errlen); /* fails: names the budget */
+            return -1;
+        }
         for (int64_t i = 0; i < count; i++) {
             if (is_map) {
                 size_t kl;
@@ -112,6 +119,8 @@ static int walk(vctx *c, const ll_node *n, int depth)
 {
     int64_t v;
     size_t len;
+    if (n->type != LLT_UNION && ll_counter_take(c->values, 1, c->err, c->errlen) != 0)
+        return -1;
     switch (n->type) {
     case LLT_NULL:
         return 0;
@@ -195,13 +204,14 @@ static int walk(vctx *c, const ll_node *n, int depth)
     return -1;
 }
 
-int ll_prevalidate(const ll_node *n, const unsigned char *buf, size_t len, size_t max_items, size_t *consumed,
-                   char *err, size_t errlen)
+int ll_prevalidate(const ll_node *n, const unsigned char *buf, size_t len, size_t max_items,
+                   ll_counter *values, size_t *consumed, char *err, size_t errlen)
 {
     static const unsigned char empty[1];
     if (buf == NULL)
         buf = empty;
-    vctx c = {.p = buf, .end = buf + len, .items_left = max_items, .err = err, .errlen = errlen};
+    vctx c = {
+        .p = buf, .end = buf + len, .items_left = max_items, .values = values, .err = err, .errlen = errlen};
     if (walk(&c, n, 0) != 0)
         return -1;
     *consumed = (size_t)(c.p - buf);

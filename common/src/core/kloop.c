@@ -42,6 +42,13 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)"},
     {"loop.dead_letter_max_bytes", "2097152", false,
      "max.message.bytes of the dead-letter topic (bytes); no dead-letter record exceeds it"},
+    {"codec.max_schema_bytes", "65536", false, "largest writer schema embedded in a message (bytes)"},
+    {"codec.max_schema_expansions", "100000", false,
+     "types an embedded writer schema may reach with its named types expanded"},
+    {"codec.max_values", "100000", false, "values one message may hold (nulls too)"},
+    {"codec.max_default_values", "10000", false, "values an embedded schema's defaults may build"},
+    {"codec.writer_cache_entries", "32", false, "embedded writer schemas cached per topic (1..256)"},
+    {"codec.writer_cache_bytes", "1048576", false, "schema text cached per topic (bytes)"},
     {"loop.prerequisite_wait", "PT60S", false,
      "how long a message waits for its prerequisite before it is dead-lettered"},
     {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held run"},
@@ -86,10 +93,21 @@ static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, 
 
 static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size_t errlen)
 {
-    int64_t maxb = 1048576;
+    int64_t maxb = 1048576, cb[6];
     if (ll_config_int(l->cfg, "loop.max_message_bytes", &maxb, err, errlen) ||
         dead_letter_limits(l, maxb, err, errlen))
         return -1;
+    static const char *const codec_keys[6] = {"codec.max_schema_bytes",     "codec.max_schema_expansions",
+                                              "codec.max_values",           "codec.max_default_values",
+                                              "codec.writer_cache_entries", "codec.writer_cache_bytes"};
+    for (int k = 0; k < 6; k++) {
+        if (ll_config_int(l->cfg, codec_keys[k], &cb[k], err, errlen))
+            return -1;
+        if (cb[k] < 1) {
+            snprintf(err, errlen, "configuration key '%s' must be at least 1", codec_keys[k]);
+            return -1;
+        }
+    }
     const char *ids_file = ll_config_get(l->cfg, "schema.ids_file");
     if (ids_file && *ids_file && !(l->ids = ll_schema_ids_load(ids_file, err, errlen)))
         return -1;
@@ -114,6 +132,12 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
         io->dopts.reader = io->schema;
         io->dopts.ids = l->ids;
         io->dopts.max_message_bytes = (size_t)maxb;
+        io->dopts.max_schema_bytes = (size_t)cb[0];
+        io->dopts.max_schema_expansions = (size_t)cb[1];
+        io->dopts.max_values = (size_t)cb[2];
+        io->dopts.max_default_values = (size_t)cb[3];
+        io->dopts.writer_cache_entries = (size_t)cb[4];
+        io->dopts.writer_cache_bytes = (size_t)cb[5];
         io->eopts.schema = io->reply_schema;
         char key[160];
         int64_t sid = 0;
