@@ -3,10 +3,13 @@
  *
  * Checks in the contract's order: chunkIndex < chunkCount (before any lock); lock run and
  * partition; token (CLAIM_MISMATCH, or deferred while its claim may still come); path inside
- * the run (HDFS_PATH_OUTSIDE_RUN); upsert of the file row (a path used by another chunk:
- * UNIQUE_VIOLATION); a changed report after partition SUCCESS: CHUNK_CONFLICT, rolled back;
- * heartbeats; then the gate over the WRITTEN files (ll_chunk_gate): SUCCESS of the partition and
- * the extract-completion CAS with its outbox row, or ROW_COUNT_MISMATCH.
+ * the run (HDFS_PATH_OUTSIDE_RUN); then one statement (ST_RECORD_FILE) compares, upserts the file
+ * row (a path used by another chunk: UNIQUE_VIOLATION), and keeps the partition's counters of
+ * WRITTEN files with its heartbeat; a changed report after partition SUCCESS: CHUNK_CONFLICT,
+ * nothing written; the run's heartbeat once per batch (ll_msg_touch_run); then the gate over the
+ * counters (ll_chunk_counters_complete, the files themselves only when the counters cannot prove
+ * it; ll_chunk_gate): SUCCESS of the partition and the extract-completion CAS with its outbox
+ * row, or ROW_COUNT_MISMATCH. O(1) per chunk (issue 8 §3).
  *
  * A replay writes nothing (docs/design.md §5): the file row is written only when the report
  * changed it in the contract's sense (chunkCount, path, recordCount or byteCount; the fragment id
@@ -25,18 +28,24 @@
 #include "ll/fields.h"
 #include "ll/rules.h"
 
-static const ll_stmt ST_FILE = {
-    "chunk_file_row",
-    "SELECT fragment_count, hdfs_path, record_count, byte_count FROM nifi_ops.load_file"
-    " WHERE run_id = $1::uuid AND partition_id = $2 AND chunk_index = $3::int FOR UPDATE",
-    3};
-
-static const ll_stmt ST_UPSERT_FILE = {
-    "chunk_upsert_file",
-    "INSERT INTO nifi_ops.load_file (run_id, partition_id, chunk_index, fragment_identifier,"
+/*
+ * Contract §5.4 steps 5-7 in one statement (issue 8 §2-§3): the stored row (to compare), the path
+ * check (another chunk's path: UNIQUE_VIOLATION without writing), the upsert ($9: may write; an
+ * identical report writes nothing), and, only when a row was written, the partition's counters of
+ * WRITTEN files (migration 0007: the new row's contribution less the old one's) with its
+ * heartbeat. A path taken by a concurrent transaction between the check and the insert fails the
+ * statement (23505); the loop then rolls this message back to its savepoint.
+ */
+static const ll_stmt ST_RECORD_FILE = {
+    "chunk_record_file",
+    "WITH old AS (SELECT fragment_count, hdfs_path, record_count, byte_count, status FROM nifi_ops.load_file"
+    " WHERE run_id = $1::uuid AND partition_id = $2 AND chunk_index = $3::int),"
+    " taken AS (SELECT 1 FROM nifi_ops.load_file WHERE hdfs_path = $6"
+    " AND (run_id, partition_id, chunk_index) <> ($1::uuid, $2, $3::int) LIMIT 1),"
+    " up AS (INSERT INTO nifi_ops.load_file (run_id, partition_id, chunk_index, fragment_identifier,"
     " fragment_count, hdfs_path, record_count, byte_count, status, written_at, updated_at)"
-    " VALUES ($1::uuid, $2, $3::int, $4, $5::int, $6, $7::bigint, $8::bigint, 'WRITTEN',"
-    " clock_timestamp(), clock_timestamp())"
+    " SELECT $1::uuid, $2, $3::int, $4, $5::int, $6, $7::bigint, $8::bigint, 'WRITTEN',"
+    " clock_timestamp(), clock_timestamp() WHERE $9::boolean AND NOT EXISTS (SELECT 1 FROM taken)"
     " ON CONFLICT (run_id, partition_id, chunk_index) DO UPDATE SET"
     " fragment_identifier = excluded.fragment_identifier, fragment_count = excluded.fragment_count,"
     " hdfs_path = excluded.hdfs_path, record_count = excluded.record_count,"
@@ -44,14 +53,25 @@ static const ll_stmt ST_UPSERT_FILE = {
     " WHERE (load_file.fragment_count, load_file.hdfs_path, load_file.record_count, load_file.byte_count,"
     " load_file.status) IS DISTINCT FROM"
     " (excluded.fragment_count, excluded.hdfs_path, excluded.record_count, excluded.byte_count, 'WRITTEN')"
-    " RETURNING 1",
-    8};
-
-static const ll_stmt ST_TOUCH_PARTITION = {
-    "chunk_touch_partition",
-    "UPDATE nifi_ops.load_partition SET heartbeat_at = clock_timestamp()"
-    " WHERE run_id = $1::uuid AND partition_id = $2",
-    2};
+    " RETURNING 1),"
+    " was AS (SELECT count(*) AS files, coalesce(sum(record_count), 0) AS rows,"
+    " coalesce(sum(coalesce(byte_count, 0)), 0) AS bytes, coalesce(sum(fragment_count), 0) AS csum,"
+    " coalesce(sum(fragment_count::bigint * fragment_count), 0) AS csumsq FROM old WHERE status = 'WRITTEN'),"
+    " part AS (UPDATE nifi_ops.load_partition p SET written_file_count = p.written_file_count + 1 - "
+    "was.files,"
+    " written_row_count = p.written_row_count + $7::bigint - was.rows,"
+    " written_byte_count = p.written_byte_count + coalesce($8::bigint, 0) - was.bytes,"
+    " written_count_sum = p.written_count_sum + $5::bigint - was.csum,"
+    " written_count_sumsq = p.written_count_sumsq + $5::bigint * $5::bigint - was.csumsq,"
+    " heartbeat_at = clock_timestamp() FROM was"
+    " WHERE p.run_id = $1::uuid AND p.partition_id = $2 AND EXISTS (SELECT 1 FROM up)"
+    " RETURNING p.written_file_count, p.written_row_count, p.written_byte_count, p.written_count_sum,"
+    " p.written_count_sumsq)"
+    " SELECT EXISTS (SELECT 1 FROM taken), EXISTS (SELECT 1 FROM up), o.fragment_count IS NOT NULL,"
+    " o.fragment_count, o.hdfs_path, o.record_count, o.byte_count, part.written_file_count,"
+    " part.written_row_count, part.written_byte_count, part.written_count_sum, part.written_count_sumsq"
+    " FROM (SELECT 1) one LEFT JOIN old o ON true LEFT JOIN part ON true",
+    9};
 
 /* Contract §5.4 step 8. */
 static const ll_stmt ST_AGGREGATE = {
@@ -132,47 +152,51 @@ static json_t *outcome(const ll_msg *m, const chunk_in *c, const char *result, c
     return r;
 }
 
-/* Whether the report differs from the stored row (contract §5.4 step 5; fragment id not compared). */
-static ll_apply compare_file(ll_db *db, const chunk_in *c, const char *const *key, bool *changed)
-{
-    PGresult *r = ll_db_exec(db, &ST_FILE, key);
-    if (!r)
-        return LL_APPLY_DB;
-    *changed = true;
-    if (PQntuples(r) == 1) {
-        const char *bytes = ll_db_text(r, 0, 3);
-        *changed = ll_db_ll(r, 0, 0, -1) != c->count || strcmp(PQgetvalue(r, 0, 1), c->path) != 0 ||
-                   ll_db_ll(r, 0, 2, -1) != c->records || (bytes ? atoll(bytes) != c->bytes : c->bytes != -1);
-    }
-    PQclear(r);
-    return LL_APPLY_COMMIT;
-}
+/* What recording one chunk found and did. */
+typedef struct file_result {
+    bool path_taken; /* hdfsPath already recorded for another chunk: nothing written */
+    bool written;    /* a row was inserted or changed */
+    bool changed;    /* the report differs from the stored row (step 5; fragment id not compared) */
+    ll_chunk_counters counters; /* the partition's counters after the write (when written) */
+} file_result;
 
-/* Upserts the file row; *written tells whether a row was inserted or changed (an identical
- * report writes nothing). A path already used by another chunk: *path_taken (UNIQUE_VIOLATION). */
-static ll_apply upsert_file(ll_db *db, const chunk_in *c, const char *const *key, bool *path_taken,
-                            bool *written)
+/* Records the chunk (ST_RECORD_FILE); may_write false only compares (a SUCCESS partition). */
+static ll_apply record_file(ll_db *db, const chunk_in *c, const char *const *key, bool may_write,
+                            file_result *fr)
 {
     char count[16], records[24], bytes[24];
     snprintf(count, sizeof count, "%lld", (long long)c->count);
     snprintf(records, sizeof records, "%lld", (long long)c->records);
     snprintf(bytes, sizeof bytes, "%lld", (long long)c->bytes);
-    const char *p[8] = {key[0], key[1],  key[2],  c->fragment,
-                        count,  c->path, records, c->bytes >= 0 ? bytes : NULL};
-    *path_taken = *written = false;
-    if (ll_db_command(db, "SAVEPOINT chunk_upsert") != LL_DB_OK)
+    const char *p[9] = {key[0],
+                        key[1],
+                        key[2],
+                        c->fragment,
+                        count,
+                        c->path,
+                        records,
+                        c->bytes >= 0 ? bytes : NULL,
+                        may_write ? "true" : "false"};
+    PGresult *r = ll_db_exec(db, &ST_RECORD_FILE, p);
+    if (!r)
         return LL_APPLY_DB;
-    PGresult *r = ll_db_exec(db, &ST_UPSERT_FILE, p);
-    if (r) {
-        *written = PQntuples(r) > 0;
-        PQclear(r);
-        return LL_APPLY_COMMIT;
+    memset(fr, 0, sizeof *fr);
+    fr->path_taken = ll_db_bool(r, 0, 0);
+    fr->written = ll_db_bool(r, 0, 1);
+    fr->changed = true;
+    if (ll_db_bool(r, 0, 2)) {
+        const char *stored_bytes = ll_db_text(r, 0, 6);
+        fr->changed = ll_db_ll(r, 0, 3, -1) != c->count || strcmp(PQgetvalue(r, 0, 4), c->path) != 0 ||
+                      ll_db_ll(r, 0, 5, -1) != c->records ||
+                      (stored_bytes ? atoll(stored_bytes) != c->bytes : c->bytes != -1);
     }
-    if (strcmp(db->err.sqlstate, "23505") != 0 || strcmp(db->err.constraint, "uq_load_file_path") != 0)
-        return LL_APPLY_DB;
-    *path_taken = true;
-    return ll_db_command(db, "ROLLBACK TO SAVEPOINT chunk_upsert") == LL_DB_OK ? LL_APPLY_COMMIT
-                                                                               : LL_APPLY_DB;
+    fr->counters = (ll_chunk_counters){.files = ll_db_ll(r, 0, 7, 0),
+                                       .rows = ll_db_ll(r, 0, 8, 0),
+                                       .bytes = ll_db_ll(r, 0, 9, 0),
+                                       .count_sum = ll_db_ll(r, 0, 10, 0),
+                                       .count_sumsq = ll_db_ll(r, 0, 11, 0)};
+    PQclear(r);
+    return LL_APPLY_COMMIT;
 }
 
 /* Contract §5.4 step 10, gate passed: partition SUCCESS, then the run's completion CAS. */
@@ -245,11 +269,11 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     snprintf(idx, sizeof idx, "%lld", (long long)c->index);
     const char *key[3] = {c->run_id, c->partition_id, idx};
     const char *rs = ll_run_status_name(op->run.status), *ps = ll_part_status_name(op->status);
-    bool changed = true, path_taken = false, written = false;
-    if (compare_file(db, c, key, &changed) != LL_APPLY_COMMIT ||
-        upsert_file(db, c, key, &path_taken, &written) != LL_APPLY_COMMIT)
+    file_result fr;
+    /* a SUCCESS partition's files are never written again: identical is a REPLAY, else CHUNK_CONFLICT */
+    if (record_file(db, c, key, op->status != LL_PART_SUCCESS, &fr) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
-    if (path_taken) {
+    if (fr.path_taken) {
         out->reply =
             outcome(m, c, "REJECTED", "UNIQUE_VIOLATION",
                     "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps, 0, false);
@@ -257,21 +281,25 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
         json_object_set_new(out->reply, "details", json_pack("{s:s}", "constraint", "uq_load_file_path"));
         return LL_APPLY_ROLLBACK;
     }
-    if (op->status == LL_PART_SUCCESS && changed) {
+    if (op->status == LL_PART_SUCCESS && fr.changed) {
         out->reply =
             outcome(m, c, "REJECTED", "CHUNK_CONFLICT",
                     "chunk differs from the one recorded before the partition succeeded", rs, ps, 0, false);
         return LL_APPLY_ROLLBACK;
     }
+    /* step 7, only for progress (a replayed report must not keep a dead worker's partition
+     * alive): the partition's heartbeat moved with its counters, the run's moves once per batch */
+    if (fr.written)
+        ll_msg_touch_run(m, c->run_id);
+    ll_chunk_counters cnt = fr.written ? fr.counters : op->written;
+    ll_chunk_aggregate agg = {.files = cnt.files, .rows = cnt.rows, .bytes = cnt.bytes};
+    /* step 8 from the counters; the files themselves only when they cannot prove the answer */
     const char *pk[2] = {c->run_id, c->partition_id};
-    ll_chunk_aggregate agg;
-    /* step 7, only for progress: a replayed report must not keep a dead worker's partition alive */
-    if (written && (ll_apply_exec(db, &ST_TOUCH_PARTITION, pk) != LL_APPLY_COMMIT ||
-                    ll_run_touch(db, c->run_id) != LL_DB_OK))
+    if (op->run.status == LL_RUN_EXTRACTING && op->status == LL_PART_RUNNING && cnt.files >= c->count &&
+        !ll_chunk_counters_complete(&cnt, (int32_t)c->count, &agg) &&
+        aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
-    if (aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
-        return LL_APPLY_DB;
-    const char *result = written ? "ACCEPTED" : "REPLAY";
+    const char *result = fr.written ? "ACCEPTED" : "REPLAY";
     bool won = false;
     char run_status[40];
     switch (ll_chunk_gate(op->run.status, op->status, &agg, (int32_t)c->count, op->expected_rows)) {

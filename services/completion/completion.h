@@ -20,6 +20,7 @@ typedef struct owned_partition {
     ll_part_status status;
     char stored_token[37]; /* "" when NULL */
     int64_t expected_rows;
+    ll_chunk_counters written; /* the partition's WRITTEN files (migration 0007) */
 } owned_partition;
 
 /* How the reporter's token relates to the partition (ownership.c). */

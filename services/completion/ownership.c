@@ -15,7 +15,8 @@
 
 static const ll_stmt ST_LOCK_PARTITION = {
     "own_lock_partition",
-    "SELECT status, claim_token::text, expected_row_count FROM nifi_ops.load_partition"
+    "SELECT status, claim_token::text, expected_row_count, written_file_count, written_row_count,"
+    " written_byte_count, written_count_sum, written_count_sumsq FROM nifi_ops.load_partition"
     " WHERE run_id = $1::uuid AND partition_id = $2 FOR UPDATE",
     2};
 
@@ -51,6 +52,11 @@ ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partit
     if (stored)
         ll_uuid_canonical(stored, op->stored_token);
     op->expected_rows = ll_db_ll(r, 0, 2, 0);
+    op->written = (ll_chunk_counters){.files = ll_db_ll(r, 0, 3, 0),
+                                      .rows = ll_db_ll(r, 0, 4, 0),
+                                      .bytes = ll_db_ll(r, 0, 5, 0),
+                                      .count_sum = ll_db_ll(r, 0, 6, 0),
+                                      .count_sumsq = ll_db_ll(r, 0, 7, 0)};
     PQclear(r);
     if (op->stored_token[0] && strcmp(op->stored_token, token) == 0)
         return OWN_MATCH;

@@ -33,6 +33,8 @@ static const ll_stmt ST_STALE_PARTITIONS = {
 static const ll_stmt ST_TO_RETRY = {
     "sweep_to_retry",
     "UPDATE nifi_ops.load_partition SET status = 'RETRY', claim_token = NULL, worker_node = NULL,"
+    " written_file_count = 0, written_row_count = 0, written_byte_count = 0, written_count_sum = 0,"
+    " written_count_sumsq = 0," /* its WRITTEN files are invalidated in the same transaction */
     " heartbeat_at = clock_timestamp(), error_code = 'HEARTBEAT_STALE',"
     " error_message = 'reset by sweeper for reissue'"
     " WHERE run_id = $1::uuid AND partition_id = $2 AND status = 'RUNNING'",

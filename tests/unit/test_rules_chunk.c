@@ -106,10 +106,40 @@ static void test_mismatch_message(void **state)
                              "rows=-9223372036854775808 expected=-1");
 }
 
+/* Migration 0007's counters prove completeness only when every file carries chunkCount C. */
+static void test_counters_prove_completeness(void **state)
+{
+    (void)state;
+    ll_chunk_aggregate agg;
+    /* 3 files of chunkCount 3, 15,000 rows */
+    ll_chunk_counters ok = {3, 15000, 1440000, 9, 27};
+    assert_true(ll_chunk_counters_complete(&ok, 3, &agg));
+    assert_int_equal(agg.files, 3);
+    assert_int_equal(agg.lo, 0);
+    assert_int_equal(agg.hi, 2);
+    assert_int_equal(agg.rows, 15000);
+    assert_int_equal(agg.distinct_counts, 1);
+    assert_int_equal(ll_chunk_gate(LL_RUN_EXTRACTING, LL_PART_RUNNING, &agg, 3, 15000), LL_GATE_PASS);
+    assert_int_equal(ll_chunk_gate(LL_RUN_EXTRACTING, LL_PART_RUNNING, &agg, 3, 14999), LL_GATE_MISMATCH);
+    /* counts 2 and 4 and 3: Σ = 9 = 3·3, but Σ² = 29, not 27: not all equal */
+    ll_chunk_counters mixed = {3, 15000, 0, 9, 4 + 16 + 9};
+    assert_false(ll_chunk_counters_complete(&mixed, 3, &agg));
+    /* fewer or more files than chunkCount */
+    ll_chunk_counters few = {2, 10000, 0, 6, 18};
+    assert_false(ll_chunk_counters_complete(&few, 3, &agg));
+    ll_chunk_counters many = {4, 20000, 0, 12, 36};
+    assert_false(ll_chunk_counters_complete(&many, 3, &agg));
+    /* all files say 4, the report says 3 */
+    ll_chunk_counters other = {3, 15000, 0, 12, 48};
+    assert_false(ll_chunk_counters_complete(&other, 3, &agg));
+    assert_false(ll_chunk_counters_complete(NULL, 3, &agg));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_complete_and_rows_equal_passes),
+        cmocka_unit_test(test_counters_prove_completeness),
         cmocka_unit_test(test_waits_until_judgeable),
         cmocka_unit_test(test_missing_index_mismatch),
         cmocka_unit_test(test_duplicate_or_extra_files_mismatch),

@@ -58,7 +58,16 @@ typedef struct ll_msg {
     int wait_expired;    /* 1 when loop.prerequisite_wait has passed since this message's first
                           * deferral: answer with the contract's business answer instead of
                           * deferring; an unknown prerequisite is then dead-lettered by the loop */
+    void *txn;           /* the loop's database transaction (for ll_msg_touch_run); opaque */
 } ll_msg;
+
+/*
+ * Refreshes the heartbeat of run_id (canonical uuid text, copied) once, right before the
+ * database transaction that holds this message's effect commits, instead of once per message
+ * (issue 8 §3: the run row is written once per batch). Dropped if the message's effect is rolled
+ * back. The run row must already be locked by this transaction (contract lock order).
+ */
+void ll_msg_touch_run(const ll_msg *m, const char *run_id);
 
 /* What the apply function returns besides its decision. */
 typedef struct ll_apply_out {

@@ -132,6 +132,24 @@ typedef enum ll_gate {
     LL_GATE_MISMATCH /* ROW_COUNT_MISMATCH: partition FAILED, run FAILED_EXTRACT */
 } ll_gate;
 
+/* A partition's WRITTEN files as the counters of migration 0007 keep them (issue 8 §3). */
+typedef struct ll_chunk_counters {
+    int64_t files;       /* WRITTEN rows */
+    int64_t rows;        /* Σ record_count */
+    int64_t bytes;       /* Σ byte_count, null as 0 */
+    int64_t count_sum;   /* Σ fragment_count */
+    int64_t count_sumsq; /* Σ fragment_count² */
+} ll_chunk_counters;
+
+/*
+ * Whether the counters alone prove the partition's files complete for chunk_count C (contract
+ * §5.4 step 10 "complete"): C files, all with fragment_count C (Σ = C·C and Σ² = C·C·C: zero
+ * variance). Indexes are unique and below their own chunkCount, so they are then 0..C-1. When so,
+ * fills agg (files, lo 0, hi C-1, rows, bytes, one distinct count) and returns true; otherwise the
+ * caller aggregates the files (the gate's answer, or its mismatch message, needs them).
+ */
+bool ll_chunk_counters_complete(const ll_chunk_counters *c, int32_t chunk_count, ll_chunk_aggregate *agg);
+
 /* Judges the gate after a chunk report (contract §5.4 steps 9-10). */
 ll_gate ll_chunk_gate(ll_run_status run, ll_part_status part, const ll_chunk_aggregate *agg,
                       int32_t chunk_count, int64_t expected_rows);

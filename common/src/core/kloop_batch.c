@@ -59,6 +59,8 @@ typedef struct batch {
     size_t n_fresh;
     out_item *outs;
     size_t n_outs, cap_outs;
+    char (*touch)[37]; /* runs whose heartbeat is refreshed before the commit */
+    size_t n_touch, cap_touch;
     lmsg **done_held; /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
     int in_tx, savepoints, use_savepoints, kafka_open;
@@ -253,6 +255,55 @@ static void collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t now
 
 /* ---- the database transaction --------------------------------------------------------------- */
 
+static const ll_stmt ST_TOUCH_RUNS = {
+    "kloop_touch_runs",
+    "UPDATE nifi_ops.load_run SET heartbeat_at = clock_timestamp() WHERE run_id = ANY($1::uuid[])", 1};
+
+void ll_msg_touch_run(const ll_msg *m, const char *run_id)
+{
+    batch *b = m->txn;
+    if (!b || !run_id || strlen(run_id) != 36)
+        return;
+    for (size_t i = 0; i < b->n_touch; i++)
+        if (strcmp(b->touch[i], run_id) == 0)
+            return;
+    if (b->n_touch == b->cap_touch) {
+        size_t cap = b->cap_touch ? b->cap_touch * 2 : 16;
+        char(*t)[37] = realloc(b->touch, cap * sizeof *t);
+        if (!t)
+            abort();
+        b->touch = t;
+        b->cap_touch = cap;
+    }
+    memcpy(b->touch[b->n_touch++], run_id, 37);
+}
+
+/* The heartbeats asked for in this transaction, in one statement. 0, or -1. */
+static int touch_runs(batch *b)
+{
+    if (b->n_touch == 0)
+        return 0;
+    size_t len = 3 + b->n_touch * 37;
+    char *arr = malloc(len), *p = arr;
+    *p++ = '{';
+    for (size_t i = 0; i < b->n_touch; i++) {
+        if (i)
+            *p++ = ',';
+        memcpy(p, b->touch[i], 36);
+        p += 36;
+    }
+    *p++ = '}';
+    *p = '\0';
+    const char *params[1] = {arr};
+    PGresult *r = ll_db_exec(&b->l->db, &ST_TOUCH_RUNS, params);
+    free(arr);
+    b->n_touch = 0;
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
+
 static int db_cmd(batch *b, const char *sql)
 {
     return ll_db_command(&b->l->db, sql) == LL_DB_OK ? 0 : -1;
@@ -333,9 +384,11 @@ static w_result hold(batch *b, lmsg *m, int deferred, const char *pid, const cha
     return W_HELD;
 }
 
-/* Undoes the message's part of the transaction: to its savepoint, or the whole transaction. */
-static int undo(batch *b)
+/* Undoes the message's part of the transaction: to its savepoint, or the whole transaction
+ * (touches_before: the heartbeats asked for before this message, kept). */
+static int undo(batch *b, size_t touches_before)
 {
+    b->n_touch = touches_before;
     if (b->use_savepoints)
         return db_cmd(b, "ROLLBACK TO SAVEPOINT m");
     b->in_tx = 0;
@@ -357,14 +410,15 @@ static w_result apply_one(batch *b, lmsg *m)
     snprintf(rid, sizeof rid, "%s", run_id ? run_id : (m->run[0] ? m->run : ""));
     const char *pid = json_string_value(json_object_get(value, "partitionId"));
     int64_t now = ll_loop_now_ms();
-    ll_msg msg = {m->io->in->logical,
-                  m->ps->topic,
-                  m->ps->partition,
-                  m->offset,
-                  m->run[0] ? m->run : NULL,
-                  value,
-                  l->service,
-                  m->defer_since_ms && now - m->defer_since_ms >= l->prereq_wait_ms};
+    ll_msg msg = {.logical = m->io->in->logical,
+                  .topic = m->ps->topic,
+                  .partition = m->ps->partition,
+                  .offset = m->offset,
+                  .key = m->run[0] ? m->run : NULL,
+                  .value = value,
+                  .service = l->service,
+                  .wait_expired = m->defer_since_ms && now - m->defer_since_ms >= l->prereq_wait_ms,
+                  .txn = b};
     if (tx_begin(b) != 0)
         goto failed;
     if (b->use_savepoints &&
@@ -373,6 +427,7 @@ static w_result apply_one(batch *b, lmsg *m)
     b->savepoints++;
     ll_apply_out out;
     memset(&out, 0, sizeof out);
+    size_t touches = b->n_touch;
     ll_apply d = m->io->in->apply(l->svc, &l->db, &msg, &out);
     w_result r = W_DONE;
     switch (d) {
@@ -381,13 +436,13 @@ static w_result apply_one(batch *b, lmsg *m)
         out.reply = NULL;
         break;
     case LL_APPLY_ROLLBACK:
-        if (undo(b) != 0)
+        if (undo(b, touches) != 0)
             goto failed_out;
         out_push(b, m, out.reply, NULL, NULL, rid);
         out.reply = NULL;
         break;
     case LL_APPLY_DEFER:
-        if (undo(b) != 0)
+        if (undo(b, touches) != 0)
             goto failed_out;
         if (msg.wait_expired) {
             snprintf(err, sizeof err, "prerequisite not in the ledger after %lld ms: %s",
@@ -398,14 +453,14 @@ static w_result apply_one(batch *b, lmsg *m)
         }
         break;
     case LL_APPLY_DEAD:
-        if (undo(b) != 0)
+        if (undo(b, touches) != 0)
             goto failed_out;
         r = dead(b, m, rid, out.reason_code[0] ? out.reason_code : "INVALID_MESSAGE", out.reason);
         break;
     case LL_APPLY_DB:
     default: {
         ll_db_error e = l->db.err;
-        if (ll_db_err_is_unavailable(&l->db) || undo(b) != 0)
+        if (ll_db_err_is_unavailable(&l->db) || undo(b, touches) != 0)
             goto failed_out;
         l->db.err = e;
         if (ll_db_err_is_input(&l->db)) {
@@ -485,6 +540,8 @@ static int tx_commit(batch *b)
     if (!b->in_tx) {
         return flush_outs(b);
     }
+    if (touch_runs(b) != 0)
+        return -1; /* still in the (failed) transaction: undo_batch rolls it back */
     b->in_tx = 0;
     if (db_cmd(b, "COMMIT") != 0)
         return -1;
@@ -528,6 +585,7 @@ static void undo_batch(batch *b)
     if (b->in_tx && l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK)
         ll_db_command(&l->db, "ROLLBACK");
     b->in_tx = 0;
+    b->n_touch = 0;
     outs_clear(b);
     if (b->kafka_open)
         ll_loop_abort(l);
@@ -593,6 +651,7 @@ out:
     for (size_t i = 0; i < b.n_done_held; i++)
         lmsg_free_copy(b.done_held[i]);
     free(b.done_held);
+    free(b.touch);
     free(b.outs);
     free(b.work);
     free(b.fresh);

@@ -50,3 +50,17 @@ int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count,
                     " expected=%" PRId64,
                     agg->files, chunk_count, agg->distinct_counts, agg->rows, expected_rows);
 }
+
+bool ll_chunk_counters_complete(const ll_chunk_counters *c, int32_t chunk_count, ll_chunk_aggregate *agg)
+{
+    int64_t n = (int64_t)chunk_count;
+    if (c == NULL || chunk_count < 1 || c->files != n || c->count_sum != n * n || c->count_sumsq != n * n * n)
+        return false;
+    agg->files = n;
+    agg->lo = 0;
+    agg->hi = n - 1;
+    agg->rows = c->rows;
+    agg->bytes = c->bytes;
+    agg->distinct_counts = 1;
+    return true;
+}
