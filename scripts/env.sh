@@ -18,7 +18,10 @@
 # Settings (environment): LL_RUN_DIR (/tmp/loadledger-run), LL_CACHE_DIR
 # ($HOME/.cache/loadledger), LL_TOPIC_PREFIX (loadledger.), LL_KAFKA_VERSION (4.1.1),
 # LL_KAFKA_HEAP (512m), LL_KAFKA_START_TIMEOUT (90); for tests only: LL_KAFKA_CLUSTER_ID (the
-# KRaft cluster id of a fresh broker, random by default).
+# KRaft cluster id of a fresh broker, random by default); for scripts/bench.sh: LL_PG_DURABLE=1
+# (fsync, synchronous_commit and full_page_writes on; default off, a throwaway cluster) and
+# LL_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded: top-level statements, utility ones included).
+# Both are read when PostgreSQL starts.
 # A failed `up` stops what runs in the run dir (PostgreSQL and Kafka) before it exits.
 set -euo pipefail
 
@@ -38,6 +41,8 @@ LL_TOPIC_PREFIX=${LL_TOPIC_PREFIX:-loadledger.}
 LL_KAFKA_HEAP=${LL_KAFKA_HEAP:-512m}
 LL_KAFKA_START_TIMEOUT=${LL_KAFKA_START_TIMEOUT:-90}
 LL_KAFKA_CLUSTER_ID=${LL_KAFKA_CLUSTER_ID:-}
+LL_PG_DURABLE=${LL_PG_DURABLE:-0}
+LL_PG_STAT_STATEMENTS=${LL_PG_STAT_STATEMENTS:-0}
 PG_VERSION=15
 PG_BIN=/usr/lib/postgresql/$PG_VERSION/bin
 PY=/usr/bin/python3
@@ -264,6 +269,33 @@ pg_ready() {
   [[ -n $p ]] && pg_running && "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$p" -U postgres -d postgres -t 2
 }
 
+# pg_conf PORT: the loadledger.conf of the cluster. Durability off unless LL_PG_DURABLE=1 (a
+# throwaway test cluster); LL_PG_STAT_STATEMENTS=1 loads pg_stat_statements (scripts/bench.sh).
+pg_conf() {
+  local durable=off
+  [[ $LL_PG_DURABLE == 1 ]] && durable=on
+  cat <<EOF
+# Written by scripts/env.sh: loopback only; durability $durable (LL_PG_DURABLE=$LL_PG_DURABLE).
+listen_addresses = '127.0.0.1'
+port = $1
+unix_socket_directories = '$PG_SOCK'
+max_connections = 200
+fsync = $durable
+synchronous_commit = $durable
+full_page_writes = $durable
+timezone = 'UTC'
+log_timezone = 'UTC'
+EOF
+  if [[ $LL_PG_STAT_STATEMENTS == 1 ]]; then
+    cat <<EOF
+shared_preload_libraries = 'pg_stat_statements'
+pg_stat_statements.track = top
+pg_stat_statements.track_utility = on
+pg_stat_statements.max = 10000
+EOF
+  fi
+}
+
 pg_start() {
   if pg_ready; then return 0; fi
   [[ -x $PG_BIN/initdb ]] || die "$PG_BIN/initdb not found: run scripts/env.sh install"
@@ -299,18 +331,7 @@ pg_start() {
     [[ -n $port ]] && log "PostgreSQL: port $port is taken now, picking another"
     port=$(free_ports 1)
   fi
-  as_pg tee "$PG_DATA/loadledger.conf" >/dev/null <<EOF
-# Written by scripts/env.sh: throwaway test cluster, loopback only.
-listen_addresses = '127.0.0.1'
-port = $port
-unix_socket_directories = '$PG_SOCK'
-max_connections = 200
-fsync = off
-synchronous_commit = off
-full_page_writes = off
-timezone = 'UTC'
-log_timezone = 'UTC'
-EOF
+  pg_conf "$port" | as_pg tee "$PG_DATA/loadledger.conf" >/dev/null
   echo "$port" >"$pg_port_file"
   log "PostgreSQL $PG_VERSION: starting on 127.0.0.1:$port ..."
   # setsid: the server leaves the caller's session (no signal from its terminal reaches it).

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# scripts/bench.sh — the benchmark of issue 8 (not part of scripts/test.sh; docs/performance.md).
+#
+#   scripts/bench.sh [--runs N] [--partitions N] [--chunks N] [--quick] [--keep-env] [-- DRIVER ARGS]
+#
+# Builds a Release tree (build-bench), starts an environment of its own with a DURABLE
+# PostgreSQL (fsync, synchronous_commit, full_page_writes on) and pg_stat_statements in
+# $LL_BENCH_RUN_DIR (default /tmp/loadledger-bench; never $LL_RUN_DIR, so a test environment is
+# not disturbed), runs tools/nifisim/bench.py, and stops the environment again (trap).
+#
+# Default workload: 20 runs x 8 partitions x 50 chunks (each loop setting), 1 x 2 x 10,000 for
+# the cost at scale, 100 x 2 x 10 for the cost at 10 chunks per partition; about 10 minutes on a
+# 2-core machine. --quick: 4 x 4 x 20, 1 x 2 x 1,000, 20 x 2 x 10, shorter latency and hold
+# phases (a smoke test of the script, not figures to quote). Anything after `--` goes to
+# bench.py as is (bench.py --help). The figures are printed and written as JSON to
+# $LL_BENCH_RUN_DIR/../loadledger-bench-<time>.json.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd -P)
+BUILD_DIR=${LL_BENCH_BUILD_DIR:-$REPO_ROOT/build-bench}
+RUN_DIR=${LL_BENCH_RUN_DIR:-/tmp/loadledger-bench}
+
+runs=20 partitions=8 chunks=50 keep_env=0
+extra=()
+quick=()
+while (($#)); do
+  case $1 in
+    --runs) runs=$2; shift 2 ;;
+    --partitions) partitions=$2; shift 2 ;;
+    --chunks) chunks=$2; shift 2 ;;
+    --quick)
+      runs=4 partitions=4 chunks=20
+      quick=(--scale-chunks 1000 --small-runs 20 --latency-seconds 8 --hold 10)
+      shift ;;
+    --keep-env) keep_env=1; shift ;;
+    --) shift; extra=("$@"); break ;;
+    -h | --help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+for v in "$runs" "$partitions" "$chunks"; do
+  [[ $v =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: runs, partitions and chunks must be positive integers" >&2; exit 2; }
+done
+
+log() { printf 'bench.sh: %s\n' "$*" >&2; }
+
+export LL_RUN_DIR=$RUN_DIR LL_PG_DURABLE=1 LL_PG_STAT_STATEMENTS=1
+stop_env() {
+  if ((keep_env)); then
+    log "environment left up: LL_RUN_DIR=$RUN_DIR $SCRIPT_DIR/env.sh down"
+  else
+    "$SCRIPT_DIR/env.sh" down || true
+  fi
+}
+
+log "Release build in $BUILD_DIR ..."
+mkdir -p "$BUILD_DIR"
+cmake -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >"$BUILD_DIR/bench-build.log" 2>&1 ||
+  { tail -n 30 "$BUILD_DIR/bench-build.log" >&2; exit 1; }
+cmake --build "$BUILD_DIR" -j"$(nproc)" >>"$BUILD_DIR/bench-build.log" 2>&1 || { tail -n 30 "$BUILD_DIR/bench-build.log" >&2; exit 1; }
+
+trap stop_env EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
+# A durable cluster: an environment left over from a non-durable start is restarted with the
+# durable settings (env.sh writes loadledger.conf at each start of PostgreSQL).
+if "$SCRIPT_DIR/env.sh" status 2>/dev/null; then
+  "$SCRIPT_DIR/env.sh" stop pg
+  "$SCRIPT_DIR/env.sh" start pg
+fi
+"$SCRIPT_DIR/env.sh" up >/dev/null
+# shellcheck disable=SC1091
+. "$RUN_DIR/env"
+durable=$("$LL_PG_BINDIR/psql" -X -At "$LL_PG_CONNINFO" -c \
+  "select current_setting('fsync') || current_setting('synchronous_commit') || current_setting('full_page_writes')")
+[[ $durable == ononon ]] || { log "PostgreSQL is not durable ($durable)"; exit 1; }
+
+json=$(dirname "$RUN_DIR")/loadledger-bench-$(date -u +%Y%m%dT%H%M%SZ).json
+log "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
+LL_BUILD_DIR=$BUILD_DIR /usr/bin/python3 "$REPO_ROOT/tools/nifisim/bench.py" --runs "$runs" \
+  --partitions "$partitions" --chunks "$chunks" "${quick[@]}" --json "$json" "${extra[@]}"
+log "figures also in $json"

@@ -1,0 +1,561 @@
+#!/usr/bin/python3
+"""The benchmark driver of scripts/bench.sh (issue 8): chunk events per second of ll-completion on
+a durable PostgreSQL, with the loop's default settings and with loop.batch_max=1, next to pgbench
+running the service's own statements (scripts/bench/chunk.sql); statements, commits and RSS per
+event; latency from a run's last chunk to its validate-run command; a run held by an early chunk.
+
+It needs the environment of scripts/env.sh up in $LL_RUN_DIR (durable, with pg_stat_statements)
+and a build in $LL_BUILD_DIR. Each measurement gets a ledger database and a topic set of its own
+(llsim.drills.Isolated). Figures go to stdout, and as JSON to --json.
+
+Timing: the chunk events of a workload are produced while ll-completion is stopped; then it is
+started and a read_committed reader counts its chunk outcomes. events/s is given twice: over the
+replies' own timestamps, first to last (the service's pace once it runs), and from the service's
+start to the last reply visible to the reader (start-up and the last commit included).
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+
+from llsim import avroframe  # noqa: E402
+from llsim.avroframe import REPO  # noqa: E402
+from llsim.drills import Isolated, watermarks  # noqa: E402
+from llsim.kafkaio import SCHEMAS  # noqa: E402
+from llsim.scenario import Run  # noqa: E402
+
+ROWS_PER_CHUNK = 100
+CHUNK_SQL = os.path.join(REPO, "scripts", "bench", "chunk.sql")
+
+
+def say(msg=""):
+    print(msg, flush=True)
+
+
+def bench_run(partitions, chunks, run_id=None):
+    """A run of `partitions` non-empty partitions of `chunks` chunks each (100 rows a chunk)."""
+    run_id = run_id or str(uuid.uuid4())
+    r = Run(run_id=run_id, business_key="bench-" + run_id, empty=(), partitions=partitions)
+    for p in r.parts:
+        p["expectedRowCount"] = chunks * ROWS_PER_CHUNK
+    return r
+
+
+def numbered_id(prefix, i):
+    """The run id pgbench builds in SQL for run i (scripts/bench/chunk.sql)."""
+    return "%s-0000-4000-8000-%012d" % (prefix, i)
+
+
+# -- Kafka -------------------------------------------------------------------------------------
+
+class Sender:
+    """An idempotent producer of pre-encoded NiFi events."""
+
+    def __init__(self, bootstrap, prefix, linger_ms=5):
+        self.prefix = prefix
+        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                           "linger.ms": linger_ms, "queue.buffering.max.messages": 1000000,
+                           "log_level": 3})  # no notices about the topics a phase deletes
+
+    @staticmethod
+    def encode(logical, record):
+        return avroframe.encode(record, SCHEMAS[logical], "bare")
+
+    def send(self, logical, value, key, partition=None):
+        kw = {} if partition is None else {"partition": partition}
+        while True:
+            try:
+                self.p.produce(self.prefix + logical, value=value, key=key.encode(), **kw)
+                break
+            except BufferError:
+                self.p.poll(0.05)
+        self.p.poll(0)
+
+    def flush(self):
+        assert self.p.flush(60) == 0, "messages not delivered to the broker"
+
+
+class Counter:
+    """A read_committed reader of one topic from its current end that counts the records whose
+    key is one of `keys`, without decoding them: (record timestamp ms, time seen) of each, and
+    with decode=True the decoded values too."""
+
+    def __init__(self, bootstrap, topic, keys, logical=None, decode=False):
+        self.keys = {k.encode() for k in keys}
+        self.schema = SCHEMAS.get(logical) if decode else None
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": "llbench-" + uuid.uuid4().hex,
+                           "enable.auto.commit": False, "isolation.level": "read_committed",
+                           "log_level": 3})
+        self.c.assign([TopicPartition(topic, p, hi) for p, (lo, hi) in watermarks(bootstrap, topic).items()])
+        self.topic = topic
+        self.seen = []   # (timestamp ms, wall time seen, key)
+        self.values = []
+        self.poll(0.5)  # connected and fetching before anything is timed
+
+    def poll(self, timeout=0.2):
+        for m in self.c.consume(2000, timeout):
+            if m.error() or m.key() not in self.keys:
+                continue
+            self.seen.append((m.timestamp()[1], time.time(), m.key().decode()))
+            if self.schema:
+                self.values.append(avroframe.decode(m.value(), self.schema))
+
+    def wait(self, count, timeout, partial_after=None):
+        """Until `count` records are seen; after partial_after seconds (if given) returns what
+        was seen so far instead of raising at timeout."""
+        end = time.time() + timeout
+        stop = time.time() + partial_after if partial_after else None
+        while len(self.seen) < count:
+            if stop and time.time() > stop and self.seen:
+                return self.seen
+            if time.time() > end:
+                raise TimeoutError("%s: %d of %d records after %ss" % (self.topic, len(self.seen), count, timeout))
+            self.poll()
+        return self.seen
+
+    def close(self):
+        self.c.close()
+
+
+def admit(iso, runs, claim=True, timeout=120):
+    """Run requests, manifests and (claim=True) every claim of `runs`, each step waited for and
+    checked ACCEPTED (registrar and claimer must run)."""
+    s = Sender(iso.bootstrap, iso.prefix)
+    keys = [r.run_id for r in runs]
+    steps = [("run-requests", "run-decisions", lambda r: [r.run_request()]),
+             ("manifests", "manifest-decisions", lambda r: [r.manifest()])]
+    if claim:
+        steps.append(("partition-claims", "claim-decisions", lambda r: [r.claim(p) for p in r.nonempty()]))
+    for logical, reply, records in steps:
+        c = Counter(iso.bootstrap, iso.topic(reply), keys, reply, decode=True)
+        n = 0
+        for r in runs:
+            for rec in records(r):
+                s.send(logical, s.encode(logical, rec), r.run_id)
+                n += 1
+        s.flush()
+        c.wait(n, timeout)
+        bad = [v for v in c.values if v["outcome"] != "ACCEPTED"]
+        c.close()
+        assert not bad, "%s: %d not ACCEPTED, e.g. %s" % (reply, len(bad), bad[0])
+
+
+def produce_chunks(iso, runs):
+    """Every chunk of `runs`, run by run, partition by partition, in chunk order; returns the count."""
+    s = Sender(iso.bootstrap, iso.prefix, linger_ms=20)
+    n = 0
+    for r in runs:
+        for pid in r.nonempty():
+            for c in r.chunks(pid, rows_per_chunk=ROWS_PER_CHUNK):
+                s.send("chunks", s.encode("chunks", c), r.run_id)
+                n += 1
+    s.flush()
+    return n
+
+
+# -- the database ------------------------------------------------------------------------------
+
+def pg(iso, sql, args=()):
+    c = iso.stack.db()
+    try:
+        with c.cursor() as cur:
+            cur.execute(sql, args)
+            return cur.fetchall() if cur.description else None
+    finally:
+        c.close()
+
+
+def stat_reset(iso):
+    pg(iso, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    pg(iso, "SELECT pg_stat_statements_reset()")
+    return pg(iso, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")[0][0]
+
+
+def stat_read(iso, role):
+    """Commits of the database (pg_stat_database) and the top-level statements of `role` in it
+    (pg_stat_statements): [(calls, total ms, rows, query)] most time first."""
+    commits = pg(iso, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")[0][0]
+    rows = pg(iso, "SELECT s.calls, s.total_exec_time, s.rows, s.query FROM pg_stat_statements s"
+                   " JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid"
+                   " WHERE r.rolname = %s AND d.datname = current_database() ORDER BY 2 DESC", (role,))
+    return commits, rows
+
+
+def vm_hwm(pid):
+    """VmHWM of a process in KiB (None when gone)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def short(q, n=60):
+    q = " ".join(q.split())
+    return q if len(q) <= n else q[:n - 1] + "…"
+
+
+# -- measurements ------------------------------------------------------------------------------
+
+def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, keep=False, max_seconds=None):
+    """Chunk events/s of ll-completion over a pre-produced workload; returns (figures, iso).
+    max_seconds: stop counting after that long and measure over the replies seen so far."""
+    say("-- %s: %d runs x %d partitions x %d chunks, completion settings %s" %
+        (label, runs_n, parts, chunks, settings or "default"))
+    iso = Isolated("bench")
+    st = iso.stack
+    reg, cla = st.start("registrar"), st.start("claimer")
+    runs = [bench_run(parts, chunks) for _ in range(runs_n)]
+    extra = []
+    for s in range(pgbench_sets):
+        pre = "%08x" % (0xbbbbbbbb + s)
+        extra += [bench_run(parts, chunks, run_id=numbered_id(pre, i)) for i in range(runs_n)]
+    t = time.time()
+    admit(iso, runs + extra)
+    say("   admitted %d runs (%d for pgbench) in %.1f s" % (len(runs) + len(extra), len(extra), time.time() - t))
+    total = produce_chunks(iso, runs)
+    counter = Counter(iso.bootstrap, iso.topic("chunk-outcomes"), [r.run_id for r in runs])
+    commits0 = stat_reset(iso)
+    t0 = time.time()
+    comp = st.start("completion", settings=settings)
+    seen = list(counter.wait(total, args.timeout, partial_after=max_seconds))
+    t_end = seen[-1][1]
+    counter.close()
+    partial = len(seen) < total
+    hwm = {"completion": vm_hwm(comp.pid), "registrar": vm_hwm(reg.pid), "claimer": vm_hwm(cla.pid)}
+    st.stop("completion-0")
+    time.sleep(0.5)
+    commits1, stmts = stat_read(iso, "ll_completion")
+    files = pg(iso, "SELECT count(*) FROM nifi_ops.load_file WHERE run_id = ANY(%s::uuid[])",
+               ([r.run_id for r in runs],))[0][0]
+    done = pg(iso, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = ANY(%s::uuid[])"
+                   " AND status = 'EXTRACTED_VALIDATED'", ([r.run_id for r in runs],))[0][0]
+    assert partial or (files == total and done == runs_n), "%s: %d files of %d, %d runs of %d validated" % (
+        label, files, total, done, runs_n)
+    n = len(seen)  # rates: over the replies seen
+    applied = files  # statements and commits: per applied chunk (a stopped service may have
+    # applied a few whose replies were not visible yet)
+    ts = sorted(x[0] for x in seen)
+    span = max(ts[-1] - ts[0], 1) / 1000.0
+    tail = max(1, n // 10)
+    tail_span = max(ts[-1] - ts[-tail - 1], 1) / 1000.0 if n > tail else span
+    calls = sum(r[0] for r in stmts)
+    server_ms = sum(r[1] for r in stmts)
+    commit_calls = sum(r[0] for r in stmts if r[3].strip().upper().startswith("COMMIT"))
+    f = {"label": label, "runs": runs_n, "partitions": parts, "chunks": chunks, "events": n,
+         "produced": total, "applied": applied, "partial": partial, "settings": settings,
+         "eps_first_last": n / span, "eps_start_last": n / (t_end - t0),
+         "ms_per_event": span * 1000.0 / n, "ms_per_event_last10pct": tail_span * 1000.0 / tail,
+         "db_commits_per_event": (commits1 - commits0 - 1) / applied,  # 1: the read of commits0
+         "commit_statements_per_event": commit_calls / applied,
+         "statements_per_event": calls / applied, "server_ms_per_event": server_ms / applied,
+         "top_statements": [(c, round(ms, 1), short(q)) for c, ms, _r, q in stmts[:8]], "vm_hwm_kib": hwm}
+    if partial:
+        say("   stopped after %.0f s: %d of %d replies seen, %d chunks applied" % (max_seconds, n, total, applied))
+    say("   %d events: %.0f/s (first→last reply), %.0f/s (start→last reply), %.3f ms/event,"
+        " %.2f statements/event" % (n, f["eps_first_last"], f["eps_start_last"], f["ms_per_event"],
+                                    f["statements_per_event"]))
+    if not keep:
+        iso.close()
+        iso = None
+    return f, iso
+
+
+def pgbench(args, iso, parts, chunks, runs_n, per_tx, pre):
+    """pgbench -c 1 over scripts/bench/chunk.sql, per_tx chunks per transaction, on the runs whose
+    ids start with `pre` (claimed by throughput()); tps in chunks per second."""
+    total = runs_n * parts * chunks
+    while total % per_tx:  # whole transactions only: every run of the set is completed
+        per_tx -= 1
+    body = open(CHUNK_SQL).read()
+    script = os.path.join(iso.stack.conf_dir, "chunk_tx%d.sql" % per_tx)
+    with open(script, "w") as f:
+        f.write("BEGIN ISOLATION LEVEL READ COMMITTED;\n" + body * per_tx + "COMMIT;\n")
+    tx = total // per_tx
+    env = dict(os.environ, PGHOST=iso.stack.pg["host"], PGPORT=str(iso.stack.pg["port"]))
+    cmd = [os.path.join(iso.stack.env.get("LL_PG_BINDIR", "/usr/lib/postgresql/15/bin"), "pgbench"), "-n",
+           "-c", "1", "-M", "prepared", "-t", str(tx), "-U", "ll_completion", "-D", "n=-1",
+           "-D", "C=%d" % chunks, "-D", "P=%d" % parts, "-D", "pre=" + pre, "-f", script, iso.dbname]
+    t = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.time() - t
+    if p.returncode != 0:
+        raise RuntimeError("pgbench failed: %s %s" % (p.stdout[-2000:], p.stderr[-2000:]))
+    tps = next(float(line.split("=")[1].split()[0]) for line in p.stdout.splitlines() if line.startswith("tps"))
+    done = pg(iso, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id::text LIKE %s"
+                   " AND status = 'EXTRACTED_VALIDATED'", (pre + "%",))[0][0]
+    assert done == runs_n, "pgbench: %d of %d runs validated" % (done, runs_n)
+    f = {"per_tx": per_tx, "transactions": tx, "events": tx * per_tx, "eps": tps * per_tx,
+         "wall_s": wall}
+    say("-- pgbench %d chunk(s) per transaction: %d chunks, %.0f chunks/s" % (per_tx, tx * per_tx, f["eps"]))
+    return f
+
+
+def latency(args, rate):
+    """p50/p99 from a run's last chunk produced to its validate-run command seen by a
+    read_committed reader, under a paced load of `rate` chunk events/s (all services run)."""
+    parts, chunks = args.partitions, args.latency_chunks
+    per_run = parts * chunks
+    n_runs = max(5, int(math.ceil(rate * args.latency_seconds / per_run)))
+    say("-- latency: %d runs x %d partitions x %d chunks paced at %.0f events/s" % (n_runs, parts, chunks, rate))
+    iso = Isolated("benchlat")
+    st = iso.stack
+    procs = {s: st.start(s) for s in ("registrar", "claimer", "completion")}
+    procs["dispatcher"] = st.start("dispatcher", settings={"dispatch.poll_interval": "PT5S",
+                                                           "dispatch.backoff_min": "PT5S"})
+    runs = [bench_run(parts, chunks) for _ in range(n_runs)]
+    admit(iso, runs)
+    cmds = Counter(iso.bootstrap, iso.topic("validate-run-commands"), [r.run_id for r in runs])
+    stop = threading.Event()
+
+    def read():
+        while not stop.is_set():
+            cmds.poll(0.05)
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    s = Sender(iso.bootstrap, iso.prefix, linger_ms=0)
+    plan = []
+    for r in runs:
+        cs = [c for pid in r.nonempty() for c in r.chunks(pid, rows_per_chunk=ROWS_PER_CHUNK)]
+        for i, c in enumerate(cs):
+            plan.append((r.run_id, s.encode("chunks", c), i == len(cs) - 1))
+    last = {}
+    t0 = time.time()
+    for i, (rid, value, is_last) in enumerate(plan):
+        delay = t0 + i / rate - time.time()
+        if delay > 0:
+            time.sleep(delay)
+        s.send("chunks", value, rid)
+        if is_last:
+            last[rid] = time.time()
+    s.flush()
+    produced_s = time.time() - t0
+    end = time.time() + args.timeout
+    while len({k for _t, _w, k in cmds.seen}) < n_runs and time.time() < end:
+        time.sleep(0.2)
+    stop.set()
+    reader.join()
+    first_seen = {}
+    for _ts, w, k in cmds.seen:
+        first_seen.setdefault(k, w)
+    lat = sorted((first_seen[k] - last[k]) * 1000.0 for k in last if k in first_seen)
+    hwm = {k: vm_hwm(p.pid) for k, p in procs.items()}
+    cmds.close()
+    iso.close()
+    f = {"rate": rate, "runs": n_runs, "answered": len(lat), "produced_s": produced_s, "vm_hwm_kib": hwm,
+         "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None}
+    say("   %d of %d commands: p50 %s ms, p99 %s ms" % (len(lat), n_runs, fmt(f["p50_ms"]), fmt(f["p99_ms"])))
+    return f
+
+
+def pct(xs, p):
+    if not xs:
+        return None
+    return xs[max(0, int(math.ceil(p / 100.0 * len(xs))) - 1)]
+
+
+def fmt(v, spec="%.0f"):
+    return "n/a" if v is None else spec % v
+
+
+def flow(iso, run, sender, partition, timeout):
+    """One run's whole flow through Kafka partition `partition` of every input topic, each step
+    waited for as NiFi does: (ms from its run request to its validate-run command, ms from its
+    last chunk to the command)."""
+    readers = {t: Counter(iso.bootstrap, iso.topic(t), [run.run_id])
+               for t in ("run-decisions", "manifest-decisions", "claim-decisions", "validate-run-commands")}
+    t0 = time.time()
+    sender.send("run-requests", sender.encode("run-requests", run.run_request()), run.run_id, partition)
+    sender.flush()
+    readers["run-decisions"].wait(1, timeout)
+    sender.send("manifests", sender.encode("manifests", run.manifest()), run.run_id, partition)
+    sender.flush()
+    readers["manifest-decisions"].wait(1, timeout)
+    for pid in run.nonempty():
+        sender.send("partition-claims", sender.encode("partition-claims", run.claim(pid)), run.run_id, partition)
+    sender.flush()
+    readers["claim-decisions"].wait(len(run.nonempty()), timeout)
+    for pid in run.nonempty():
+        for c in run.chunks(pid, rows_per_chunk=ROWS_PER_CHUNK):
+            sender.send("chunks", sender.encode("chunks", c), run.run_id, partition)
+    sender.flush()
+    t_last = time.time()
+    seen = readers["validate-run-commands"].wait(1, timeout)
+    for r in readers.values():
+        r.close()
+    return (seen[0][1] - t0) * 1000.0, (seen[0][1] - t_last) * 1000.0
+
+
+def held(args):
+    """Another run's whole flow on the Kafka partition of a run held by an early chunk (its claim
+    sent args.hold seconds late), and the same flow without the held run."""
+    say("-- held run: claim delayed %d s, another run's flow on the same Kafka partition" % args.hold)
+    iso = Isolated("benchheld")
+    st = iso.stack
+    for s in ("registrar", "claimer", "dispatcher"):
+        st.start(s)
+    st.start("completion", settings={"loop.prerequisite_wait": "PT%dS" % (args.hold * 2 + 30)})
+    s = Sender(iso.bootstrap, iso.prefix, linger_ms=0)
+    base = flow(iso, bench_run(2, 5), s, 0, args.timeout)
+    h = bench_run(1, 2)
+    admit_on(iso, s, h, 0)
+    first = h.chunks("0000", token=h.claim("0000")["claimToken"], rows_per_chunk=ROWS_PER_CHUNK)
+    outs = Counter(iso.bootstrap, iso.topic("chunk-outcomes"), [h.run_id])
+    s.send("chunks", s.encode("chunks", first[0]), h.run_id, 0)
+    s.flush()
+    t_held = time.time()
+    timer = threading.Timer(args.hold, lambda: (s.send("partition-claims", s.encode(
+        "partition-claims", h.claim("0000")), h.run_id, 0), s.flush()))
+    time.sleep(1.0)  # the early chunk reaches the service and waits for its claim
+    timer.start()
+    with_held = flow(iso, bench_run(2, 5), s, 0, args.timeout + args.hold)
+    outs.wait(1, args.timeout + args.hold)
+    held_answer_s = outs.seen[0][1] - t_held
+    timer.join()
+    outs.close()
+    iso.close()
+    f = {"hold_s": args.hold, "without_ms": base[0], "with_ms": with_held[0], "without_last_ms": base[1],
+         "with_last_ms": with_held[1], "added_ms": with_held[0] - base[0], "held_answered_after_s": held_answer_s}
+    say("   flow without %.0f ms, with the held run %.0f ms (held chunk answered after %.1f s)" %
+        (base[0], with_held[0], held_answer_s))
+    return f
+
+
+def admit_on(iso, s, run, partition):
+    """Run request and manifest of `run` through one Kafka partition (no claim)."""
+    for logical, reply, rec in (("run-requests", "run-decisions", run.run_request()),
+                                ("manifests", "manifest-decisions", run.manifest())):
+        c = Counter(iso.bootstrap, iso.topic(reply), [run.run_id])
+        s.send(logical, s.encode(logical, rec), run.run_id, partition)
+        s.flush()
+        c.wait(1, 60)
+        c.close()
+
+
+# -- report ------------------------------------------------------------------------------------
+
+def report(res):
+    a, b = res.get("default"), res.get("batch1")
+    say("\n== loadledger benchmark (durable PostgreSQL: fsync, synchronous_commit, full_page_writes on)")
+    if a and b:
+        say("chunk events/s, %d runs x %d partitions x %d chunks = %d events:" % (
+            a["runs"], a["partitions"], a["chunks"], a["produced"]))
+        say("  %-34s %12s %12s" % ("", "loop default", "batch_max=1"))
+        if b["partial"]:
+            say("  (batch_max=1 stopped after --batch1-seconds: timed over its first %d of %d events)" % (
+                b["events"], b["produced"]))
+        say("  %-34s %12.0f %12.0f   ratio %.2f" % ("first→last reply", a["eps_first_last"], b["eps_first_last"],
+                                                   a["eps_first_last"] / b["eps_first_last"]))
+        say("  %-34s %12.0f %12.0f   ratio %.2f" % ("start→last reply", a["eps_start_last"], b["eps_start_last"],
+                                                   a["eps_start_last"] / b["eps_start_last"]))
+        say("  %-34s %12.2f %12.2f" % ("DB commits/event (pg_stat_database)", a["db_commits_per_event"],
+                                       b["db_commits_per_event"]))
+        say("  %-34s %12.2f %12.2f" % ("COMMIT statements/event", a["commit_statements_per_event"],
+                                       b["commit_statements_per_event"]))
+        say("  %-34s %12.2f %12.2f" % ("statements/event (= round trips", a["statements_per_event"],
+                                       b["statements_per_event"]))
+        say("  %-34s %12s %12s" % ("  when not pipelined)", "", ""))
+        say("  %-34s %12.3f %12.3f" % ("server ms/event (pg_stat_statements)", a["server_ms_per_event"],
+                                       b["server_ms_per_event"]))
+        say("  %-34s %12.3f %12.3f" % ("wall ms/event", a["ms_per_event"], b["ms_per_event"]))
+        say("  %-34s %12s %12s" % ("VmHWM completion KiB", a["vm_hwm_kib"]["completion"],
+                                   b["vm_hwm_kib"]["completion"]))
+        say("  statements of the default run, most server time first (calls, total ms):")
+        for c, ms, q in a["top_statements"]:
+            say("    %7d %9.1f  %s" % (c, ms, q))
+    for pb in res.get("pgbench", []):
+        line = "pgbench, same statements, %d chunk(s)/transaction: %.0f chunks/s" % (pb["per_tx"], pb["eps"])
+        if pb["per_tx"] == 1 and a:
+            line += "; service/pgbench = %.2f (default loop), %.2f (batch_max=1)" % (
+                a["eps_first_last"] / pb["eps"], b["eps_first_last"] / pb["eps"] if b else float("nan"))
+        elif a:
+            line += "; service (default loop)/this ceiling = %.2f" % (a["eps_first_last"] / pb["eps"])
+        say(line)
+    c10, c10k = res.get("cost10"), res.get("cost10k")
+    if c10 and c10k:
+        say("per-event cost (default loop): %d chunks/partition %.3f ms (%d events); %d chunks/partition"
+            " %.3f ms over all %d events, %.3f ms over the last 10%%; ratio %.2f (all), %.2f (last 10%%)" % (
+                c10["chunks"], c10["ms_per_event"], c10["events"], c10k["chunks"], c10k["ms_per_event"],
+                c10k["events"], c10k["ms_per_event_last10pct"], c10k["ms_per_event"] / c10["ms_per_event"],
+                c10k["ms_per_event_last10pct"] / c10["ms_per_event"]))
+    lat = res.get("latency")
+    if lat:
+        say("last chunk → validate-run command visible (read_committed), %d runs at %.0f events/s"
+            " (half of the default loop's first→last rate): p50 %s ms, p99 %s ms, max %s ms (%d of %d answered)"
+            % (lat["runs"], lat["rate"], fmt(lat["p50_ms"]), fmt(lat["p99_ms"]), fmt(lat["max_ms"]),
+               lat["answered"], lat["runs"]))
+    h = res.get("held")
+    if h:
+        say("held run (claim %d s late) on the same Kafka partition: another run's whole flow %.0f ms without,"
+            " %.0f ms with (+%.0f ms); its last chunk → command %.0f / %.0f ms" % (
+                h["hold_s"], h["without_ms"], h["with_ms"], h["added_ms"], h["without_last_ms"], h["with_last_ms"]))
+    hw = {}
+    for k in ("default", "batch1", "cost10", "cost10k", "latency"):
+        for svc, v in ((res.get(k) or {}).get("vm_hwm_kib") or {}).items():
+            if v:
+                hw[svc] = max(hw.get(svc, 0), v)
+    say("RSS high-water (VmHWM, max over the phases, KiB): " +
+        ", ".join("%s %d" % (k, v) for k, v in sorted(hw.items())))
+    for k, why in res.get("not_measured", {}).items():
+        say("not measured: %s: %s" % (k, why))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--partitions", type=int, default=8)
+    ap.add_argument("--chunks", type=int, default=50)
+    ap.add_argument("--scale-chunks", type=int, default=10000, help="chunks per partition of the 1 x 2 run")
+    ap.add_argument("--small-runs", type=int, default=100, help="runs of the 10-chunks-per-partition cost")
+    ap.add_argument("--pgbench-batch", type=int, default=50, help="chunks per transaction of the ceiling")
+    ap.add_argument("--latency-seconds", type=float, default=30)
+    ap.add_argument("--latency-chunks", type=int, default=5)
+    ap.add_argument("--hold", type=int, default=30)
+    ap.add_argument("--batch1-seconds", type=float, default=90,
+                    help="stop the loop.batch_max=1 phase after this long (0: never) and time what was answered")
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--skip", default="", help="comma list of phases to skip: pgbench,cost,latency,held")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    skip = set(filter(None, args.skip.split(",")))
+    res = {"not_measured": {}}
+    t = time.time()
+    a, iso = throughput(args, "loop default", args.runs, args.partitions, args.chunks, {},
+                        pgbench_sets=0 if "pgbench" in skip else 2, keep="pgbench" not in skip)
+    res["default"] = a
+    if iso:
+        res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1, "bbbbbbbb"),
+                          pgbench(args, iso, args.partitions, args.chunks, args.runs, args.pgbench_batch, "bbbbbbbc")]
+        iso.close()
+    res["batch1"], _ = throughput(args, "loop.batch_max=1", args.runs, args.partitions, args.chunks,
+                                  {"loop.batch_max": "1"}, max_seconds=args.batch1_seconds or None)
+    if "cost" not in skip:
+        res["cost10"], _ = throughput(args, "cost at 10 chunks/partition", args.small_runs, 2, 10, {})
+        res["cost10k"], _ = throughput(args, "cost at %d chunks/partition" % args.scale_chunks, 1, 2,
+                                       args.scale_chunks, {})
+    if "latency" not in skip:
+        res["latency"] = latency(args, a["eps_first_last"] / 2.0)
+    if "held" not in skip:
+        res["held"] = held(args)
+    res["elapsed_s"] = time.time() - t
+    report(res)
+    say("(measurements took %.0f s)" % res["elapsed_s"])
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(res, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()
