@@ -35,6 +35,7 @@ from llsim.scenario import Run  # noqa: E402
 
 ROWS_PER_CHUNK = 100
 CHUNK_SQL = os.path.join(REPO, "scripts", "bench", "chunk.sql")
+CHUNK_END_SQL = os.path.join(REPO, "scripts", "bench", "chunk_end.sql")
 
 
 def say(msg=""):
@@ -280,9 +281,12 @@ def pgbench(args, iso, parts, chunks, runs_n, per_tx, pre):
     while total % per_tx:  # whole transactions only: every run of the set is completed
         per_tx -= 1
     body = open(CHUNK_SQL).read()
+    end = open(CHUNK_END_SQL).read()
+    if per_tx > 1:  # a savepoint per message, as kloop_batch.c takes them
+        body = "SAVEPOINT m;\n" + body
     script = os.path.join(iso.stack.conf_dir, "chunk_tx%d.sql" % per_tx)
     with open(script, "w") as f:
-        f.write("BEGIN ISOLATION LEVEL READ COMMITTED;\n" + body * per_tx + "COMMIT;\n")
+        f.write("BEGIN ISOLATION LEVEL READ COMMITTED;\n" + body * per_tx + end + "COMMIT;\n")
     tx = total // per_tx
     env = dict(os.environ, PGHOST=iso.stack.pg["host"], PGPORT=str(iso.stack.pg["port"]))
     cmd = [os.path.join(iso.stack.env.get("LL_PG_BINDIR", "/usr/lib/postgresql/15/bin"), "pgbench"), "-n",

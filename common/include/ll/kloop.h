@@ -2,28 +2,30 @@
  * kloop.h - the consumer loop every consuming service shares (kafka-edition.md §3).
  *
  *   1. poll a batch; decode and validate each message against its topic's schema;
- *   2. apply each message in a PostgreSQL transaction (the service's apply function runs inside
- *      it and follows the lock order); deadlocks re-run the transaction;
- *   3. after the database commit, and only then, produce the reply and commit the consumed
- *      offsets in one Kafka transaction (send_offsets_to_transaction);
+ *   2. apply the batch in one PostgreSQL transaction (or a few, of at most loop.db_batch_max
+ *      messages), a savepoint per message so that a rejection, a deferral, a dead letter or an
+ *      SQL error undoes that message alone; the service's apply function runs inside it and
+ *      follows the lock order; messages are applied in run-id order (one lock order for all);
+ *   3. after each database commit, and only then, produce its replies; then commit the consumed
+ *      offsets with the replies in one Kafka transaction (send_offsets_to_transaction);
  *   4. abortable Kafka error: abort, rewind to the committed offsets, apply again (idempotent);
- *      fatal error (fenced, authorization): exit non-zero for the supervisor;
- *   5. PostgreSQL unreachable: nothing is committed or skipped; the partition is paused and
+ *      fatal producer error: a new producer in the same process; fenced or unauthorised: exit 2;
+ *   5. PostgreSQL unreachable: nothing is committed or skipped; the assignment is paused and
  *      polled on, retried with backoff, and resumed by itself;
  *   6. rebalance: eager assignor; a rebalance during the poll drops the batch and seeks the new
  *      assignment back to its committed offsets (what was fetched under it is fetched again).
  *
- * A message whose prerequisite is not in the ledger yet (a chunk before its claim) is deferred:
- * its partition is rewound to it and paused with backoff, up to loop.prerequisite_wait (counted
- * from its first deferral, not from a database outage before it), then it becomes a dead letter
- * (kafka-edition.md §6) — unless the apply function, called once more with wait_expired set,
- * answers it with the contract's business answer (a run that exists but never reached the
- * status the event needs). A message that cannot be applied at all goes to
- * the dead-letter topic with its key, value and headers plus ll.error.* headers, an event
- * DEAD_LETTER is written to load_event, and the partition moves on.
- *
- * The apply function runs inside a transaction the loop opens, so a later change can apply a
- * whole batch in one transaction without touching the services.
+ * A message whose prerequisite is not in the ledger yet (a chunk before its claim), or whose run
+ * is locked by someone else past db.lock_timeout, is held with the later messages of its run on
+ * its Kafka partition and retried with backoff; every other run flows past it. The committed
+ * offset stays below it and the done offsets above it travel as commit metadata (offtrack.h), so
+ * nothing is applied or answered twice after a crash. After loop.prerequisite_wait (counted from
+ * its first deferral, not from a database outage) the apply function is called once more with
+ * wait_expired set for the contract's business answer (a run that exists but never reached the
+ * status the event needs); a prerequisite that never appeared becomes a dead letter
+ * (kafka-edition.md §6). A message that cannot be applied at all goes to the dead-letter topic
+ * with its key, value and headers plus ll.error.* headers, an event DEAD_LETTER is written to
+ * load_event, and the partition moves on.
  */
 #ifndef LL_KLOOP_H
 #define LL_KLOOP_H
