@@ -25,7 +25,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from conftest import new_run
 from llsim import avroframe
-from llsim.drills import Isolated, RawReader, events, send_to, wait_until
+from llsim.drills import hold_run_row, Isolated, RawReader, events, send_to, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 from llsim.stack import Stack
@@ -139,17 +139,6 @@ def test_default_group_follows_the_topic_prefix(iso):
     assert "group %sclaimer," % iso.prefix in ready[-1]["msg"], ready[-1]
 
 
-def _hold_run_row(st, run_id, seconds, locked):
-    c = st.db()
-    c.autocommit = False
-    cur = c.cursor()
-    cur.execute("SELECT 1 FROM nifi_ops.load_run WHERE run_id = %s FOR UPDATE", (run_id,))
-    locked.set()
-    time.sleep(seconds)
-    c.rollback()
-    c.close()
-
-
 def test_a_locked_run_holds_only_its_own_messages(iso):
     st = iso.stack
     loop = {"kafka.max.poll.interval.ms": 20000, "kafka.session.timeout.ms": 10000, "db.lock_timeout": "PT2S",
@@ -169,7 +158,7 @@ def test_a_locked_run_holds_only_its_own_messages(iso):
         for run in (run_a, run_b):
             flow.reply("claim-decisions", run.run_id, count=2)
         locked = threading.Event()
-        holder = threading.Thread(target=_hold_run_row, args=(st, run_a.run_id, 40, locked))
+        holder = threading.Thread(target=hold_run_row, args=(st, run_a.run_id, 40, locked))
         holder.start()
         assert locked.wait(10)
         t_lock = time.time()

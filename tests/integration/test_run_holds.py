@@ -8,7 +8,8 @@ and database, every message of a test on ONE Kafka partition of its topic:
 - completion killed -9 while a run is held with applied messages above it: the committed offset
   stayed below the held message and the done offsets above it travelled as commit metadata, so the
   restarted instance answers the held run once and does not answer the others again;
-- a rejection and a dead letter in the middle of a batch roll back alone: the rest commits.
+- a rejection and a dead letter in the middle of a batch roll back alone: the rest commits;
+- kill -9 after the database commit of a batch, before its Kafka commit: one reply per input.
 """
 import collections
 import signal
@@ -18,7 +19,7 @@ import time
 import pytest
 
 from conftest import new_run
-from llsim.drills import Isolated, RawReader, committed, events, send_to, wait_until
+from llsim.drills import hold_run_row, Isolated, RawReader, committed, events, send_to, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 
@@ -110,17 +111,6 @@ def test_a_held_run_holds_only_its_own_events(iso):
         flow.close()
 
 
-def _hold_row(st, run_id, seconds, locked):
-    c = st.db()
-    c.autocommit = False
-    cur = c.cursor()
-    cur.execute("SELECT 1 FROM nifi_ops.load_run WHERE run_id = %s FOR UPDATE", (run_id,))
-    locked.set()
-    time.sleep(seconds)
-    c.rollback()
-    c.close()
-
-
 def test_a_locked_run_does_not_stall_its_partition(iso):
     st = iso.stack
     start(st)
@@ -130,7 +120,7 @@ def test_a_locked_run_does_not_stall_its_partition(iso):
         a, b = new_run(), new_run()
         admitted(flow, nifi, a, b)
         locked = threading.Event()
-        holder = threading.Thread(target=_hold_row, args=(st, a.run_id, 20, locked))
+        holder = threading.Thread(target=hold_run_row, args=(st, a.run_id, 20, locked))
         holder.start()
         assert locked.wait(10)
         t0 = time.time()
@@ -226,3 +216,47 @@ def test_a_rejection_and_a_dead_letter_in_a_batch_roll_back_alone(iso):
     finally:
         flow.close()
         dlq.close()
+
+
+def test_kill_after_the_database_commit_of_a_batch_answers_each_once(iso):
+    """kill -9 after the database commit of a whole batch and before its Kafka commit: the
+    restarted instance applies the batch again, the ledger already holds it (REPLAY, nothing
+    written), and a read_committed reader sees one reply per input."""
+    st = iso.stack
+    for s in ("registrar", "claimer"):
+        st.start(s)
+    nifi = Nifi(st.bootstrap, st.prefix)
+    flow = Flow(nifi)
+    db = st.db()
+    cur = db.cursor()
+    try:
+        run = new_run()
+        admitted(flow, nifi, run)
+        batch = run.chunks("0000") + run.chunks("0001")
+        for c in batch:
+            send_to(nifi, "chunks", c, partition=PART)
+        nifi.flush()
+        st.start("completion", "completion-0", settings=dict(LOOP, **{"fault.crash_after_db_commits": 1}))
+        assert st.wait_exit("completion-0", timeout=90) == -9
+        cur.execute("SELECT partition_id, chunk_index, updated_at FROM nifi_ops.load_file WHERE run_id = %s"
+                    " ORDER BY 1, 2", (run.run_id,))
+        files = cur.fetchall()
+        applied = [(p, i) for p, i, _ in files]
+        # the first poll's messages, all in one database transaction (usually the whole batch)
+        assert applied and applied == [(c["partitionId"], c["chunkIndex"]) for c in batch][:len(applied)], applied
+        assert not chunk_replies(flow, run), "no reply before the Kafka commit"
+        st.start("completion", "completion-0", settings=LOOP)
+        replies = flow.reply("chunk-outcomes", run.run_id, count=len(batch), timeout=60)
+        time.sleep(3)
+        ok, c = once_each(chunk_replies(flow, run))
+        assert ok and len(c) == len(batch), c
+        for v in replies:
+            want = "REPLAY" if (v["partitionId"], v["chunkIndex"]) in applied else "ACCEPTED"
+            assert v["outcome"] == want, (v, applied)
+        cur.execute("SELECT partition_id, chunk_index, updated_at FROM nifi_ops.load_file WHERE run_id = %s"
+                    " ORDER BY 1, 2", (run.run_id,))
+        again = {(p, i): u for p, i, u in cur.fetchall()}
+        assert all(again[(p, i)] == u for p, i, u in files), "the second apply wrote again"
+    finally:
+        flow.close()
+        db.close()

@@ -523,7 +523,8 @@ def main():
     ap.add_argument("--chunks", type=int, default=50)
     ap.add_argument("--scale-chunks", type=int, default=10000, help="chunks per partition of the 1 x 2 run")
     ap.add_argument("--small-runs", type=int, default=100, help="runs of the 10-chunks-per-partition cost")
-    ap.add_argument("--pgbench-batch", type=int, default=50, help="chunks per transaction of the ceiling")
+    ap.add_argument("--pgbench-batch", type=int, default=40,
+                    help="chunks per transaction of the ceiling (pgbench 15 crashed with 50 copies of the script)")
     ap.add_argument("--latency-seconds", type=float, default=30)
     ap.add_argument("--latency-chunks", type=int, default=5)
     ap.add_argument("--hold", type=int, default=30)

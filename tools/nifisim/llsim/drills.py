@@ -295,6 +295,19 @@ class RawReader:
         self.consumer.close()
 
 
+def hold_run_row(stack, run_id, seconds, locked):
+    """Holds the load_run row of run_id locked (SELECT ... FOR UPDATE in an open transaction, as
+    an operator's psql session would) for `seconds`; sets the threading.Event `locked` once held."""
+    c = stack.db()
+    c.autocommit = False
+    cur = c.cursor()
+    cur.execute("SELECT 1 FROM nifi_ops.load_run WHERE run_id = %s FOR UPDATE", (run_id,))
+    locked.set()
+    time.sleep(seconds)
+    c.rollback()
+    c.close()
+
+
 def send_to(nifi, logical, record, partition, key=None, framing="bare"):
     """Publishes one record to a chosen Kafka partition of a topic (key: the run id unless given)."""
     value = avroframe.encode(record, SCHEMAS[logical], framing)
