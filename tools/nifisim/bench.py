@@ -541,9 +541,12 @@ def main():
                         pgbench_sets=0 if "pgbench" in skip else 2, keep="pgbench" not in skip)
     res["default"] = a
     if iso:
-        res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1, "bbbbbbbb"),
-                          pgbench(args, iso, args.partitions, args.chunks, args.runs, args.pgbench_batch, "bbbbbbbc")]
-        iso.close()
+        try:
+            res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1, "bbbbbbbb"),
+                              pgbench(args, iso, args.partitions, args.chunks, args.runs, args.pgbench_batch,
+                                      "bbbbbbbc")]
+        finally:
+            iso.close()  # its services too, also when pgbench fails
     res["batch1"], _ = throughput(args, "loop.batch_max=1", args.runs, args.partitions, args.chunks,
                                   {"loop.batch_max": "1"}, max_seconds=args.batch1_seconds or None)
     if "cost" not in skip:
