@@ -9,7 +9,8 @@ and database, every message of a test on ONE Kafka partition of its topic:
   stayed below the held message and the done offsets above it travelled as commit metadata, so the
   restarted instance answers the held run once and does not answer the others again;
 - a rejection and a dead letter in the middle of a batch roll back alone: the rest commits;
-- kill -9 after the database commit of a batch, before its Kafka commit: one reply per input.
+- kill -9 after the database commit of a batch, before its Kafka commit: one reply per input;
+- a second instance joining while batches are in flight and a run is held: one reply per input.
 """
 import collections
 import signal
@@ -260,3 +261,44 @@ def test_kill_after_the_database_commit_of_a_batch_answers_each_once(iso):
     finally:
         flow.close()
         db.close()
+
+
+def test_a_rebalance_in_the_middle_of_batches_answers_each_once(iso):
+    """A second instance joins the group while the first works through a backlog (its batches
+    in flight, a run held): every partition changes hands with its committed offset and done-offset
+    metadata, and every input is answered exactly once (read_committed)."""
+    st = iso.stack
+    for s in ("registrar", "claimer", "dispatcher"):
+        st.start(s)
+    nifi = Nifi(st.bootstrap, st.prefix)
+    flow = Flow(nifi)
+    try:
+        runs = [new_run() for _ in range(6)]
+        held = new_run()
+        admitted(flow, nifi, *runs)
+        admitted(flow, nifi, held, claim=False)
+        token = held.claim("0000")["claimToken"]
+        send_to(nifi, "chunks", held.chunks("0000", token=token)[0], partition=PART)
+        for run in runs:
+            for pid in run.nonempty():
+                for c in run.chunks(pid):
+                    nifi.send("chunks", c)
+        nifi.flush()
+        st.start("completion", "completion-0", settings=dict(LOOP, **{"loop.batch_max": "20"}))
+        wait_until(lambda: len(chunk_replies(flow, runs[0])) + len(chunk_replies(flow, runs[1])) > 0, 60, "work")
+        st.start("completion", "completion-1", settings=dict(LOOP, **{"loop.batch_max": "20"}))
+        wait_until(lambda: events(st.log_path("completion-1"), "partitions_assigned"), 60, "the second member")
+        nifi.send("partition-claims", held.claim("0000", token=token))
+        nifi.flush()
+        for run in runs:
+            flow.validate_commands(run, timeout=120)
+        flow.reply("chunk-outcomes", held.run_id, timeout=60)
+        time.sleep(3)
+        for run in runs:
+            ok, c = once_each(chunk_replies(flow, run))
+            assert ok and len(c) == 3 * len(run.nonempty()), (run.run_id, c)
+        assert [v["outcome"] for v in chunk_replies(flow, held)] == ["ACCEPTED"]
+        revoked = events(st.log_path("completion-0"), "partitions_revoked")
+        assert revoked, "no rebalance happened"
+    finally:
+        flow.close()
