@@ -46,6 +46,14 @@ def db(stack):
     c.close()
 
 
+def close_clean(iso):
+    """Closes a drill (llsim.drills.Isolated: stops its services, drops its database and topics)
+    and fails the test when a service did not exit cleanly (a sanitizer report or a crash)."""
+    codes = iso.close()
+    bad = {k: v for k, v in codes.items() if v != 0}
+    assert not bad, "services did not exit cleanly: %s; logs in %s" % (bad, iso.stack.log_dir)
+
+
 def new_run(**kw):
     """A reference-scenario run with a business key of its own (one active run per key)."""
     kw.setdefault("business_key", "2026-09-28.t" + uuid.uuid4().hex[:10])

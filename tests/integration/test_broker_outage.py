@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import new_run
+from conftest import close_clean, new_run
 from llsim.drills import Isolated, env_sh, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
@@ -32,9 +32,7 @@ def broker_pid(st):
 def iso():
     i = Isolated("brokerout")
     yield i
-    codes = i.close()
-    bad = {k: v for k, v in codes.items() if v != 0}
-    assert not bad, "services did not exit cleanly: %s; logs in %s" % (bad, i.stack.log_dir)
+    close_clean(i)
 
 
 def answered(flow, topic, key_fields, run_ids):

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from conftest import new_run
+from conftest import close_clean, new_run
 from llsim import avroframe
 from llsim.drills import hold_run_row, Isolated, RawReader, events, send_to, wait_until
 from llsim.flow import Flow
@@ -54,9 +54,7 @@ def _sent(producer, topic, value, key, partition=0):
 def iso():
     i = Isolated("loopfaults")
     yield i
-    codes = i.close()
-    bad = {k: v for k, v in codes.items() if v != 0}
-    assert not bad, "services did not exit cleanly: %s; logs in %s" % (bad, i.stack.log_dir)
+    close_clean(i)
 
 
 def test_dead_letter_always_fits_and_the_partition_moves_on(iso):

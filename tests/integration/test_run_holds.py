@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from conftest import new_run
+from conftest import close_clean, new_run
 from llsim.drills import hold_run_row, Isolated, RawReader, committed, events, send_to, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
@@ -32,9 +32,7 @@ LOOP = {"loop.prerequisite_wait": "PT120S", "loop.retry_backoff_max": "PT1S", "d
 def iso():
     i = Isolated("runholds")
     yield i
-    codes = i.close()
-    bad = {k: v for k, v in codes.items() if v != 0}
-    assert not bad, "services did not exit cleanly: %s; logs in %s" % (bad, i.stack.log_dir)
+    close_clean(i)
 
 
 def start(st, **completion):
