@@ -7,10 +7,16 @@
 #include "ll/svc.h"
 
 static const ll_input inputs[] = {
-    {"partition-claims", "PartitionClaim.avsc", "claim-decisions", "ClaimDecision.avsc",
-     claimer_apply_partition_claim},
-    {"publish-claims", "PublishClaim.avsc", "publish-claim-decisions", "PublishClaimDecision.avsc",
-     claimer_apply_publish_claim},
+    {.logical = "partition-claims",
+     .schema_file = "PartitionClaim.avsc",
+     .reply_logical = "claim-decisions",
+     .reply_schema = "ClaimDecision.avsc",
+     .apply = claimer_apply_partition_claim},
+    {.logical = "publish-claims",
+     .schema_file = "PublishClaim.avsc",
+     .reply_logical = "publish-claim-decisions",
+     .reply_schema = "PublishClaimDecision.avsc",
+     .apply = claimer_apply_publish_claim},
 };
 
 int main(int argc, char **argv)

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chunk.h"
 #include "completion.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
@@ -115,13 +116,7 @@ static const ll_stmt ST_RUN_GATE_FAILED = {
     " heartbeat_at = clock_timestamp() WHERE run_id = $1::uuid RETURNING status",
     2};
 
-typedef struct chunk_in {
-    char run_id[37], token[37];
-    const char *partition_id, *path, *fragment;
-    int64_t index, count, records, bytes; /* bytes -1 = null */
-} chunk_in;
-
-static bool read_chunk(const json_t *v, chunk_in *c, ll_apply_out *out)
+bool chunk_read(const json_t *v, chunk_in *c, ll_apply_out *out)
 {
     json_t *b = json_object_get(v, "byteCount");
     c->bytes = -1;
@@ -138,9 +133,9 @@ static bool read_chunk(const json_t *v, chunk_in *c, ll_apply_out *out)
            ll_need_int(out, v, "recordCount", 0, INT64_MAX, &c->records);
 }
 
-static json_t *outcome(const ll_msg *m, const chunk_in *c, const char *result, const char *code,
-                       const char *message, const char *run_status, const char *part_status,
-                       long long received, bool scheduled)
+json_t *chunk_outcome(const ll_msg *m, const chunk_in *c, const char *result, const char *code,
+                      const char *message, const char *run_status, const char *part_status,
+                      long long received, bool scheduled)
 {
     json_t *r = ll_reply_new(m, c->run_id, c->partition_id, result, code, message, run_status, part_status);
     json_object_set_new(r, "claimToken", json_string(c->token));
@@ -274,17 +269,17 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     if (record_file(db, c, key, op->status != LL_PART_SUCCESS, &fr) != LL_APPLY_COMMIT)
         return LL_APPLY_DB;
     if (fr.path_taken) {
-        out->reply =
-            outcome(m, c, "REJECTED", "UNIQUE_VIOLATION",
-                    "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps, 0, false);
+        out->reply = chunk_outcome(m, c, "REJECTED", "UNIQUE_VIOLATION",
+                                   "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps,
+                                   0, false);
         /* contract §4.1: UNIQUE_VIOLATION names its constraint in details */
         json_object_set_new(out->reply, "details", json_pack("{s:s}", "constraint", "uq_load_file_path"));
         return LL_APPLY_ROLLBACK;
     }
     if (op->status == LL_PART_SUCCESS && fr.changed) {
-        out->reply =
-            outcome(m, c, "REJECTED", "CHUNK_CONFLICT",
-                    "chunk differs from the one recorded before the partition succeeded", rs, ps, 0, false);
+        out->reply = chunk_outcome(m, c, "REJECTED", "CHUNK_CONFLICT",
+                                   "chunk differs from the one recorded before the partition succeeded", rs,
+                                   ps, 0, false);
         return LL_APPLY_ROLLBACK;
     }
     /* step 7, only for progress (a replayed report must not keep a dead worker's partition
@@ -306,17 +301,17 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     case LL_GATE_PASS:
         if (pass_gate(db, c, &agg, &won) != LL_APPLY_COMMIT)
             return LL_APPLY_DB;
-        out->reply =
-            outcome(m, c, result, NULL, NULL, won ? "EXTRACTED_VALIDATED" : rs, "SUCCESS", agg.files, won);
+        out->reply = chunk_outcome(m, c, result, NULL, NULL, won ? "EXTRACTED_VALIDATED" : rs, "SUCCESS",
+                                   agg.files, won);
         break;
     case LL_GATE_MISMATCH:
         if (fail_gate(db, c, &agg, op->expected_rows, run_status, sizeof run_status) != LL_APPLY_COMMIT)
             return LL_APPLY_DB;
-        out->reply = outcome(m, c, result, NULL, NULL, run_status, "FAILED", agg.files, false);
+        out->reply = chunk_outcome(m, c, result, NULL, NULL, run_status, "FAILED", agg.files, false);
         break;
     case LL_GATE_WAIT:
     default:
-        out->reply = outcome(m, c, result, NULL, NULL, rs, ps, agg.files, false);
+        out->reply = chunk_outcome(m, c, result, NULL, NULL, rs, ps, agg.files, false);
         break;
     }
     return LL_APPLY_COMMIT;
@@ -325,11 +320,11 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
 ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     chunk_in c;
-    if (!read_chunk(m->value, &c, out))
+    if (!chunk_read(m->value, &c, out))
         return LL_APPLY_DEAD;
     if (c.index >= c.count) {
-        out->reply = outcome(m, &c, "REJECTED", "CHUNK_INDEX_OUT_OF_RANGE",
-                             "chunkIndex must be below chunkCount", NULL, NULL, 0, false);
+        out->reply = chunk_outcome(m, &c, "REJECTED", "CHUNK_INDEX_OUT_OF_RANGE",
+                                   "chunkIndex must be below chunkCount", NULL, NULL, 0, false);
         return LL_APPLY_ROLLBACK;
     }
     owned_partition op;
@@ -347,14 +342,16 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
         a = LL_APPLY_DEFER;
     } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION || own == OWN_NO_MANIFEST) {
         out->reply =
-            outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", NULL,
-                    rs, NULL, 0, false);
+            chunk_outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND",
+                          NULL, rs, NULL, 0, false);
     } else if (own == OWN_MISMATCH || own == OWN_SUPERSEDED) {
-        out->reply = outcome(m, &c, "REJECTED", "CLAIM_MISMATCH", "claim token does not own the partition",
-                             rs, ll_part_status_name(op.status), 0, false);
+        out->reply =
+            chunk_outcome(m, &c, "REJECTED", "CLAIM_MISMATCH", "claim token does not own the partition", rs,
+                          ll_part_status_name(op.status), 0, false);
     } else if (!ll_chunk_path_inside_run(op.run.hdfs_run_path, c.path)) {
-        out->reply = outcome(m, &c, "REJECTED", "HDFS_PATH_OUTSIDE_RUN", "hdfsPath is not below the run path",
-                             rs, ll_part_status_name(op.status), 0, false);
+        out->reply =
+            chunk_outcome(m, &c, "REJECTED", "HDFS_PATH_OUTSIDE_RUN", "hdfsPath is not below the run path",
+                          rs, ll_part_status_name(op.status), 0, false);
     } else {
         a = record_and_judge(db, m, &c, &op, out);
     }

@@ -6,8 +6,16 @@
 #include "registrar.h"
 
 static const ll_input inputs[] = {
-    {"run-requests", "RunRequest.avsc", "run-decisions", "RunDecision.avsc", registrar_apply_run_request},
-    {"manifests", "Manifest.avsc", "manifest-decisions", "ManifestDecision.avsc", registrar_apply_manifest},
+    {.logical = "run-requests",
+     .schema_file = "RunRequest.avsc",
+     .reply_logical = "run-decisions",
+     .reply_schema = "RunDecision.avsc",
+     .apply = registrar_apply_run_request},
+    {.logical = "manifests",
+     .schema_file = "Manifest.avsc",
+     .reply_logical = "manifest-decisions",
+     .reply_schema = "ManifestDecision.avsc",
+     .apply = registrar_apply_manifest},
 };
 
 int main(int argc, char **argv)

@@ -81,6 +81,28 @@ typedef struct ll_apply_out {
 /* Applies one message inside an open transaction. May be called again for the same message. */
 typedef ll_apply (*ll_apply_fn)(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
 
+/* What a bulk apply decided for one message (see ll_bulk_fn). */
+typedef struct ll_bulk_out {
+    bool decided;  /* true: applied, its reply below; false: left to the per-message apply */
+    bool retry;    /* when not decided: left only to keep its run's order, and it could be decided
+                    * on its own; worth another set-based try once the earlier one is applied */
+    json_t *reply; /* the reply record when decided (owned by the loop after return) */
+} ll_bulk_out;
+
+/*
+ * Optional, per input: applies many messages of one input at the start of a database transaction
+ * with a few set-based statements instead of an apply call and a savepoint each (issue 8 §2). It
+ * decides the messages it can (their effect is then written and their reply set: LL_APPLY_COMMIT
+ * semantics) and leaves the others (decided false) to the per-message apply, which runs after it
+ * in the same transaction. It must never decide a message after leaving an earlier one of the
+ * same key (run) undecided, so that a run's messages keep their order, and it writes nothing for
+ * a message it leaves. It waits for no lock (SKIP LOCKED: a run locked elsewhere is left).
+ * Returns LL_APPLY_COMMIT, or LL_APPLY_DB when a statement failed (db->err says why): the loop then
+ * rolls the transaction back and applies each of its messages one by one. msgs[i]->txn is set
+ * (ll_msg_touch_run works); outs has n zeroed elements.
+ */
+typedef ll_apply (*ll_bulk_fn)(void *svc, ll_db *db, const ll_msg *const *msgs, size_t n, ll_bulk_out *outs);
+
 /* One consumed topic and where its replies go. */
 typedef struct ll_input {
     const char *logical;       /* input topic, e.g. "chunks" */
@@ -88,6 +110,7 @@ typedef struct ll_input {
     const char *reply_logical; /* reply topic, e.g. "chunk-outcomes" */
     const char *reply_schema;  /* the reply's .avsc */
     ll_apply_fn apply;
+    ll_bulk_fn bulk; /* NULL: every message goes through apply */
 } ll_input;
 
 /* A running loop. Opaque. */

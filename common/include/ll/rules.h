@@ -165,6 +165,44 @@ int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count,
  */
 bool ll_chunk_path_inside_run(const char *run_path, const char *hdfs_path);
 
+/* A file row as the chunk fast path compares it (contract §5.4 step 5; the fragment id is not
+ * compared). */
+typedef struct ll_chunk_file {
+    int64_t count;    /* chunkCount (fragment_count) */
+    const char *path; /* hdfsPath, borrowed */
+    int64_t records;  /* recordCount */
+    int64_t bytes;    /* byteCount, -1 = null */
+    bool written;     /* status WRITTEN (false: invalidated by the sweeper) */
+} ll_chunk_file;
+
+/* What the set-based chunk path (issue 8 §2) may do with one report without the per-message path. */
+typedef enum ll_chunk_fast {
+    LL_CHUNK_FAST_WRITE = 0, /* write the file row; ACCEPTED, the gate still waits */
+    LL_CHUNK_FAST_REPLAY,    /* identical to the WRITTEN row: nothing written, REPLAY */
+    LL_CHUNK_FAST_PASS       /* anything else (a rejection, a deferral, the gate to judge): the
+                              * per-message path applies it, with its savepoint */
+} ll_chunk_fast;
+
+/* The state the fast path read, under the run and partition locks, for one report. */
+typedef struct ll_chunk_fast_in {
+    ll_run_status run;         /* the locked run's status */
+    ll_part_status part;       /* the locked partition's status */
+    bool token_matches;        /* the report's claim token is the partition's (OWN_MATCH) */
+    bool path_inside_run;      /* check 4 passed (ll_chunk_path_inside_run) */
+    const ll_chunk_file *old;  /* the stored row of (run, partition, chunkIndex), or NULL */
+    const ll_chunk_file *file; /* the report */
+} ll_chunk_fast_in;
+
+/*
+ * Decides one chunk report for the fast path. Only the plain cases are decided: run EXTRACTING,
+ * partition RUNNING, the owner's token, the path inside the run, and, after the write, fewer WRITTEN
+ * files than the report's chunkCount (so contract §5.4 steps 9-10 answer WAIT). *counters (the
+ * partition's WRITTEN-file counters, migration 0007) is updated by a WRITE: the new row's
+ * contribution less the old one's, as the per-message statement does. Anything else is PASS and
+ * leaves *counters alone.
+ */
+ll_chunk_fast ll_chunk_fast_decide(const ll_chunk_fast_in *in, ll_chunk_counters *counters);
+
 /* ---- Partition failure report (contract §5.5) ----------------------------------------------- */
 
 typedef enum ll_pfail_decision {

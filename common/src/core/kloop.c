@@ -37,7 +37,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
     {"schema.dir", NULL, false, "folder of the .avsc files"},
     {"schema.ids_file", NULL, false, "JSON id->.avsc table for the Confluent framing"},
-    {"loop.batch_max", "200", false, "messages per poll batch"},
+    {"loop.batch_max", "500", false, "messages per poll batch (1..2000)"},
     {"loop.poll", "PT0.1S", false, "poll wait"},
     {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)"},
     {"loop.dead_letter_max_bytes", "2097152", false,
@@ -54,7 +54,9 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held run"},
     {"loop.retry_backoff_max", "PT5S", false, "longest pause of a held run"},
     {"loop.db_batch_max", "60", false,
-     "messages per database transaction (1..60, a savepoint each); a longer batch commits in parts"},
+     "savepoints per database transaction (1..60): messages applied one by one, a savepoint each; a"
+     " batch needing more commits in parts; those the set-based apply decides need none. 1 = one"
+     " transaction per message, without the set-based apply"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
     {"fault.crash_after_db_commits", "0", false,
@@ -172,8 +174,12 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_loop_free(l);
         return NULL;
     }
-    if (l->batch_max < 1)
-        l->batch_max = 1;
+    if (l->batch_max < 1 || l->batch_max > LL_BATCH_MAX) {
+        snprintf(err, errlen, "loop.batch_max must be 1..%d (messages per poll batch, held in memory)",
+                 LL_BATCH_MAX);
+        ll_loop_free(l);
+        return NULL;
+    }
     if (l->db_batch_max < 1 || l->db_batch_max > LL_BATCH_SAVEPOINTS) {
         snprintf(err, errlen, "loop.db_batch_max must be 1..%d (PostgreSQL caches 64 subtransactions)",
                  LL_BATCH_SAVEPOINTS);

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "kloop_int.h"
+#include "ll/pgarray.h"
 #include "ll/log.h"
 
 /* What became of one message in the database transaction. */
@@ -63,7 +64,11 @@ typedef struct batch {
     size_t n_touch, cap_touch;
     lmsg **done_held; /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
-    int in_tx, savepoints, use_savepoints, kafka_open;
+    int in_tx, use_savepoints, kafka_open;
+    int savepoints; /* savepoints made in the open transaction */
+    int tx_msgs;    /* messages applied in it (with or without a savepoint) */
+    size_t n_bulk;  /* messages the set-based part applied in this batch */
+    int bulk_on;    /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
 } batch;
 
 int64_t ll_loop_now_ms(void);
@@ -211,8 +216,11 @@ static void collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t now
     b->fresh = calloc(n ? n : 1, sizeof *b->fresh);
     /* held runs whose first queued message is due: all their queued messages, in order */
     for (size_t p = 0; p < l->n_parts; p++)
-        for (size_t i = 0; i < l->parts[p]->n_held; i++)
-            l->parts[p]->held[i]->state = 0;
+        for (size_t i = 0; i < l->parts[p]->n_held; i++) {
+            lmsg *h = l->parts[p]->held[i];
+            h->state = h->decided = 0;
+            h->retry = 0;
+        }
     for (size_t p = 0; p < l->n_parts; p++) {
         part_state *ps = l->parts[p];
         for (size_t i = 0; i < ps->n_held; i++) {
@@ -283,20 +291,12 @@ static int touch_runs(batch *b)
 {
     if (b->n_touch == 0)
         return 0;
-    size_t len = 3 + b->n_touch * 37;
-    char *arr = malloc(len), *p = arr;
-    *p++ = '{';
-    for (size_t i = 0; i < b->n_touch; i++) {
-        if (i)
-            *p++ = ',';
-        memcpy(p, b->touch[i], 36);
-        p += 36;
-    }
-    *p++ = '}';
-    *p = '\0';
-    const char *params[1] = {arr};
+    ll_pgarray runs = {0};
+    for (size_t i = 0; i < b->n_touch; i++)
+        ll_pgarray_add(&runs, b->touch[i]);
+    const char *params[1] = {ll_pgarray_text(&runs)};
     PGresult *r = ll_db_exec(&b->l->db, &ST_TOUCH_RUNS, params);
-    free(arr);
+    ll_pgarray_free(&runs);
     b->n_touch = 0;
     if (!r)
         return -1;
@@ -316,7 +316,7 @@ static int tx_begin(batch *b)
     if (ll_db_ensure(&b->l->db) != LL_DB_OK || db_cmd(b, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
         return -1;
     b->in_tx = 1;
-    b->savepoints = 0;
+    b->savepoints = b->tx_msgs = 0;
     return 0;
 }
 
@@ -342,13 +342,20 @@ static void out_push(batch *b, lmsg *m, json_t *reply, const char *code, const c
     snprintf(o->run_id, sizeof o->run_id, "%s", run_id ? run_id : "");
 }
 
-static void outs_clear(batch *b)
+/* Drops the queued results from index keep on (the undone part of a transaction). */
+static void outs_truncate(batch *b, size_t keep)
 {
-    for (size_t i = 0; i < b->n_outs; i++) {
+    for (size_t i = keep; i < b->n_outs; i++) {
         json_decref(b->outs[i].reply);
         free(b->outs[i].reason);
     }
-    b->n_outs = 0;
+    if (keep < b->n_outs)
+        b->n_outs = keep;
+}
+
+static void outs_clear(batch *b)
+{
+    outs_truncate(b, 0);
 }
 
 /* A dead letter: its event in the open transaction, its record after the commit. */
@@ -424,7 +431,8 @@ static w_result apply_one(batch *b, lmsg *m)
     if (b->use_savepoints &&
         db_cmd(b, b->savepoints ? "RELEASE SAVEPOINT m; SAVEPOINT m" : "SAVEPOINT m") != 0)
         goto failed;
-    b->savepoints++;
+    b->savepoints += b->use_savepoints;
+    b->tx_msgs++;
     ll_apply_out out;
     memset(&out, 0, sizeof out);
     size_t touches = b->n_touch;
@@ -488,6 +496,165 @@ failed_out:
 failed:
     json_decref(value);
     return W_FAILED;
+}
+
+/* ---- the set-based part of a transaction (ll_bulk_fn) ---------------------------------------- */
+
+/* The Kafka partitions on which the run being walked has a message that waits (held, or applied
+ * one by one later): its later messages there must wait too. A run's messages are next to each
+ * other in the sorted work, so the list is reset when the run changes. Few partitions per run
+ * (one per topic); beyond LL_WAIT_PARTS every later message of the run waits. */
+#define LL_WAIT_PARTS 8
+typedef struct run_waits {
+    const char *run;
+    const part_state *ps[LL_WAIT_PARTS];
+    size_t n;
+    int all;
+} run_waits;
+
+/* Moves w to m's run (a new run: nothing waits yet). */
+static void waits_enter(run_waits *w, const lmsg *m)
+{
+    if (!w->run || strcmp(w->run, m->run) != 0)
+        *w = (run_waits){.run = m->run};
+}
+
+static void waits_add(run_waits *w, const part_state *ps)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->ps[i] == ps)
+            return;
+    if (w->n < LL_WAIT_PARTS)
+        w->ps[w->n++] = ps;
+    else
+        w->all = 1;
+}
+
+static int waits_on(const run_waits *w, const part_state *ps)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->ps[i] == ps)
+            return 1;
+    return w->all;
+}
+
+/* Hands the messages of one input among work[from..to) to its bulk function; what it decides is
+ * marked and its reply queued. *decided counts them. W_DONE, W_FAILED (the database went away), or
+ * W_HELD when a statement failed: the transaction is then rolled back (nothing of it is kept). */
+static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const char *run, size_t *decided)
+{
+    ll_loop *l = b->l;
+    size_t n = to - from;
+    lmsg **ms = calloc(n, sizeof *ms);
+    ll_msg *msgs = calloc(n, sizeof *msgs);
+    const ll_msg **ptrs = calloc(n, sizeof *ptrs);
+    ll_bulk_out *outs = calloc(n, sizeof *outs);
+    if (!ms || !msgs || !ptrs || !outs)
+        abort();
+    size_t got = 0;
+    int64_t now = ll_loop_now_ms();
+    char err[512];
+    run_waits w = {0};
+    /* the run at `from` may have messages before it that are held in this batch */
+    waits_enter(&w, b->work[from]);
+    for (size_t j = from; j-- > 0 && strcmp(b->work[j]->run, w.run) == 0;)
+        if (b->work[j]->state == 2)
+            waits_add(&w, b->work[j]->ps);
+    for (size_t i = from; i < to; i++) {
+        lmsg *m = b->work[i];
+        json_t *value = NULL;
+        waits_enter(&w, m);
+        if (m->decided)
+            continue;
+        if (m->io != io || m->state != 0 || (run && strcmp(m->run, run) != 0) || waits_on(&w, m->ps) ||
+            !m->value || ll_decode(&io->dopts, m->value, m->len, &value, err, sizeof err) != 0) {
+            waits_add(&w, m->ps); /* applied one by one in its turn (or dead-lettered): later
+                                   * messages of its run there wait for it */
+            continue;
+        }
+        ms[got] = m;
+        msgs[got] =
+            (ll_msg){.logical = io->in->logical,
+                     .topic = m->ps->topic,
+                     .partition = m->ps->partition,
+                     .offset = m->offset,
+                     .key = m->run[0] ? m->run : NULL,
+                     .value = value,
+                     .service = l->service,
+                     .wait_expired = m->defer_since_ms && now - m->defer_since_ms >= l->prereq_wait_ms,
+                     .txn = b};
+        ptrs[got] = &msgs[got];
+        got++;
+    }
+    w_result r = W_DONE;
+    if (got >= 2) { /* one message: the per-message path is as cheap */
+        ll_apply a = tx_begin(b) == 0 ? io->in->bulk(l->svc, &l->db, ptrs, got, outs) : LL_APPLY_DB;
+        if (a == LL_APPLY_COMMIT) {
+            for (size_t i = 0; i < got; i++)
+                ms[i]->retry = !outs[i].decided && outs[i].retry;
+            for (size_t i = 0; i < got; i++)
+                if (outs[i].decided) {
+                    const char *rid = json_string_value(json_object_get(msgs[i].value, "runId"));
+                    ms[i]->decided = 1;
+                    (*decided)++;
+                    out_push(b, ms[i], outs[i].reply, NULL, NULL, rid ? rid : ms[i]->run);
+                    outs[i].reply = NULL;
+                }
+        } else if (!b->in_tx || ll_db_err_is_unavailable(&b->l->db)) {
+            r = W_FAILED;
+        } else {
+            ll_log(
+                LL_WARN, NULL, "bulk_fallback",
+                "set-based apply of %zu %s messages failed, the transaction's messages go one by one: %s %s",
+                got, io->in->logical, l->db.err.sqlstate, l->db.err.message);
+            r = W_HELD;
+        }
+    }
+    for (size_t i = 0; i < got; i++) {
+        json_decref(outs[i].reply);
+        json_decref(msgs[i].value);
+    }
+    free(ms);
+    free(msgs);
+    free(ptrs);
+    free(outs);
+    return r;
+}
+
+/* Runs the bulk functions over work[from..to) (run: only that run's messages, or NULL for all).
+ * When the transaction already holds other messages' effects, the set-based part gets a savepoint
+ * of its own (it counts toward LL_BATCH_SAVEPOINTS: a rerun follows a message applied one by one
+ * and precedes one decided here, so savepoints stay below the transaction's length). After a
+ * failed statement its part alone is undone and every message goes one by one. *decided counts
+ * what was decided. W_DONE, or W_FAILED (database gone). */
+static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, size_t *decided)
+{
+    ll_loop *l = b->l;
+    *decided = 0;
+    int sp = b->in_tx && (b->tx_msgs > 0 || b->n_outs > 0); /* effects to keep */
+    if (sp && db_cmd(b, b->savepoints ? "RELEASE SAVEPOINT m; SAVEPOINT m" : "SAVEPOINT m") != 0)
+        return W_FAILED;
+    b->savepoints += sp;
+    size_t outs_before = b->n_outs, touches = b->n_touch;
+    for (size_t k = 0; k < l->n_io; k++) {
+        if (!l->io[k].in->bulk)
+            continue;
+        w_result r = bulk_input(b, &l->io[k], from, to, run, decided);
+        if (r == W_FAILED)
+            return r;
+        if (r == W_HELD) {
+            for (size_t i = from; i < to; i++)
+                b->work[i]->decided = 0;
+            *decided = 0;
+            outs_truncate(b, outs_before);
+            b->n_touch = touches;
+            if (sp)
+                return db_cmd(b, "ROLLBACK TO SAVEPOINT m") == 0 ? W_DONE : W_FAILED;
+            b->in_tx = 0;
+            return db_cmd(b, "ROLLBACK") == 0 ? W_DONE : W_FAILED;
+        }
+    }
+    return W_DONE;
 }
 
 /* ---- after the database commit -------------------------------------------------------------- */
@@ -597,6 +764,44 @@ static void undo_batch(batch *b)
     }
 }
 
+/* Whether the open transaction must commit now: loop.db_batch_max savepoints (PostgreSQL caches
+ * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design).
+ * What the set-based part decided needs no savepoint and does not count. */
+static int tx_full(const batch *b)
+{
+    if (!b->in_tx)
+        return 0;
+    return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 : b->savepoints >= b->l->db_batch_max;
+}
+
+/* Whether a later message of work[i]'s run and Kafka partition was left by the set-based apply
+ * only to keep the run's order (ll_bulk_out.retry). */
+static int run_waits_after(const batch *b, size_t i)
+{
+    const lmsg *m = b->work[i];
+    for (size_t j = i + 1; j < b->n_work && strcmp(b->work[j]->run, m->run) == 0; j++)
+        if (b->work[j]->ps == m->ps && !b->work[j]->decided && b->work[j]->retry)
+            return 1;
+    return 0;
+}
+
+/* The set-based part over work[from..) (run: only its messages), then a commit if the
+ * transaction is full. 0, or -1 after undoing the batch. */
+static int bulk_step(batch *b, size_t from, const char *run)
+{
+    size_t decided = 0;
+    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE) {
+        undo_batch(b);
+        return -1;
+    }
+    b->n_bulk += decided;
+    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE || (tx_full(b) && tx_commit(b) != 0)) {
+        undo_batch(b);
+        return -1;
+    }
+    return 0;
+}
+
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
 {
     int64_t now = ll_loop_now_ms();
@@ -614,14 +819,19 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         goto out;
     b.kafka_open = 1;
     b.use_savepoints = b.n_work > 1 && l->db_batch_max > 1;
+    b.bulk_on = l->db_batch_max > 1;
+    run_waits held_runs = {0}; /* partitions where the current run has a message held */
     for (size_t i = 0; i < b.n_work; i++) {
         lmsg *m = b.work[i];
+        /* the set-based part, first over the whole batch */
+        if (b.bulk_on && i == 0 && bulk_step(&b, 0, NULL) != 0)
+            goto out;
+        if (m->decided)
+            continue; /* applied by the set-based part, in a transaction committed or still open */
         /* an earlier message of the same run and partition is held in this batch: this one
          * waits behind it (already queued if it was held before) */
-        int blocked = 0;
-        for (size_t j = 0; j < i && !blocked; j++)
-            blocked = b.work[j]->ps == m->ps && b.work[j]->state == 2 && strcmp(b.work[j]->run, m->run) == 0;
-        if (blocked) {
+        waits_enter(&held_runs, m);
+        if (waits_on(&held_runs, m->ps)) {
             m->state = 2;
             if (!m->held && !hold_copy(l, m))
                 ll_loop_stop_partition(l, m->ps, m->offset);
@@ -631,17 +841,27 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
             undo_batch(&b);
             goto out;
         }
-        if (b.in_tx && b.savepoints >= l->db_batch_max && tx_commit(&b) != 0) {
+        if (m->state == 2)
+            waits_add(&held_runs, m->ps);
+        if (tx_full(&b) && tx_commit(&b) != 0) {
             undo_batch(&b);
             goto out;
         }
+        /* the set-based part left the later messages of m's run behind m; now that m is
+         * applied (not held), they may go set-based again */
+        if (b.bulk_on && m->state != 2 && run_waits_after(&b, i) && bulk_step(&b, i + 1, m->run) != 0)
+            goto out;
     }
     if (tx_commit(&b) != 0) {
         undo_batch(&b);
         goto out;
     }
     rd_kafka_topic_partition_list_t *offsets = offsets_of(l);
+    int64_t t_db = ll_loop_now_ms();
     ll_loop_commit(l, offsets); /* a failure aborts and rewinds inside */
+    ll_log(LL_DEBUG, NULL, "batch_done",
+           "%zu messages (%zu polled, %zu set-based): database and replies %lld ms, Kafka commit %lld ms",
+           b.n_work, n, b.n_bulk, (long long)(t_db - now), (long long)(ll_loop_now_ms() - t_db));
     rd_kafka_topic_partition_list_destroy(offsets);
     for (size_t i = 0; i < l->n_parts; i++)
         if (l->parts[i]->stopped && (int64_t)l->parts[i]->n_held <= l->max_held / 2)

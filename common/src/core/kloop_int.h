@@ -29,6 +29,10 @@
  * backend; beyond that every session slows (suboverflow). A longer batch commits in parts. */
 #define LL_BATCH_SAVEPOINTS 60
 
+/* Messages per poll batch at most (loop.batch_max): the batch is held in memory and the set-based
+ * apply's work grows with it. */
+#define LL_BATCH_MAX 2000
+
 /* One consumed topic and where its replies go. */
 typedef struct topic_io {
     const ll_input *in;
@@ -58,6 +62,8 @@ typedef struct lmsg {
     rd_kafka_headers_t *hdrs; /* owned copy for a held message; NULL: read from rkm */
     int held;                 /* 1 while in its partition's held queue (owns its copies) */
     int state;                /* in the current batch: 0 pending, 1 done, 2 held (its run waits) */
+    int decided;              /* in the current batch: applied by its input's bulk function */
+    int retry;                /* left by it only for its run's order (ll_bulk_out.retry) */
     int64_t defer_since_ms;   /* first DEFER (the prerequisite clock), 0 none */
     int64_t retry_at_ms;      /* when a held message is tried again */
     int64_t backoff_ms;

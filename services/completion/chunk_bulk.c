@@ -1,0 +1,475 @@
+/*
+ * chunk_bulk.c - the chunk reports of one database transaction in five set-based statements
+ * (issue 8 §2-§3), instead of a savepoint, two locks and a statement each.
+ *
+ *   1. lock the batch's runs, in run-id order, SKIP LOCKED (contract §2.8: run first; a run
+ *      someone else holds is left to the per-message path, which waits for it and holds it);
+ *   2. lock their partitions, in (run id, partition id) order, SKIP LOCKED;
+ *   3. read the stored file rows of the reported chunks and of the reported paths;
+ *   4. decide each report in message order (ll_chunk_fast_decide): the owner's new or changed
+ *      file of a RUNNING partition that stays incomplete is written (ACCEPTED), an identical one is
+ *      a REPLAY; everything else (a rejection, a deferral, a path another chunk holds, the same
+ *      chunk or path twice in the batch, the partition's last file whose gate is to judge) is left
+ *      to the per-message path, with every later report of the same run (marked retry when it
+ *      could be decided on its own: the loop calls again for that run once the earlier one is
+ *      applied);
+ *   5. write every decided file row in one INSERT ... ON CONFLICT, and set the counters and
+ *      heartbeat of their partitions in one UPDATE; the run's heartbeat once per transaction.
+ * Nothing is written for a report left to the other path, so the answers are the per-message
+ * path's (chunk_report.c) for the same state: the replay test compares them.
+ *
+ * Work per call is bounded by the transaction's length (loop.db_batch_max ≤ 60 messages): the
+ * searches below are linear in it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chunk.h"
+#include "completion.h"
+#include "ll/pgarray.h"
+#include "ll/strmap.h"
+#include "ll/rules.h"
+
+/*
+ * The reads below look rows up one key at a time (a LATERAL subquery per array element, which the
+ * planner cannot flatten into a hash join over the whole table: the tables grow faster than their
+ * statistics), and lock in the arrays' order, which the caller sorts (run id, then partition id).
+ * A file row is found as the first primary-key entry at or after its key: only the primary key
+ * can answer that, where an equality could pick the (run, partition, status) index and walk every
+ * file of the partition.
+ */
+static const ll_stmt ST_BULK_LOCK_RUNS = {
+    "chunk_bulk_lock_runs",
+    "SELECT r.run_id::text, r.status, r.hdfs_run_path FROM unnest($1::uuid[]) AS k(id),"
+    " LATERAL (SELECT run_id, status, hdfs_run_path FROM nifi_ops.load_run WHERE run_id = k.id"
+    " FOR UPDATE SKIP LOCKED) r",
+    1};
+
+static const ll_stmt ST_BULK_LOCK_PARTITIONS = {
+    "chunk_bulk_lock_partitions",
+    "SELECT p.run_id::text, p.partition_id, p.status, p.claim_token::text, p.written_file_count,"
+    " p.written_row_count, p.written_byte_count, p.written_count_sum, p.written_count_sumsq"
+    " FROM unnest($1::uuid[], $2::text[]) AS k(run, pid), LATERAL (SELECT * FROM nifi_ops.load_partition"
+    " WHERE run_id = k.run AND partition_id = k.pid FOR UPDATE SKIP LOCKED) p",
+    2};
+
+/* The stored rows of the reported chunks, and the rows holding the reported paths. */
+static const ll_stmt ST_BULK_FILES = {
+    "chunk_bulk_files",
+    "SELECT f.run_id::text, f.partition_id, f.chunk_index, f.fragment_count, f.hdfs_path, f.record_count,"
+    " f.byte_count, f.status = 'WRITTEN' FROM unnest($1::uuid[], $2::text[], $3::int[]) AS k(run, pid, idx),"
+    " LATERAL (SELECT * FROM nifi_ops.load_file WHERE (run_id, partition_id, chunk_index) >= (k.run, k.pid, "
+    "k.idx)"
+    " ORDER BY run_id, partition_id, chunk_index LIMIT 1) f"
+    " WHERE (f.run_id, f.partition_id, f.chunk_index) = (k.run, k.pid, k.idx)"
+    " UNION ALL SELECT f.run_id::text, f.partition_id, f.chunk_index, f.fragment_count, f.hdfs_path,"
+    " f.record_count, f.byte_count, f.status = 'WRITTEN' FROM unnest($4::text[]) AS k(path),"
+    " LATERAL (SELECT * FROM nifi_ops.load_file WHERE hdfs_path = k.path LIMIT 1) f",
+    4};
+
+/* Contract §5.4 step 6 for every decided report (the per-message statement's upsert). */
+static const ll_stmt ST_BULK_WRITE_FILES = {
+    "chunk_bulk_write_files",
+    "INSERT INTO nifi_ops.load_file (run_id, partition_id, chunk_index, fragment_identifier,"
+    " fragment_count, hdfs_path, record_count, byte_count, status, written_at, updated_at)"
+    " SELECT r, p, c, fi, fc, hp, rc, bc, 'WRITTEN', clock_timestamp(), clock_timestamp()"
+    " FROM unnest($1::uuid[], $2::text[], $3::int[], $4::text[], $5::int[], $6::text[], $7::bigint[],"
+    " $8::bigint[]) AS u(r, p, c, fi, fc, hp, rc, bc)"
+    " ON CONFLICT (run_id, partition_id, chunk_index) DO UPDATE SET"
+    " fragment_identifier = excluded.fragment_identifier, fragment_count = excluded.fragment_count,"
+    " hdfs_path = excluded.hdfs_path, record_count = excluded.record_count,"
+    " byte_count = excluded.byte_count, status = 'WRITTEN', updated_at = clock_timestamp()",
+    8};
+
+/* The partitions' counters of WRITTEN files after the writes (migration 0007), with their
+ * heartbeat (step 7: progress only). The rows are locked by this transaction. */
+static const ll_stmt ST_BULK_PARTITIONS = {
+    "chunk_bulk_partitions",
+    "UPDATE nifi_ops.load_partition p SET written_file_count = d.f, written_row_count = d.r,"
+    " written_byte_count = d.b, written_count_sum = d.s, written_count_sumsq = d.q,"
+    " heartbeat_at = clock_timestamp()"
+    " FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[],"
+    " $7::bigint[]) AS d(run, pid, f, r, b, s, q) WHERE p.run_id = d.run AND p.partition_id = d.pid",
+    7};
+
+/* A locked run. Strings point into the statement's result. */
+typedef struct brun {
+    const char *id;
+    ll_run_status status;
+    const char *path; /* hdfs_run_path, NULL when null */
+} brun;
+
+/* A locked partition with its counters as this batch leaves them. */
+typedef struct bpart {
+    const char *run, *pid;
+    char key[96]; /* "run|partition" (strmap key) */
+    ll_part_status status;
+    char token[37]; /* canonical, "" when null */
+    ll_chunk_counters counters;
+    bool dirty; /* a decided report wrote a file of it */
+} bpart;
+
+/* A stored file row. */
+typedef struct bfile {
+    const char *run, *pid;
+    int64_t index;
+    char key[112]; /* "run|partition|index" (strmap key) */
+    ll_chunk_file f;
+} bfile;
+
+/* One report of the batch. */
+typedef struct brep {
+    bool ok; /* read, index in range, keyed by its own run */
+    chunk_in c;
+    char key[112], pkey[96]; /* "run|partition|index", "run|partition" */
+    ll_chunk_fast d;
+} brep;
+
+typedef struct bulk {
+    ll_db *db;
+    PGresult *runs_res, *parts_res, *files_res;
+    brun *runs;
+    bpart *parts;
+    bfile *files;
+    size_t n_runs, n_parts, n_files;
+    brep *reps;
+    size_t n;
+    /* lookups by key: runs, partitions, stored files by chunk and by path, decided writes by
+     * chunk and by path, runs with a report left to the per-message path */
+    ll_strmap run_of, part_of, file_of, file_at, write_of, write_at, passed;
+} bulk;
+
+static PGresult *exec2(ll_db *db, const ll_stmt *st, ll_pgarray *a, ll_pgarray *b)
+{
+    const char *p[2] = {ll_pgarray_text(a), b ? ll_pgarray_text(b) : NULL};
+    return ll_db_exec(db, st, p);
+}
+
+/* A (run, partition) pair to lock, ordered by run id then partition id. */
+typedef struct pkey {
+    const char *run, *pid;
+} pkey;
+
+static int cmp_pkey(const void *a, const void *b)
+{
+    const pkey *x = a, *y = b;
+    int c = strcmp(x->run, y->run);
+    return c ? c : strcmp(x->pid ? x->pid : "", y->pid ? y->pid : "");
+}
+
+/* Steps 1-2: the runs, then their partitions, locked without waiting, each in sorted order
+ * (contract §2.8). 0, or -1. */
+static int lock_rows(bulk *k)
+{
+    pkey *keys = calloc(k->n + 1, sizeof *keys), *runkeys = calloc(k->n + 1, sizeof *runkeys);
+    if (!keys || !runkeys)
+        abort();
+    size_t nk = 0, nr = 0;
+    for (size_t i = 0; i < k->n; i++)
+        if (k->reps[i].ok) {
+            keys[nk++] = (pkey){k->reps[i].c.run_id, k->reps[i].c.partition_id};
+            runkeys[nr++] = (pkey){k->reps[i].c.run_id, NULL};
+        }
+    qsort(keys, nk, sizeof *keys, cmp_pkey);
+    qsort(runkeys, nr, sizeof *runkeys, cmp_pkey);
+    ll_pgarray runs = {0}, pruns = {0}, pids = {0};
+    for (size_t i = 0; i < nr; i++)
+        if (i == 0 || strcmp(runkeys[i].run, runkeys[i - 1].run) != 0)
+            ll_pgarray_add(&runs, runkeys[i].run);
+    for (size_t i = 0; i < nk; i++)
+        if (i == 0 || cmp_pkey(&keys[i], &keys[i - 1]) != 0) {
+            ll_pgarray_add(&pruns, keys[i].run);
+            ll_pgarray_add(&pids, keys[i].pid);
+        }
+    free(keys);
+    free(runkeys);
+    int rc = -1;
+    if (!(k->runs_res = exec2(k->db, &ST_BULK_LOCK_RUNS, &runs, NULL)))
+        goto out;
+    k->n_runs = (size_t)PQntuples(k->runs_res);
+    k->runs = calloc(k->n_runs + 1, sizeof *k->runs);
+    for (size_t i = 0; i < k->n_runs; i++) {
+        k->runs[i].id = PQgetvalue(k->runs_res, (int)i, 0);
+        if (ll_run_status_parse(PQgetvalue(k->runs_res, (int)i, 1), &k->runs[i].status) != 0)
+            k->runs[i].status = LL_RUN_CREATED; /* not EXTRACTING: left to the other path */
+        k->runs[i].path = ll_db_text(k->runs_res, (int)i, 2);
+        ll_strmap_put(&k->run_of, k->runs[i].id, i);
+    }
+    if (!(k->parts_res = exec2(k->db, &ST_BULK_LOCK_PARTITIONS, &pruns, &pids)))
+        goto out;
+    k->n_parts = (size_t)PQntuples(k->parts_res);
+    k->parts = calloc(k->n_parts + 1, sizeof *k->parts);
+    for (size_t i = 0; i < k->n_parts; i++) {
+        PGresult *r = k->parts_res;
+        bpart *p = &k->parts[i];
+        p->run = PQgetvalue(r, (int)i, 0);
+        p->pid = PQgetvalue(r, (int)i, 1);
+        if (ll_part_status_parse(PQgetvalue(r, (int)i, 2), &p->status) != 0)
+            p->status = LL_PART_FAILED;
+        const char *t = ll_db_text(r, (int)i, 3);
+        if (!t || ll_uuid_canonical(t, p->token) != 0)
+            p->token[0] = '\0';
+        p->counters = (ll_chunk_counters){.files = ll_db_ll(r, (int)i, 4, 0),
+                                          .rows = ll_db_ll(r, (int)i, 5, 0),
+                                          .bytes = ll_db_ll(r, (int)i, 6, 0),
+                                          .count_sum = ll_db_ll(r, (int)i, 7, 0),
+                                          .count_sumsq = ll_db_ll(r, (int)i, 8, 0)};
+        snprintf(p->key, sizeof p->key, "%s|%s", p->run, p->pid);
+        ll_strmap_put(&k->part_of, p->key, i);
+    }
+    rc = 0;
+out:
+    ll_pgarray_free(&runs);
+    ll_pgarray_free(&pruns);
+    ll_pgarray_free(&pids);
+    return rc;
+}
+
+/* Step 3: the stored rows of the reported chunks and paths. 0, or -1. */
+static int read_files(bulk *k)
+{
+    ll_pgarray runs = {0}, pids = {0}, idx = {0}, paths = {0};
+    for (size_t i = 0; i < k->n; i++)
+        if (k->reps[i].ok) {
+            ll_pgarray_add(&runs, k->reps[i].c.run_id);
+            ll_pgarray_add(&pids, k->reps[i].c.partition_id);
+            ll_pgarray_add_ll(&idx, (long long)k->reps[i].c.index);
+            ll_pgarray_add(&paths, k->reps[i].c.path);
+        }
+    const char *p[4] = {ll_pgarray_text(&runs), ll_pgarray_text(&pids), ll_pgarray_text(&idx),
+                        ll_pgarray_text(&paths)};
+    k->files_res = ll_db_exec(k->db, &ST_BULK_FILES, p);
+    ll_pgarray_free(&runs);
+    ll_pgarray_free(&pids);
+    ll_pgarray_free(&idx);
+    ll_pgarray_free(&paths);
+    if (!k->files_res)
+        return -1;
+    PGresult *r = k->files_res;
+    k->n_files = (size_t)PQntuples(r);
+    k->files = calloc(k->n_files + 1, sizeof *k->files);
+    for (size_t i = 0; i < k->n_files; i++) {
+        const char *bytes = ll_db_text(r, (int)i, 6);
+        k->files[i] = (bfile){.run = PQgetvalue(r, (int)i, 0),
+                              .pid = PQgetvalue(r, (int)i, 1),
+                              .index = ll_db_ll(r, (int)i, 2, -1),
+                              .f = {.count = ll_db_ll(r, (int)i, 3, -1),
+                                    .path = PQgetvalue(r, (int)i, 4),
+                                    .records = ll_db_ll(r, (int)i, 5, -1),
+                                    .bytes = bytes ? atoll(bytes) : -1,
+                                    .written = ll_db_bool(r, (int)i, 7)}};
+        bfile *f = &k->files[i];
+        snprintf(f->key, sizeof f->key, "%s|%s|%lld", f->run, f->pid, (long long)f->index);
+        ll_strmap_put(&k->file_of, f->key, i);
+        ll_strmap_put(&k->file_at, f->f.path, i);
+    }
+    return 0;
+}
+
+static const brun *find_run(const bulk *k, const char *id)
+{
+    const size_t *i = ll_strmap_get(&k->run_of, id);
+    return i ? &k->runs[*i] : NULL;
+}
+
+/* The stored row of report rp's chunk, NULL when none; *path_elsewhere when another chunk holds
+ * its path. */
+static const ll_chunk_file *stored(const bulk *k, const brep *rp, bool *path_elsewhere)
+{
+    const size_t *f = ll_strmap_get(&k->file_of, rp->key), *g = ll_strmap_get(&k->file_at, rp->c.path);
+    *path_elsewhere = g && strcmp(k->files[*g].key, rp->key) != 0;
+    return f ? &k->files[*f].f : NULL;
+}
+
+/* Step 4 for report i: decides it, or leaves it (LL_CHUNK_FAST_PASS). */
+static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
+{
+    brep *rp = &k->reps[i];
+    *retry = false;
+    if (!rp->ok)
+        return LL_CHUNK_FAST_PASS;
+    bool behind = ll_strmap_get(&k->passed, m->key) != NULL; /* an earlier report of its run was left */
+    if (ll_strmap_get(&k->write_of, rp->key) || ll_strmap_get(&k->write_at, rp->c.path))
+        return LL_CHUNK_FAST_PASS; /* the same chunk or path twice: one at a time */
+    const brun *run = find_run(k, rp->c.run_id);
+    const size_t *pi = run ? ll_strmap_get(&k->part_of, rp->pkey) : NULL;
+    bool path_elsewhere;
+    const ll_chunk_file *old = stored(k, rp, &path_elsewhere);
+    if (!pi || path_elsewhere)
+        return LL_CHUNK_FAST_PASS;
+    bpart *part = &k->parts[*pi];
+    ll_chunk_file file = {.count = rp->c.count,
+                          .path = rp->c.path,
+                          .records = rp->c.records,
+                          .bytes = rp->c.bytes,
+                          .written = true};
+    ll_chunk_fast_in in = {.run = run->status,
+                           .part = part->status,
+                           .token_matches = part->token[0] && strcmp(part->token, rp->c.token) == 0,
+                           .path_inside_run = ll_chunk_path_inside_run(run->path, rp->c.path),
+                           .old = old,
+                           .file = &file};
+    if (behind) {
+        /* keep the order; would it be decided on its own, with the state as it is now? */
+        ll_chunk_counters scratch = part->counters;
+        *retry = ll_chunk_fast_decide(&in, &scratch) != LL_CHUNK_FAST_PASS;
+        return LL_CHUNK_FAST_PASS;
+    }
+    ll_chunk_fast d = ll_chunk_fast_decide(&in, &part->counters);
+    if (d == LL_CHUNK_FAST_WRITE) {
+        part->dirty = true;
+        ll_strmap_put(&k->write_of, rp->key, i);
+        ll_strmap_put(&k->write_at, rp->c.path, i);
+    }
+    return d;
+}
+
+/* Step 5: the decided files, then their partitions' counters. 0, or -1 (db->err set). */
+static int write_rows(bulk *k)
+{
+    ll_pgarray a[8] = {{0}};
+    size_t writes = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        const brep *rp = &k->reps[i];
+        if (rp->d != LL_CHUNK_FAST_WRITE)
+            continue;
+        writes++;
+        ll_pgarray_add(&a[0], rp->c.run_id);
+        ll_pgarray_add(&a[1], rp->c.partition_id);
+        ll_pgarray_add_ll(&a[2], (long long)rp->c.index);
+        ll_pgarray_add(&a[3], rp->c.fragment);
+        ll_pgarray_add_ll(&a[4], (long long)rp->c.count);
+        ll_pgarray_add(&a[5], rp->c.path);
+        ll_pgarray_add_ll(&a[6], (long long)rp->c.records);
+        if (rp->c.bytes >= 0)
+            ll_pgarray_add_ll(&a[7], (long long)rp->c.bytes);
+        else
+            ll_pgarray_add(&a[7], NULL);
+    }
+    int rc = 0;
+    if (writes) {
+        const char *p[8];
+        for (int j = 0; j < 8; j++)
+            p[j] = ll_pgarray_text(&a[j]);
+        PGresult *r = ll_db_exec(k->db, &ST_BULK_WRITE_FILES, p);
+        long got = r ? ll_db_affected(r) : -1;
+        PQclear(r);
+        if (!r || got != (long)writes) {
+            if (r) {
+                k->db->err.sqlstate[0] = '\0';
+                snprintf(k->db->err.message, sizeof k->db->err.message,
+                         "bulk file write changed %ld of %zu rows", got, writes);
+            }
+            rc = -1;
+        }
+    }
+    for (int j = 0; j < 8; j++)
+        ll_pgarray_free(&a[j]);
+    if (rc != 0 || !writes)
+        return rc;
+    ll_pgarray q[7] = {{0}};
+    size_t dirty = 0;
+    for (size_t i = 0; i < k->n_parts; i++) {
+        const bpart *p = &k->parts[i];
+        if (!p->dirty)
+            continue;
+        dirty++;
+        ll_pgarray_add(&q[0], p->run);
+        ll_pgarray_add(&q[1], p->pid);
+        ll_pgarray_add_ll(&q[2], (long long)p->counters.files);
+        ll_pgarray_add_ll(&q[3], (long long)p->counters.rows);
+        ll_pgarray_add_ll(&q[4], (long long)p->counters.bytes);
+        ll_pgarray_add_ll(&q[5], (long long)p->counters.count_sum);
+        ll_pgarray_add_ll(&q[6], (long long)p->counters.count_sumsq);
+    }
+    const char *p[7];
+    for (int j = 0; j < 7; j++)
+        p[j] = ll_pgarray_text(&q[j]);
+    PGresult *r = ll_db_exec(k->db, &ST_BULK_PARTITIONS, p);
+    long got = r ? ll_db_affected(r) : -1;
+    PQclear(r);
+    if (!r || got != (long)dirty) {
+        if (r) {
+            k->db->err.sqlstate[0] = '\0';
+            snprintf(k->db->err.message, sizeof k->db->err.message,
+                     "bulk partition update changed %ld of %zu rows", got, dirty);
+        }
+        rc = -1;
+    }
+    for (int j = 0; j < 7; j++)
+        ll_pgarray_free(&q[j]);
+    return rc;
+}
+
+static void bulk_free(bulk *k)
+{
+    ll_strmap *maps[] = {&k->run_of,   &k->part_of,  &k->file_of, &k->file_at,
+                         &k->write_of, &k->write_at, &k->passed};
+    for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
+        ll_strmap_free(maps[i]);
+    PQclear(k->runs_res);
+    PQclear(k->parts_res);
+    PQclear(k->files_res);
+    free(k->runs);
+    free(k->parts);
+    free(k->files);
+    free(k->reps);
+}
+
+ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs, size_t n, ll_bulk_out *outs)
+{
+    (void)svc;
+    bulk k = {.db = db, .n = n, .reps = calloc(n + 1, sizeof(brep))};
+    size_t candidates = 0;
+    if (!k.reps)
+        abort();
+    /* every map holds at most one key per report (the files query returns two rows per report
+     * at most: its chunk's and its path's) */
+    ll_strmap *maps[] = {&k.run_of, &k.part_of, &k.write_of, &k.write_at, &k.passed};
+    for (size_t i = 0; i < sizeof maps / sizeof *maps; i++)
+        ll_strmap_init(maps[i], n);
+    ll_strmap_init(&k.file_of, 2 * n);
+    ll_strmap_init(&k.file_at, 2 * n);
+    for (size_t i = 0; i < n; i++) {
+        brep *rp = &k.reps[i];
+        ll_apply_out scratch;
+        /* anything unusual is the per-message path's: it answers or dead-letters it */
+        rp->ok = msgs[i]->key && chunk_read(msgs[i]->value, &rp->c, &scratch) && rp->c.index < rp->c.count &&
+                 strcmp(msgs[i]->key, rp->c.run_id) == 0;
+        if (rp->ok) {
+            snprintf(rp->pkey, sizeof rp->pkey, "%s|%s", rp->c.run_id, rp->c.partition_id);
+            snprintf(rp->key, sizeof rp->key, "%s|%lld", rp->pkey, (long long)rp->c.index);
+        }
+        candidates += rp->ok;
+    }
+    ll_apply a = LL_APPLY_COMMIT;
+    if (candidates == 0)
+        goto out;
+    if (lock_rows(&k) != 0 || read_files(&k) != 0) {
+        a = LL_APPLY_DB;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        brep *rp = &k.reps[i];
+        rp->d = decide(&k, i, msgs[i], &outs[i].retry);
+        if (rp->d == LL_CHUNK_FAST_PASS) {
+            ll_strmap_put(&k.passed, msgs[i]->key, i);
+            continue;
+        }
+        const bpart *part = &k.parts[*ll_strmap_get(&k.part_of, rp->pkey)];
+        const brun *run = find_run(&k, rp->c.run_id);
+        outs[i].decided = true;
+        outs[i].reply =
+            chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_WRITE ? "ACCEPTED" : "REPLAY", NULL, NULL,
+                          ll_run_status_name(run->status), ll_part_status_name(part->status),
+                          (long long)part->counters.files, false);
+        if (rp->d == LL_CHUNK_FAST_WRITE)
+            ll_msg_touch_run(msgs[i], rp->c.run_id);
+    }
+    if (write_rows(&k) != 0)
+        a = LL_APPLY_DB;
+out:
+    bulk_free(&k);
+    return a;
+}
