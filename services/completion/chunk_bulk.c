@@ -1,5 +1,5 @@
 /*
- * chunk_bulk.c - the chunk reports of one database transaction in five set-based statements
+ * chunk_bulk.c - the chunk reports of one database transaction in six set-based statements
  * (issue 8 §2-§3), instead of a savepoint, two locks and a statement each.
  *
  *   1. lock the batch's runs, in run-id order, SKIP LOCKED (contract §2.8: run first; a run
@@ -7,19 +7,22 @@
  *   2. lock their partitions, in (run id, partition id) order, SKIP LOCKED;
  *   3. read the stored file rows of the reported chunks and of the reported paths;
  *   4. decide each report in message order (ll_chunk_fast_decide): the owner's new or changed
- *      file of a RUNNING partition that stays incomplete is written (ACCEPTED), an identical one is
- *      a REPLAY; everything else (a rejection, a deferral, a path another chunk holds, the same
- *      chunk or path twice in the batch, the partition's last file whose gate is to judge) is left
- *      to the per-message path, with every later report of the same run (marked retry when it
- *      could be decided on its own: the loop calls again for that run once the earlier one is
- *      applied);
- *   5. write every decided file row in one INSERT ... ON CONFLICT, and set the counters and
- *      heartbeat of their partitions in one UPDATE; the run's heartbeat once per transaction.
+ *      file of a RUNNING partition is written (ACCEPTED), and when the counters prove the
+ *      partition complete with its expected rows the gate passes too (partition SUCCESS) unless it
+ *      is the run's last open partition; an identical file is a REPLAY; everything else (a
+ *      rejection, a deferral, a path another chunk holds, the same chunk or path twice in the
+ *      batch, a gate that fails or needs the files aggregated, the run's completion) is left to
+ *      the per-message path, with every later report of the same run (marked retry when it could
+ *      be decided on its own: the loop calls again for that run once the earlier one is applied);
+ *   5. write every decided file row in one INSERT ... ON CONFLICT, set the counters and heartbeat
+ *      of their partitions in one UPDATE, and the passed gates in one statement (partition
+ *      SUCCESS, run success count, PARTITION_SUCCESS events); the run's heartbeat once per
+ *      transaction.
  * Nothing is written for a report left to the other path, so the answers are the per-message
- * path's (chunk_report.c) for the same state: the replay test compares them.
+ * path's (chunk_report.c) for the same state: tests/integration/test_bulk_apply.py compares them.
  *
- * Work per call is bounded by the transaction's length (loop.db_batch_max ≤ 60 messages): the
- * searches below are linear in it.
+ * Work per call is linear in the batch (loop.batch_max ≤ 2000 messages): lookups go through
+ * hash maps (ll/strmap.h) sized for it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,7 +44,8 @@
  */
 static const ll_stmt ST_BULK_LOCK_RUNS = {
     "chunk_bulk_lock_runs",
-    "SELECT r.run_id::text, r.status, r.hdfs_run_path FROM unnest($1::uuid[]) AS k(id),"
+    "SELECT r.run_id::text, r.status, r.hdfs_run_path, (SELECT count(*) FROM nifi_ops.load_partition p"
+    " WHERE p.run_id = r.run_id AND p.status <> 'SUCCESS') FROM unnest($1::uuid[]) AS k(id),"
     " LATERAL (SELECT run_id, status, hdfs_run_path FROM nifi_ops.load_run WHERE run_id = k.id"
     " FOR UPDATE SKIP LOCKED) r",
     1};
@@ -49,7 +53,8 @@ static const ll_stmt ST_BULK_LOCK_RUNS = {
 static const ll_stmt ST_BULK_LOCK_PARTITIONS = {
     "chunk_bulk_lock_partitions",
     "SELECT p.run_id::text, p.partition_id, p.status, p.claim_token::text, p.written_file_count,"
-    " p.written_row_count, p.written_byte_count, p.written_count_sum, p.written_count_sumsq"
+    " p.written_row_count, p.written_byte_count, p.written_count_sum, p.written_count_sumsq,"
+    " p.expected_row_count"
     " FROM unnest($1::uuid[], $2::text[]) AS k(run, pid), LATERAL (SELECT * FROM nifi_ops.load_partition"
     " WHERE run_id = k.run AND partition_id = k.pid FOR UPDATE SKIP LOCKED) p",
     2};
@@ -93,11 +98,35 @@ static const ll_stmt ST_BULK_PARTITIONS = {
     " $7::bigint[]) AS d(run, pid, f, r, b, s, q) WHERE p.run_id = d.run AND p.partition_id = d.pid",
     7};
 
+/* Contract §5.4 step 10, the gate passed, for every partition a decided report completed (pass_gate
+ * of chunk_report.c, less the completion CAS: these runs keep an open partition): the partition
+ * SUCCESS with its totals, the run's success count and heartbeat, a PARTITION_SUCCESS event each.
+ * Returns how many rows each part changed (the caller checks them). */
+static const ll_stmt ST_BULK_GATES = {
+    "chunk_bulk_gates",
+    "WITH g AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::uuid[], $4::bigint[], $5::int[],"
+    " $6::bigint[]) AS g(run, pid, tok, rows, files, bytes)),"
+    " p AS (UPDATE nifi_ops.load_partition p SET status = 'SUCCESS', actual_row_count = g.rows,"
+    " file_count = g.files, fragment_count = g.files, byte_count = g.bytes, completed_at = clock_timestamp(),"
+    " heartbeat_at = clock_timestamp() FROM g WHERE p.run_id = g.run AND p.partition_id = g.pid"
+    " AND p.status = 'RUNNING' AND p.claim_token = g.tok RETURNING 1),"
+    " r AS (UPDATE nifi_ops.load_run r SET success_partition_count = r.success_partition_count + c.n,"
+    " heartbeat_at = clock_timestamp() FROM (SELECT run, count(*) AS n FROM g GROUP BY run) c"
+    " WHERE r.run_id = c.run RETURNING 1),"
+    " e AS (INSERT INTO nifi_ops.load_event (event_id, event_level, event_name, run_id, job_key,"
+    " business_key, partition_id, chunk_index, process_group, processor_name, row_count, details)"
+    " SELECT gen_random_uuid(), 'INFO', 'PARTITION_SUCCESS', g.run, r.job_key, r.business_key, g.pid, NULL,"
+    " 'LOAD_CONTROL_API', 'partition_success', g.rows, jsonb_build_object('files', g.files, 'bytes', g.bytes)"
+    " FROM g LEFT JOIN nifi_ops.load_run r ON r.run_id = g.run RETURNING 1)"
+    " SELECT (SELECT count(*) FROM p), (SELECT count(*) FROM r), (SELECT count(*) FROM e)",
+    6};
+
 /* A locked run. Strings point into the statement's result. */
 typedef struct brun {
     const char *id;
     ll_run_status status;
-    const char *path; /* hdfs_run_path, NULL when null */
+    const char *path;   /* hdfs_run_path, NULL when null */
+    int64_t open_parts; /* its partitions not SUCCESS, less those this batch's gates pass */
 } brun;
 
 /* A locked partition with its counters as this batch leaves them. */
@@ -107,7 +136,9 @@ typedef struct bpart {
     ll_part_status status;
     char token[37]; /* canonical, "" when null */
     ll_chunk_counters counters;
+    int64_t expected_rows;
     bool dirty; /* a decided report wrote a file of it */
+    bool gated; /* a decided report passed its gate: SUCCESS */
 } bpart;
 
 /* A stored file row. */
@@ -194,6 +225,7 @@ static int lock_rows(bulk *k)
         if (ll_run_status_parse(PQgetvalue(k->runs_res, (int)i, 1), &k->runs[i].status) != 0)
             k->runs[i].status = LL_RUN_CREATED; /* not EXTRACTING: left to the other path */
         k->runs[i].path = ll_db_text(k->runs_res, (int)i, 2);
+        k->runs[i].open_parts = ll_db_ll(k->runs_res, (int)i, 3, 0);
         ll_strmap_put(&k->run_of, k->runs[i].id, i);
     }
     if (!(k->parts_res = exec2(k->db, &ST_BULK_LOCK_PARTITIONS, &pruns, &pids)))
@@ -215,6 +247,7 @@ static int lock_rows(bulk *k)
                                           .bytes = ll_db_ll(r, (int)i, 6, 0),
                                           .count_sum = ll_db_ll(r, (int)i, 7, 0),
                                           .count_sumsq = ll_db_ll(r, (int)i, 8, 0)};
+        p->expected_rows = ll_db_ll(r, (int)i, 9, -1);
         snprintf(p->key, sizeof p->key, "%s|%s", p->run, p->pid);
         ll_strmap_put(&k->part_of, p->key, i);
     }
@@ -267,7 +300,7 @@ static int read_files(bulk *k)
     return 0;
 }
 
-static const brun *find_run(const bulk *k, const char *id)
+static brun *find_run(bulk *k, const char *id)
 {
     const size_t *i = ll_strmap_get(&k->run_of, id);
     return i ? &k->runs[*i] : NULL;
@@ -292,7 +325,7 @@ static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
     bool behind = ll_strmap_get(&k->passed, m->key) != NULL; /* an earlier report of its run was left */
     if (ll_strmap_get(&k->write_of, rp->key) || ll_strmap_get(&k->write_at, rp->c.path))
         return LL_CHUNK_FAST_PASS; /* the same chunk or path twice: one at a time */
-    const brun *run = find_run(k, rp->c.run_id);
+    brun *run = find_run(k, rp->c.run_id);
     const size_t *pi = run ? ll_strmap_get(&k->part_of, rp->pkey) : NULL;
     bool path_elsewhere;
     const ll_chunk_file *old = stored(k, rp, &path_elsewhere);
@@ -309,20 +342,76 @@ static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
                            .token_matches = part->token[0] && strcmp(part->token, rp->c.token) == 0,
                            .path_inside_run = ll_chunk_path_inside_run(run->path, rp->c.path),
                            .old = old,
-                           .file = &file};
+                           .file = &file,
+                           .expected_rows = part->expected_rows};
+    ll_chunk_counters after = part->counters;
+    ll_chunk_fast d = ll_chunk_fast_decide(&in, &after);
+    /* the run's last open partition: the completion CAS and its outbox row are the other path's */
+    if (d == LL_CHUNK_FAST_GATE && run->open_parts <= 1)
+        d = LL_CHUNK_FAST_PASS;
     if (behind) {
-        /* keep the order; would it be decided on its own, with the state as it is now? */
-        ll_chunk_counters scratch = part->counters;
-        *retry = ll_chunk_fast_decide(&in, &scratch) != LL_CHUNK_FAST_PASS;
+        *retry = d != LL_CHUNK_FAST_PASS; /* keep the order; worth another try once it is applied */
         return LL_CHUNK_FAST_PASS;
     }
-    ll_chunk_fast d = ll_chunk_fast_decide(&in, &part->counters);
-    if (d == LL_CHUNK_FAST_WRITE) {
+    if (d == LL_CHUNK_FAST_PASS)
+        return d;
+    part->counters = after;
+    if (d != LL_CHUNK_FAST_REPLAY) {
         part->dirty = true;
         ll_strmap_put(&k->write_of, rp->key, i);
         ll_strmap_put(&k->write_at, rp->c.path, i);
     }
+    if (d == LL_CHUNK_FAST_GATE) {
+        part->gated = true;
+        part->status = LL_PART_SUCCESS; /* later reports of it: REPLAY or CHUNK_CONFLICT, the other path */
+        run->open_parts--;
+    }
     return d;
+}
+
+/* Step 5, after the files and counters: the gates passed. 0, or -1 (db->err set). */
+static int write_gates(bulk *k)
+{
+    ll_pgarray g[6] = {{0}};
+    size_t gates = 0, runs = 0;
+    ll_strmap seen = {0};
+    ll_strmap_init(&seen, k->n_parts);
+    for (size_t i = 0; i < k->n_parts; i++) {
+        const bpart *p = &k->parts[i];
+        if (!p->gated)
+            continue;
+        gates++;
+        runs += ll_strmap_get(&seen, p->run) == NULL;
+        ll_strmap_put(&seen, p->run, i);
+        ll_pgarray_add(&g[0], p->run);
+        ll_pgarray_add(&g[1], p->pid);
+        ll_pgarray_add(&g[2], p->token);
+        ll_pgarray_add_ll(&g[3], (long long)p->counters.rows);
+        ll_pgarray_add_ll(&g[4], (long long)p->counters.files);
+        ll_pgarray_add_ll(&g[5], (long long)p->counters.bytes);
+    }
+    ll_strmap_free(&seen);
+    int rc = 0;
+    if (gates) {
+        const char *p[6];
+        for (int j = 0; j < 6; j++)
+            p[j] = ll_pgarray_text(&g[j]);
+        PGresult *r = ll_db_exec(k->db, &ST_BULK_GATES, p);
+        if (!r) {
+            rc = -1;
+        } else if (ll_db_ll(r, 0, 0, -1) != (long long)gates || ll_db_ll(r, 0, 1, -1) != (long long)runs ||
+                   ll_db_ll(r, 0, 2, -1) != (long long)gates) {
+            k->db->err.sqlstate[0] = '\0';
+            snprintf(k->db->err.message, sizeof k->db->err.message,
+                     "bulk gates changed %s partitions, %s runs, %s events of %zu, %zu, %zu",
+                     PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), gates, runs, gates);
+            rc = -1;
+        }
+        PQclear(r);
+    }
+    for (int j = 0; j < 6; j++)
+        ll_pgarray_free(&g[j]);
+    return rc;
 }
 
 /* Step 5: the decided files, then their partitions' counters. 0, or -1 (db->err set). */
@@ -332,7 +421,7 @@ static int write_rows(bulk *k)
     size_t writes = 0;
     for (size_t i = 0; i < k->n; i++) {
         const brep *rp = &k->reps[i];
-        if (rp->d != LL_CHUNK_FAST_WRITE)
+        if (rp->d != LL_CHUNK_FAST_WRITE && rp->d != LL_CHUNK_FAST_GATE)
             continue;
         writes++;
         ll_pgarray_add(&a[0], rp->c.run_id);
@@ -399,7 +488,7 @@ static int write_rows(bulk *k)
     }
     for (int j = 0; j < 7; j++)
         ll_pgarray_free(&q[j]);
-    return rc;
+    return rc == 0 ? write_gates(k) : rc;
 }
 
 static void bulk_free(bulk *k)
@@ -461,10 +550,10 @@ ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs,
         const brun *run = find_run(&k, rp->c.run_id);
         outs[i].decided = true;
         outs[i].reply =
-            chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_WRITE ? "ACCEPTED" : "REPLAY", NULL, NULL,
+            chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_REPLAY ? "REPLAY" : "ACCEPTED", NULL, NULL,
                           ll_run_status_name(run->status), ll_part_status_name(part->status),
                           (long long)part->counters.files, false);
-        if (rp->d == LL_CHUNK_FAST_WRITE)
+        if (rp->d != LL_CHUNK_FAST_REPLAY)
             ll_msg_touch_run(msgs[i], rp->c.run_id);
     }
     if (write_rows(&k) != 0)

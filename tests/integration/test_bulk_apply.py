@@ -28,13 +28,14 @@ REPLY_FIELDS = ("partitionId", "chunkIndex", "outcome", "code", "recorded", "rec
 
 
 def runs():
-    """Three runs of two partitions of 3 chunks each (ids fixed, so both stacks see the same)."""
-    return [new_run(partitions=2, empty=()) for _ in range(3)]
+    """Four runs of two partitions of 3 chunks each (ids fixed, so both stacks see the same)."""
+    return [new_run(partitions=2, empty=()) for _ in range(4)]
 
 
-def sequence(a, b, c):
-    """The mixed sequence: ("chunk", record) or ("raw", key) for an undecodable value."""
-    for r in (a, b, c):
+def sequence(a, b, c, d):
+    """The mixed sequence: ("chunk", record) or ("raw", key) for an undecodable value; run d
+    is plain (its first partition's gate passes among the others, its second completes it)."""
+    for r in (a, b, c, d):
         for pid in r.nonempty():
             r.claim(pid)  # fixes the tokens
     a0, a1, b0, b1, c0, c1 = (r.chunks(p) for r in (a, b, c) for p in ("0000", "0001"))
@@ -50,6 +51,7 @@ def sequence(a, b, c):
            a1[0], a1[1], a1[2],  # run A completes
            b1[0], b1[1], b1[2], c0[2], c1[0], c1[1], c1[2],
            a1[2]]  # after run A moved on
+    seq += d.chunks("0000") + d.chunks("0001")
     return [("chunk", m) if isinstance(m, dict) else m for m in seq]
 
 
@@ -115,21 +117,27 @@ def isos():
 def test_set_based_path_answers_as_the_per_message_path(isos):
     rs = runs()
     seq = sequence(*rs)
-    bulk = play(isos("bulk"), seq, LOOP, rs)
+    bulk = play(isos("bulk"), seq, LOOP, rs)  # the two stacks share only the run ids
     one = play(isos("onebyone"), seq, dict(LOOP, **{"loop.db_batch_max": "1"}), rs)
     for r in rs:
         assert bulk[0][r.run_id] == one[0][r.run_id], "replies of run %s differ" % r.run_id
     assert bulk[1] == one[1]
     assert bulk[2] == one[2] == [b"DECODE_FAILED"]
     # the sequence exercised what it is about (in both)
-    a, b, c = (bulk[0][r.run_id] for r in rs)
+    a, b, c, d = (bulk[0][r.run_id] for r in rs)
     codes = {v[3] for v in a + b + c}
     assert {"UNIQUE_VIOLATION", "CLAIM_MISMATCH", "HDFS_PATH_OUTSIDE_RUN"} <= codes
     assert [v[2] for v in a].count("REPLAY") == 2 and [v[2] for v in c].count("REPLAY") == 1
     assert a[-1][6] == "EXTRACTED_VALIDATED"
     runs_status = {row[0]: row[1] for row in bulk[1]["runs"]}
-    assert runs_status[rs[0].run_id] == runs_status[rs[1].run_id] == runs_status[rs[2].run_id] == \
-        "EXTRACTED_VALIDATED"
+    assert {runs_status[r.run_id] for r in rs} == {"EXTRACTED_VALIDATED"}
+    assert [(v[0], v[1], v[2], v[7]) for v in d] == [("0000", 0, "ACCEPTED", "RUNNING"),
+                                                     ("0000", 1, "ACCEPTED", "RUNNING"),
+                                                     ("0000", 2, "ACCEPTED", "SUCCESS"),
+                                                     ("0001", 0, "ACCEPTED", "RUNNING"),
+                                                     ("0001", 1, "ACCEPTED", "RUNNING"),
+                                                     ("0001", 2, "ACCEPTED", "SUCCESS")]
+    assert d[-1][6] == "EXTRACTED_VALIDATED" and d[-1][8] is True
     # and the default loop applied most reports set-based, the reference none
     def set_based(lines):
         n = 0

@@ -19,7 +19,8 @@ static ll_chunk_fast_in plain(const ll_chunk_file *old, const ll_chunk_file *fil
                               .token_matches = true,
                               .path_inside_run = true,
                               .old = old,
-                              .file = file};
+                              .file = file,
+                              .expected_rows = 300};
 }
 
 static void test_new_file_is_written_and_counted(void **state)
@@ -102,19 +103,38 @@ static void test_fragment_fields_compared(void **state)
     assert_int_equal(d.files, 1);
 }
 
-static void test_the_last_file_goes_to_the_gate(void **state)
+static void test_the_last_file_passes_the_gate_when_the_counters_prove_it(void **state)
 {
     (void)state;
+    /* chunks 0 and 1 of 3, 100 rows each: the third completes 300 = expected */
     ll_chunk_counters c = {.files = 2, .rows = 200, .bytes = 20, .count_sum = 6, .count_sumsq = 18};
     ll_chunk_fast_in in = plain(NULL, &REPORT);
-    assert_int_equal(ll_chunk_fast_decide(&in, &c), LL_CHUNK_FAST_PASS);
-    assert_int_equal(c.files, 2); /* untouched */
-    assert_int_equal(c.rows, 200);
+    assert_int_equal(ll_chunk_fast_decide(&in, &c), LL_CHUNK_FAST_GATE);
+    assert_int_equal(c.files, 3);
+    assert_int_equal(c.rows, 300);
+    assert_int_equal(c.count_sum, 9);
+    assert_int_equal(c.count_sumsq, 27);
+    /* rows off: ROW_COUNT_MISMATCH is the per-message path's, counters untouched */
+    ll_chunk_counters d = {.files = 2, .rows = 200, .bytes = 20, .count_sum = 6, .count_sumsq = 18};
+    in.expected_rows = 301;
+    assert_int_equal(ll_chunk_fast_decide(&in, &d), LL_CHUNK_FAST_PASS);
+    assert_int_equal(d.files, 2);
+    assert_int_equal(d.rows, 200);
+    /* three files, but the earlier ones said chunkCount 2 and 4: not provably complete */
+    ll_chunk_counters e = {.files = 2, .rows = 200, .bytes = 20, .count_sum = 6, .count_sumsq = 4 + 16};
+    in = plain(NULL, &REPORT);
+    assert_int_equal(ll_chunk_fast_decide(&in, &e), LL_CHUNK_FAST_PASS);
+    assert_int_equal(e.files, 2);
     /* a chunkCount of 1: its only file completes the partition */
     ll_chunk_file one = REPORT;
     one.count = 1;
     ll_chunk_counters z = {0};
     in = plain(NULL, &one);
+    in.expected_rows = 100;
+    assert_int_equal(ll_chunk_fast_decide(&in, &z), LL_CHUNK_FAST_GATE);
+    assert_int_equal(z.files, 1);
+    in.expected_rows = 0;
+    z = (ll_chunk_counters){0};
     assert_int_equal(ll_chunk_fast_decide(&in, &z), LL_CHUNK_FAST_PASS);
     assert_int_equal(z.files, 0);
 }
@@ -171,7 +191,7 @@ int main(void)
         cmocka_unit_test(test_invalidated_row_is_revived),
         cmocka_unit_test(test_identical_is_a_replay_and_writes_nothing),
         cmocka_unit_test(test_fragment_fields_compared),
-        cmocka_unit_test(test_the_last_file_goes_to_the_gate),
+        cmocka_unit_test(test_the_last_file_passes_the_gate_when_the_counters_prove_it),
         cmocka_unit_test(test_everything_else_passes),
         cmocka_unit_test(test_counter_overflow_passes),
     };

@@ -179,6 +179,8 @@ typedef struct ll_chunk_file {
 typedef enum ll_chunk_fast {
     LL_CHUNK_FAST_WRITE = 0, /* write the file row; ACCEPTED, the gate still waits */
     LL_CHUNK_FAST_REPLAY,    /* identical to the WRITTEN row: nothing written, REPLAY */
+    LL_CHUNK_FAST_GATE,      /* write the file row; it completes the partition, whose counters
+                              * prove the gate passes (§5.4 step 10): partition SUCCESS */
     LL_CHUNK_FAST_PASS       /* anything else (a rejection, a deferral, the gate to judge): the
                               * per-message path applies it, with its savepoint */
 } ll_chunk_fast;
@@ -191,14 +193,17 @@ typedef struct ll_chunk_fast_in {
     bool path_inside_run;      /* check 4 passed (ll_chunk_path_inside_run) */
     const ll_chunk_file *old;  /* the stored row of (run, partition, chunkIndex), or NULL */
     const ll_chunk_file *file; /* the report */
+    int64_t expected_rows;     /* the partition's expected row count (the gate compares) */
 } ll_chunk_fast_in;
 
 /*
  * Decides one chunk report for the fast path. Only the plain cases are decided: run EXTRACTING,
- * partition RUNNING, the owner's token, the path inside the run, and, after the write, fewer WRITTEN
- * files than the report's chunkCount (so contract §5.4 steps 9-10 answer WAIT). *counters (the
- * partition's WRITTEN-file counters, migration 0007) is updated by a WRITE: the new row's
- * contribution less the old one's, as the per-message statement does. Anything else is PASS and
+ * partition RUNNING, the owner's token, the path inside the run, and, after the write, either fewer
+ * WRITTEN files than the report's chunkCount (contract §5.4 steps 9-10 answer WAIT: WRITE) or
+ * counters that prove the partition complete with the expected rows (ll_chunk_counters_complete,
+ * ll_chunk_gate PASS: GATE). *counters (the partition's WRITTEN-file counters, migration 0007) is
+ * updated by a WRITE or GATE: the new row's contribution less the old one's, as the per-message
+ * statement does. Anything else (a mismatch, a completeness the counters cannot prove) is PASS and
  * leaves *counters alone.
  */
 ll_chunk_fast ll_chunk_fast_decide(const ll_chunk_fast_in *in, ll_chunk_counters *counters);

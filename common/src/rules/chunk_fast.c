@@ -4,9 +4,10 @@
  * The completion service reads the rows of a whole batch of chunk reports in a few statements,
  * decides here, then writes every decided file row in one statement. Only the common case is
  * decided: the owner reports a new or changed file of a RUNNING partition of an EXTRACTING run and
- * the partition is not complete yet (contract §5.4 steps 1-9, WAIT), or repeats a WRITTEN one
- * (REPLAY). Every other case, and every gate to judge (step 10), goes to the per-message path,
- * which applies the contract in full. A report equal in chunkCount, path, recordCount and
+ * the partition is not complete yet (contract §5.4 steps 1-9, WAIT), or its counters prove it
+ * complete with the expected rows (step 10, PASS), or the owner repeats a WRITTEN file (REPLAY).
+ * Every other case, and every gate the counters cannot prove or that fails, goes to the
+ * per-message path, which applies the contract in full. A report equal in chunkCount, path, recordCount and
  * byteCount is identical (step 5; the fragment id is not compared).
  */
 #include <stdint.h>
@@ -64,8 +65,14 @@ ll_chunk_fast ll_chunk_fast_decide(const ll_chunk_fast_in *in, ll_chunk_counters
         !moved(counters->count_sum, now.count_sum, was.count_sum, &after.count_sum) ||
         !moved(counters->count_sumsq, now.count_sumsq, was.count_sumsq, &after.count_sumsq))
         return LL_CHUNK_FAST_PASS;
-    if (after.files >= f->count)
-        return LL_CHUNK_FAST_PASS; /* step 10 to judge: the per-message path does it */
+    ll_chunk_fast d = LL_CHUNK_FAST_WRITE;
+    if (after.files >= f->count) { /* step 10 to judge */
+        ll_chunk_aggregate agg;
+        if (!ll_chunk_counters_complete(&after, (int32_t)f->count, &agg) ||
+            ll_chunk_gate(in->run, in->part, &agg, (int32_t)f->count, in->expected_rows) != LL_GATE_PASS)
+            return LL_CHUNK_FAST_PASS; /* a mismatch, or the files to aggregate: the other path */
+        d = LL_CHUNK_FAST_GATE;
+    }
     *counters = after;
-    return LL_CHUNK_FAST_WRITE;
+    return d;
 }
