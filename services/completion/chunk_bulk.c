@@ -414,7 +414,27 @@ static int write_gates(bulk *k)
     return rc;
 }
 
-/* Step 5: the decided files, then their partitions' counters. 0, or -1 (db->err set). */
+/* Executes a write over n arrays (freed here) that must change `want` rows. 0, or -1 (db->err set). */
+static int exec_arrays(bulk *k, const ll_stmt *st, ll_pgarray *a, int n, size_t want, const char *what)
+{
+    const char *p[8];
+    for (int j = 0; j < n && j < 8; j++)
+        p[j] = ll_pgarray_text(&a[j]);
+    PGresult *r = ll_db_exec(k->db, st, p);
+    long got = r ? ll_db_affected(r) : -1;
+    PQclear(r);
+    for (int j = 0; j < n; j++)
+        ll_pgarray_free(&a[j]);
+    if (r && got != (long)want) {
+        k->db->err.sqlstate[0] = '\0';
+        snprintf(k->db->err.message, sizeof k->db->err.message, "bulk %s changed %ld of %zu rows", what, got,
+                 want);
+    }
+    return r && got == (long)want ? 0 : -1;
+}
+
+/* Step 5: the decided files, then their partitions' counters, then the gates passed. 0, or -1
+ * (db->err set). */
 static int write_rows(bulk *k)
 {
     ll_pgarray a[8] = {{0}};
@@ -436,27 +456,13 @@ static int write_rows(bulk *k)
         else
             ll_pgarray_add(&a[7], NULL);
     }
-    int rc = 0;
-    if (writes) {
-        const char *p[8];
+    if (!writes) {
         for (int j = 0; j < 8; j++)
-            p[j] = ll_pgarray_text(&a[j]);
-        PGresult *r = ll_db_exec(k->db, &ST_BULK_WRITE_FILES, p);
-        long got = r ? ll_db_affected(r) : -1;
-        PQclear(r);
-        if (!r || got != (long)writes) {
-            if (r) {
-                k->db->err.sqlstate[0] = '\0';
-                snprintf(k->db->err.message, sizeof k->db->err.message,
-                         "bulk file write changed %ld of %zu rows", got, writes);
-            }
-            rc = -1;
-        }
+            ll_pgarray_free(&a[j]);
+        return 0;
     }
-    for (int j = 0; j < 8; j++)
-        ll_pgarray_free(&a[j]);
-    if (rc != 0 || !writes)
-        return rc;
+    if (exec_arrays(k, &ST_BULK_WRITE_FILES, a, 8, writes, "file write") != 0)
+        return -1;
     ll_pgarray q[7] = {{0}};
     size_t dirty = 0;
     for (size_t i = 0; i < k->n_parts; i++) {
@@ -472,23 +478,9 @@ static int write_rows(bulk *k)
         ll_pgarray_add_ll(&q[5], (long long)p->counters.count_sum);
         ll_pgarray_add_ll(&q[6], (long long)p->counters.count_sumsq);
     }
-    const char *p[7];
-    for (int j = 0; j < 7; j++)
-        p[j] = ll_pgarray_text(&q[j]);
-    PGresult *r = ll_db_exec(k->db, &ST_BULK_PARTITIONS, p);
-    long got = r ? ll_db_affected(r) : -1;
-    PQclear(r);
-    if (!r || got != (long)dirty) {
-        if (r) {
-            k->db->err.sqlstate[0] = '\0';
-            snprintf(k->db->err.message, sizeof k->db->err.message,
-                     "bulk partition update changed %ld of %zu rows", got, dirty);
-        }
-        rc = -1;
-    }
-    for (int j = 0; j < 7; j++)
-        ll_pgarray_free(&q[j]);
-    return rc == 0 ? write_gates(k) : rc;
+    if (exec_arrays(k, &ST_BULK_PARTITIONS, q, 7, dirty, "partition update") != 0)
+        return -1;
+    return write_gates(k);
 }
 
 static void bulk_free(bulk *k)

@@ -402,6 +402,21 @@ static int undo(batch *b, size_t touches_before)
     return db_cmd(b, "ROLLBACK");
 }
 
+/* What an apply function sees of message m (value: its decoded record, borrowed; now in ms). */
+static ll_msg msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
+{
+    ll_loop *l = b->l;
+    return (ll_msg){.logical = m->io->in->logical,
+                    .topic = m->ps->topic,
+                    .partition = m->ps->partition,
+                    .offset = m->offset,
+                    .key = m->run[0] ? m->run : NULL,
+                    .value = value,
+                    .service = l->service,
+                    .wait_expired = m->defer_since_ms && now - m->defer_since_ms >= l->prereq_wait_ms,
+                    .txn = b};
+}
+
 /* Applies one message inside the open transaction. */
 static w_result apply_one(batch *b, lmsg *m)
 {
@@ -416,16 +431,7 @@ static w_result apply_one(batch *b, lmsg *m)
     char rid[sizeof m->run];
     snprintf(rid, sizeof rid, "%s", run_id ? run_id : (m->run[0] ? m->run : ""));
     const char *pid = json_string_value(json_object_get(value, "partitionId"));
-    int64_t now = ll_loop_now_ms();
-    ll_msg msg = {.logical = m->io->in->logical,
-                  .topic = m->ps->topic,
-                  .partition = m->ps->partition,
-                  .offset = m->offset,
-                  .key = m->run[0] ? m->run : NULL,
-                  .value = value,
-                  .service = l->service,
-                  .wait_expired = m->defer_since_ms && now - m->defer_since_ms >= l->prereq_wait_ms,
-                  .txn = b};
+    ll_msg msg = msg_view(b, m, value, ll_loop_now_ms());
     if (tx_begin(b) != 0)
         goto failed;
     if (b->use_savepoints &&
@@ -573,16 +579,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
             continue;
         }
         ms[got] = m;
-        msgs[got] =
-            (ll_msg){.logical = io->in->logical,
-                     .topic = m->ps->topic,
-                     .partition = m->ps->partition,
-                     .offset = m->offset,
-                     .key = m->run[0] ? m->run : NULL,
-                     .value = value,
-                     .service = l->service,
-                     .wait_expired = m->defer_since_ms && now - m->defer_since_ms >= l->prereq_wait_ms,
-                     .txn = b};
+        msgs[got] = msg_view(b, m, value, now);
         ptrs[got] = &msgs[got];
         got++;
     }
