@@ -34,13 +34,15 @@ typedef struct leased {
     char error[512];
 } leased;
 
-/* Leases up to settings->batch due rows (contract §6 lease). *n rows into a malloc'd array. */
+/* Leases up to settings->batch due rows (contract §6 lease) with one statement that commits on
+ * its own. *n rows into a malloc'd array (the caller frees it with outbox_free). */
 ll_db_rc outbox_lease(ll_db *db, const dispatch_settings *s, leased **rows, size_t *n);
 /* Frees the rows. */
 void outbox_free(leased *rows, size_t n);
 /* Builds the command record of each row (REISSUE reads the partition at send time). */
 ll_db_rc outbox_build(ll_db *db, leased *rows, size_t n);
-/* Records each row's delivery result (SENT / backoff / DEAD with its event). */
+/* Records each row's delivery result: the delivered rows SENT by one statement; a lease with a
+ * failure in one transaction with each backoff / DEAD (and its event). Counts into the three. */
 ll_db_rc outbox_settle(ll_db *db, const dispatch_settings *s, leased *rows, size_t n, long *sent,
                        long *retried, long *dead);
 

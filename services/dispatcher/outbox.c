@@ -1,25 +1,30 @@
 /*
  * outbox.c - the SQL of the outbox (contract §6): the lease, the command's inputs, and the
- * settlement of each delivery. A lease is a short transaction; nothing is held open while the
- * command travels. Every update after delivery is conditional on PENDING, so an ACK that came
- * first (validation started) stays ACKED.
+ * settlement of each delivery. A lease is one statement (its own transaction) for up to
+ * dispatch.batch rows; nothing is held open while the commands travel. The delivered rows of a
+ * lease are marked SENT by one statement; a retry or a DEAD row (rare) by one statement each.
+ * Every update after delivery is conditional on PENDING, so an ACK that came first (validation
+ * started) stays ACKED.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dispatcher.h"
 #include "ll/ledger.h"
 #include "ll/log.h"
 #include "ll/rules.h"
 
+/* Leases up to $1 due rows for $2 ms: one statement, so the rows of a lease share one
+ * next_attempt_at (the statement's start + the lease). */
 static const ll_stmt ST_LEASE = {
     "outbox_lease",
     "WITH due AS (SELECT dispatch_id FROM nifi_ops.load_dispatch"
     "   WHERE status = 'PENDING' AND next_attempt_at <= clock_timestamp()"
     "   ORDER BY next_attempt_at LIMIT $1::int FOR UPDATE SKIP LOCKED)"
     " UPDATE nifi_ops.load_dispatch d SET attempt_count = d.attempt_count + 1,"
-    "   next_attempt_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000)"
+    "   next_attempt_at = statement_timestamp() + make_interval(secs => $2::double precision / 1000)"
     " FROM due WHERE d.dispatch_id = due.dispatch_id"
     " RETURNING d.dispatch_id::text, d.run_id::text, d.dispatch_type, d.partition_id,"
     "   d.attempt_count, to_char(d.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'),"
@@ -35,11 +40,15 @@ static const ll_stmt ST_REISSUE_INPUT = {
     " WHERE r.run_id = $1::uuid AND p.partition_id = $2",
     2};
 
+/* Marks the delivered rows of a lease: $1 their dispatch ids, $2 their recorded HTTP statuses
+ * (0 = none), both comma-separated lists in the same order (ids and integers: no comma inside).
+ * One statement, so the rows share one sent_at (the statement's start). */
 static const ll_stmt ST_SENT = {
     "outbox_sent",
-    "UPDATE nifi_ops.load_dispatch SET status = 'SENT', sent_at = clock_timestamp(),"
-    " last_http_status = nullif($2::int, 0), last_error = NULL"
-    " WHERE dispatch_id = $1::uuid AND status = 'PENDING'",
+    "UPDATE nifi_ops.load_dispatch d SET status = 'SENT', sent_at = statement_timestamp(),"
+    " last_http_status = nullif(s.http, 0), last_error = NULL"
+    " FROM unnest(string_to_array($1, ',')::uuid[], string_to_array($2, ',')::int[]) AS s(id, http)"
+    " WHERE d.dispatch_id = s.id AND d.status = 'PENDING'",
     2};
 
 static const ll_stmt ST_RETRY = {
@@ -68,14 +77,30 @@ static char *dup_or_null(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-static ll_db_rc lease_tx(ll_db *db, void *arg)
+/* Runs one statement in its own (implicit) transaction, again on deadlock or serialization
+ * failure like ll_db_transaction. The result, or NULL with db->err. */
+static PGresult *exec_alone(ll_db *db, const ll_stmt *st, const char *const *params)
+{
+    for (int attempt = 0; attempt < db->tx_attempts; attempt++) {
+        if (ll_db_ensure(db) != LL_DB_OK)
+            return NULL;
+        PGresult *r = ll_db_exec(db, st, params);
+        if (r || !ll_db_err_is_retryable(db))
+            return r;
+        struct timespec ts = {0, (50L << attempt) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static ll_db_rc lease_rows(ll_db *db, void *arg)
 {
     struct lease_arg *a = arg;
     char batch[24], lease[24];
     snprintf(batch, sizeof batch, "%lld", (long long)a->s->batch);
     snprintf(lease, sizeof lease, "%lld", (long long)a->s->lease_ms);
     const char *p[2] = {batch, lease};
-    PGresult *r = ll_db_exec(db, &ST_LEASE, p);
+    PGresult *r = exec_alone(db, &ST_LEASE, p);
     if (!r)
         return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
     outbox_free(a->rows, a->n);
@@ -100,7 +125,9 @@ static ll_db_rc lease_tx(ll_db *db, void *arg)
 ll_db_rc outbox_lease(ll_db *db, const dispatch_settings *s, leased **rows, size_t *n)
 {
     struct lease_arg a = {s, NULL, 0};
-    ll_db_rc rc = ll_db_transaction(db, lease_tx, &a);
+    /* one statement: the lease commits before any command is published (a crash after it
+     * leaves the rows due again when the lease runs out) */
+    ll_db_rc rc = lease_rows(db, &a);
     *rows = a.rows;
     *n = a.n;
     return rc;
@@ -188,6 +215,67 @@ struct settle_arg {
     long sent, retried, dead;
 };
 
+/* The row's settlement: SENT, RETRY (backoff) or DEAD (a command that could not be built too). */
+static ll_send_outcome outcome_of(const dispatch_settings *s, const leased *l)
+{
+    if (!l->command)
+        return LL_SEND_DEAD;
+    return ll_dispatch_classify(l->http_status, l->attempt, (int)s->max_attempts);
+}
+
+/* Appends "item" to a comma-separated list (*buf, malloc'd, *len bytes used). 0, or -1. */
+static int append_item(char **buf, size_t *len, size_t *cap, const char *item)
+{
+    size_t k = strlen(item);
+    if (*len + k + 2 > *cap) {
+        size_t c = (*len + k + 2) * 2;
+        char *b = realloc(*buf, c);
+        if (!b)
+            return -1;
+        *buf = b;
+        *cap = c;
+    }
+    if (*len)
+        (*buf)[(*len)++] = ',';
+    memcpy(*buf + *len, item, k + 1);
+    *len += k;
+    return 0;
+}
+
+/* Marks every delivered row SENT with one statement (ST_SENT); adds the rows changed to *sent.
+ * Does nothing when no row was delivered. */
+static ll_db_rc mark_sent(ll_db *db, const dispatch_settings *s, const leased *rows, size_t n, long *sent,
+                          bool alone)
+{
+    char *ids = NULL, *https = NULL;
+    size_t il = 0, ic = 0, hl = 0, hc = 0, k = 0;
+    ll_db_rc rc = LL_DB_OK;
+    for (size_t i = 0; i < n && rc == LL_DB_OK; i++) {
+        if (outcome_of(s, &rows[i]) != LL_SEND_SENT)
+            continue;
+        char status[16];
+        snprintf(status, sizeof status, "%d", rows[i].recorded_http_status);
+        if (append_item(&ids, &il, &ic, rows[i].dispatch_id) || append_item(&https, &hl, &hc, status)) {
+            snprintf(db->err.message, sizeof db->err.message, "out of memory");
+            rc = LL_DB_ERROR;
+        }
+        k++;
+    }
+    if (rc == LL_DB_OK && k > 0) {
+        const char *p[2] = {ids, https};
+        PGresult *r = alone ? exec_alone(db, &ST_SENT, p) : ll_db_exec(db, &ST_SENT, p);
+        if (r) {
+            *sent += ll_db_affected(r);
+            PQclear(r);
+        } else {
+            rc = ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
+        }
+    }
+    free(ids);
+    free(https);
+    return rc;
+}
+
 static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
 {
     char status[16];
@@ -211,63 +299,62 @@ static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
     return rc;
 }
 
+static ll_db_rc mark_retry(ll_db *db, const dispatch_settings *s, leased *l, long *retried)
+{
+    char status[16], delay[24];
+    snprintf(status, sizeof status, "%d", l->recorded_http_status);
+    snprintf(delay, sizeof delay, "%lld",
+             (long long)ll_dispatch_backoff_ms(l->attempt, s->backoff_min_ms, s->backoff_max_ms));
+    const char *p[4] = {l->dispatch_id, delay, l->error, status};
+    PGresult *r = ll_db_exec(db, &ST_RETRY, p);
+    if (!r)
+        return LL_DB_ERROR;
+    *retried += ll_db_affected(r);
+    PQclear(r);
+    return LL_DB_OK;
+}
+
+/* A lease with a failed or unbuildable row: the SENT statement, then each other row, in one
+ * transaction (the DEAD rows' events with them). */
 static ll_db_rc settle_tx(ll_db *db, void *arg)
 {
     struct settle_arg *a = arg;
     a->sent = a->retried = a->dead = 0;
-    for (size_t i = 0; i < a->n; i++) {
+    ll_db_rc rc = mark_sent(db, a->s, a->rows, a->n, &a->sent, false);
+    for (size_t i = 0; i < a->n && rc == LL_DB_OK; i++) {
         leased *l = &a->rows[i];
-        ll_db_rc rc = LL_DB_OK;
-        if (!l->command) {
-            rc = mark_dead(db, l, l->build_error[0] ? l->build_error : "build failed", &a->dead);
-        } else {
-            char status[16];
-            snprintf(status, sizeof status, "%d", l->recorded_http_status);
-            switch (ll_dispatch_classify(l->http_status, l->attempt, (int)a->s->max_attempts)) {
-            case LL_SEND_SENT: {
-                const char *p[2] = {l->dispatch_id, status};
-                PGresult *r = ll_db_exec(db, &ST_SENT, p);
-                if (!r)
-                    return LL_DB_ERROR;
-                a->sent += ll_db_affected(r);
-                PQclear(r);
-                break;
-            }
-            case LL_SEND_RETRY: {
-                char delay[24];
-                snprintf(delay, sizeof delay, "%lld",
-                         (long long)ll_dispatch_backoff_ms(l->attempt, a->s->backoff_min_ms,
-                                                           a->s->backoff_max_ms));
-                const char *p[4] = {l->dispatch_id, delay, l->error, status};
-                PGresult *r = ll_db_exec(db, &ST_RETRY, p);
-                if (!r)
-                    return LL_DB_ERROR;
-                a->retried += ll_db_affected(r);
-                PQclear(r);
-                break;
-            }
-            case LL_SEND_DEAD:
-            default: {
+        switch (outcome_of(a->s, l)) {
+        case LL_SEND_SENT:
+            break;
+        case LL_SEND_RETRY:
+            rc = mark_retry(db, a->s, l, &a->retried);
+            break;
+        case LL_SEND_DEAD:
+        default:
+            if (!l->command) {
+                rc = mark_dead(db, l, l->build_error[0] ? l->build_error : "build failed", &a->dead);
+            } else {
                 /* a permanent answer (4xx but 408/425/429) is DEAD on the first attempt */
                 bool permanent = ll_dispatch_classify(l->http_status, 1, 1 << 30) == LL_SEND_DEAD;
                 char why[700];
                 snprintf(why, sizeof why, "%s%s", permanent ? "" : "max attempts reached: ", l->error);
                 rc = mark_dead(db, l, why, &a->dead);
-                break;
             }
-            }
+            break;
         }
-        if (rc != LL_DB_OK)
-            return rc;
     }
-    return LL_DB_OK;
+    return rc;
 }
 
 ll_db_rc outbox_settle(ll_db *db, const dispatch_settings *s, leased *rows, size_t n, long *sent,
                        long *retried, long *dead)
 {
     struct settle_arg a = {s, rows, n, 0, 0, 0};
-    ll_db_rc rc = ll_db_transaction(db, settle_tx, &a);
+    bool all_sent = true;
+    for (size_t i = 0; i < n; i++)
+        all_sent = all_sent && outcome_of(s, &rows[i]) == LL_SEND_SENT;
+    /* every row delivered (the usual case): one statement, its own transaction */
+    ll_db_rc rc = all_sent ? mark_sent(db, s, rows, n, &a.sent, true) : ll_db_transaction(db, settle_tx, &a);
     *sent = a.sent;
     *retried = a.retried;
     *dead = a.dead;

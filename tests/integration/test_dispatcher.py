@@ -6,6 +6,7 @@ VALIDATE_RUN rows, as the completion CAS writes them), on a database and topics 
 only, so every command on the topic is one of these rows'. Times are compared on the database
 clock (the row's own next_attempt_at values), not on the test's.
 """
+import time
 import uuid
 
 import psycopg2
@@ -139,6 +140,44 @@ def test_notify_wakes_the_dispatcher_long_before_its_poll_interval(iso, cur, com
     [(loud, _)] = add_dispatches(iso, 1, notify=True).items()
     commands.wait_for(lambda r: r["value"]["dispatchId"] == loud, timeout=5)
     wait_until(lambda: row(cur, loud)["status"] == "SENT", 5, "SENT")
+
+
+def test_a_notify_sends_many_pending_rows_in_batches_each_once(iso, cur, commands):
+    # 300 rows pending, a lease of 100, the poll interval 30 s: one NOTIFY sends them all at once,
+    # each command once, in three leases of one statement each, each lease's rows marked SENT by
+    # one statement (issue 8 §5)
+    n, batch, poll_s = 300, 100, 30
+    iso.stack.start("dispatcher", "dispatcher-b", settings={"dispatch.poll_interval": "PT%dS" % poll_s,
+                                                           "dispatch.batch": batch})
+    listening(iso, "dispatcher-b")
+    commands.drain(1)  # its start-up drains are over
+    rows = add_dispatches(iso, n, notify=False)
+    commands.drain(2)
+    cur.execute("SELECT status, attempt_count, count(*) FROM nifi_ops.load_dispatch WHERE dispatch_id = ANY(%s::uuid[])"
+                " GROUP BY 1, 2", (list(rows),))
+    assert cur.fetchall() == [("PENDING", 0, n)], "nothing moves before the NOTIFY (poll interval %d s)" % poll_s
+    t0 = time.monotonic()
+    notify(cur)
+    commands.wait_for(lambda r: r["value"]["dispatchId"] in rows, timeout=poll_s - 5)
+    first_s = time.monotonic() - t0
+    commands.wait_for(lambda r: r["value"]["dispatchId"] in rows, count=n, timeout=poll_s - 5)
+    all_s = time.monotonic() - t0
+    # well before the poll interval: woken by the NOTIFY, not by the timer
+    assert first_s < 3 and all_s < 10, (first_s, all_s)
+    commands.drain(2)
+    ids = [c["value"]["dispatchId"] for c in commands.records if c["value"]["dispatchId"] in rows]
+    assert len(ids) == n and set(ids) == set(rows), "%d commands for %d rows" % (len(ids), len(set(ids)))
+    assert all(c["value"]["attempt"] == 1 for c in commands.records if c["value"]["dispatchId"] in rows)
+
+    def settled():
+        cur.execute("SELECT status, attempt_count, count(*), count(DISTINCT next_attempt_at),"
+                    " count(DISTINCT sent_at) FROM nifi_ops.load_dispatch WHERE dispatch_id = ANY(%s::uuid[])"
+                    " GROUP BY 1, 2", (list(rows),))
+        got = cur.fetchall()
+        return got if got and got[0][:3] == ("SENT", 1, n) else None
+    got = wait_until(settled, 10, "every row SENT")
+    # a lease's rows share its statement's next_attempt_at, a marking statement's sent_at
+    assert got == [("SENT", 1, n, n // batch, n // batch)], "leased and marked in %d batches" % (n // batch)
 
 
 def test_dead_after_max_attempts_with_backoff_from_next_attempt_at(iso, cur, commands):

@@ -103,7 +103,13 @@ class Counter:
         self.poll(0.5)  # connected and fetching before anything is timed
 
     def poll(self, timeout=0.2):
-        for m in self.c.consume(2000, timeout):
+        # consume(n, timeout) waits for n records or the whole timeout: poll() returns with the
+        # first record, then what is already fetched is taken without waiting (the time a record
+        # is seen is the reader's, not the reader's poll period)
+        first = self.c.poll(timeout)
+        if first is None:
+            return
+        for m in [first] + self.c.consume(2000, 0):
             if m.error() or m.key() not in self.keys:
                 continue
             self.seen.append((m.timestamp()[1], time.time(), m.key().decode()))
@@ -318,6 +324,7 @@ def latency(args, rate):
     st = iso.stack
     procs = {s: st.start(s) for s in ("registrar", "claimer", "completion")}
     procs["dispatcher"] = st.start("dispatcher", settings={"dispatch.poll_interval": "PT5S",
+                                                           "dispatch.lease": "PT%dS" % LEASE_S,
                                                            "dispatch.backoff_min": "PT5S"})
     runs = [bench_run(parts, chunks) for _ in range(n_runs)]
     admit(iso, runs)
@@ -356,12 +363,59 @@ def latency(args, rate):
         first_seen.setdefault(k, w)
     lat = sorted((first_seen[k] - last[k]) * 1000.0 for k in last if k in first_seen)
     hwm = {k: vm_hwm(p.pid) for k, p in procs.items()}
+    stages = latency_stages(iso, last, cmds.seen)
     cmds.close()
     iso.close()
     f = {"rate": rate, "runs": n_runs, "answered": len(lat), "produced_s": produced_s, "vm_hwm_kib": hwm,
-         "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None}
+         "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None, "stages": stages}
     say("   %d of %d commands: p50 %s ms, p99 %s ms" % (len(lat), n_runs, fmt(f["p50_ms"]), fmt(f["p99_ms"])))
     return f
+
+
+# The steps between a run's last chunk produced and its command seen, from the ledger's own
+# timestamps (same clock: one machine): the last file row written (the chunk applied, inside the
+# completion's batch transaction), the outbox row inserted (same transaction), that transaction's
+# commit (only with track_commit_timestamp = on), the dispatcher's lease (next_attempt_at minus
+# dispatch.lease, first attempt), sent_at (marked SENT after the broker's ack), the command
+# record's CreateTime (the dispatcher's produce call) and the reader seeing it.
+LEASE_S = 60  # dispatch.lease of the latency phase (the default)
+STAGES = ("produced→applied", "applied→outbox row", "outbox row→commit", "commit→lease", "outbox row→lease",
+          "lease→produce", "produce→marked SENT", "marked SENT→seen")
+
+
+def latency_stages(iso, last, seen):
+    """{stage: (p50, p99, max) ms} over the runs answered at their first attempt."""
+    commit_ts = pg(iso, "SELECT current_setting('track_commit_timestamp') = 'on'")[0][0]
+    rows = pg(iso, "SELECT d.run_id::text, extract(epoch FROM (SELECT max(written_at) FROM nifi_ops.load_file f"
+                   "  WHERE f.run_id = d.run_id)), extract(epoch FROM d.created_at), %s,"
+                   " extract(epoch FROM d.next_attempt_at) - %d, extract(epoch FROM d.sent_at)"
+                   " FROM nifi_ops.load_dispatch d LEFT JOIN nifi_ops.load_event e ON e.run_id = d.run_id"
+                   "  AND e.event_name = 'EXTRACT_VALIDATED'"
+                   " WHERE d.dispatch_type = 'VALIDATE_RUN' AND d.status = 'SENT' AND d.attempt_count = 1"
+                   % ("extract(epoch FROM pg_xact_commit_timestamp(e.xmin))" if commit_ts else "NULL", LEASE_S))
+    first = {}
+    for ts, w, k in seen:
+        first.setdefault(k, (ts / 1000.0, w))
+    d = {s: [] for s in STAGES}
+    for rid, applied, outbox, commit, lease, sent in rows:
+        if rid not in last or rid not in first:
+            continue
+        created, w = first[rid]
+        pts = [("produced→applied", last[rid], applied), ("applied→outbox row", applied, outbox),
+               ("outbox row→lease", outbox, lease), ("lease→produce", lease, created),
+               ("produce→marked SENT", created, sent), ("marked SENT→seen", sent, w)]
+        if commit is not None:
+            pts += [("outbox row→commit", outbox, commit), ("commit→lease", commit, lease)]
+        for s, a, b in pts:
+            if a is not None and b is not None:
+                d[s].append((float(b) - float(a)) * 1000.0)
+    out = {}
+    for s in STAGES:
+        xs = sorted(d[s])
+        if xs:
+            out[s] = (pct(xs, 50), pct(xs, 99), xs[-1])
+            say("   %-22s p50 %7.1f  p99 %7.1f  max %7.1f ms" % ((s,) + out[s]))
+    return out
 
 
 def pct(xs, p):
@@ -497,9 +551,11 @@ def report(res):
     lat = res.get("latency")
     if lat:
         say("last chunk → validate-run command visible (read_committed), %d runs at %.0f events/s"
-            " (half of the default loop's first→last rate): p50 %s ms, p99 %s ms, max %s ms (%d of %d answered)"
-            % (lat["runs"], lat["rate"], fmt(lat["p50_ms"]), fmt(lat["p99_ms"]), fmt(lat["max_ms"]),
-               lat["answered"], lat["runs"]))
+            " (%s): p50 %s ms, p99 %s ms, max %s ms (%d of %d answered)"
+            % (lat["runs"], lat["rate"], lat["rate_from"], fmt(lat["p50_ms"]), fmt(lat["p99_ms"]),
+               fmt(lat["max_ms"]), lat["answered"], lat["runs"]))
+        for s, (p50, p99, mx) in lat["stages"].items():
+            say("  %-22s p50 %7.1f  p99 %7.1f  max %7.1f ms" % (s, p50, p99, mx))
     h = res.get("held")
     if h:
         say("held run (claim %d s late) on the same Kafka partition: another run's whole flow %.0f ms without,"
@@ -527,6 +583,8 @@ def main():
                     help="chunks per transaction of the ceiling (pgbench 15 crashed with 50 copies of the script)")
     ap.add_argument("--latency-seconds", type=float, default=30)
     ap.add_argument("--latency-chunks", type=int, default=5)
+    ap.add_argument("--latency-rate", type=float, default=0,
+                    help="chunk events/s of the latency phase (default 0: half of the default loop's measured rate)")
     ap.add_argument("--hold", type=int, default=30)
     ap.add_argument("--batch1-seconds", type=float, default=90,
                     help="stop the loop.batch_max=1 phase after this long (0: never) and time what was answered")
@@ -554,7 +612,9 @@ def main():
         res["cost10k"], _ = throughput(args, "cost at %d chunks/partition" % args.scale_chunks, 1, 2,
                                        args.scale_chunks, {})
     if "latency" not in skip:
-        res["latency"] = latency(args, a["eps_first_last"] / 2.0)
+        res["latency"] = latency(args, args.latency_rate or a["eps_first_last"] / 2.0)
+        res["latency"]["rate_from"] = "--latency-rate" if args.latency_rate else \
+            "half of the default loop's first→last rate"
     if "held" not in skip:
         res["held"] = held(args)
     res["elapsed_s"] = time.time() - t
