@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "dispatcher.h"
+#include "ll/pgarray.h"
 #include "ll/ledger.h"
 #include "ll/log.h"
 #include "ll/rules.h"
@@ -41,13 +42,13 @@ static const ll_stmt ST_REISSUE_INPUT = {
     2};
 
 /* Marks the delivered rows of a lease: $1 their dispatch ids, $2 their recorded HTTP statuses
- * (0 = none), both comma-separated lists in the same order (ids and integers: no comma inside).
- * One statement, so the rows share one sent_at (the statement's start). */
+ * (0 = none), both array literals (ll/pgarray.h) in the same order. One statement, so the rows
+ * share one sent_at (the statement's start). */
 static const ll_stmt ST_SENT = {
     "outbox_sent",
     "UPDATE nifi_ops.load_dispatch d SET status = 'SENT', sent_at = statement_timestamp(),"
     " last_http_status = nullif(s.http, 0), last_error = NULL"
-    " FROM unnest(string_to_array($1, ',')::uuid[], string_to_array($2, ',')::int[]) AS s(id, http)"
+    " FROM unnest($1::uuid[], $2::int[]) AS s(id, http)"
     " WHERE d.dispatch_id = s.id AND d.status = 'PENDING'",
     2};
 
@@ -223,46 +224,20 @@ static ll_send_outcome outcome_of(const dispatch_settings *s, const leased *l)
     return ll_dispatch_classify(l->http_status, l->attempt, (int)s->max_attempts);
 }
 
-/* Appends "item" to a comma-separated list (*buf, malloc'd, *len bytes used). 0, or -1. */
-static int append_item(char **buf, size_t *len, size_t *cap, const char *item)
-{
-    size_t k = strlen(item);
-    if (*len + k + 2 > *cap) {
-        size_t c = (*len + k + 2) * 2;
-        char *b = realloc(*buf, c);
-        if (!b)
-            return -1;
-        *buf = b;
-        *cap = c;
-    }
-    if (*len)
-        (*buf)[(*len)++] = ',';
-    memcpy(*buf + *len, item, k + 1);
-    *len += k;
-    return 0;
-}
-
 /* Marks every delivered row SENT with one statement (ST_SENT); adds the rows changed to *sent.
  * Does nothing when no row was delivered. */
 static ll_db_rc mark_sent(ll_db *db, const dispatch_settings *s, const leased *rows, size_t n, long *sent,
                           bool alone)
 {
-    char *ids = NULL, *https = NULL;
-    size_t il = 0, ic = 0, hl = 0, hc = 0, k = 0;
-    ll_db_rc rc = LL_DB_OK;
-    for (size_t i = 0; i < n && rc == LL_DB_OK; i++) {
-        if (outcome_of(s, &rows[i]) != LL_SEND_SENT)
-            continue;
-        char status[16];
-        snprintf(status, sizeof status, "%d", rows[i].recorded_http_status);
-        if (append_item(&ids, &il, &ic, rows[i].dispatch_id) || append_item(&https, &hl, &hc, status)) {
-            snprintf(db->err.message, sizeof db->err.message, "out of memory");
-            rc = LL_DB_ERROR;
+    ll_pgarray ids = {0}, https = {0};
+    for (size_t i = 0; i < n; i++)
+        if (outcome_of(s, &rows[i]) == LL_SEND_SENT) {
+            ll_pgarray_add(&ids, rows[i].dispatch_id);
+            ll_pgarray_add_ll(&https, rows[i].recorded_http_status);
         }
-        k++;
-    }
-    if (rc == LL_DB_OK && k > 0) {
-        const char *p[2] = {ids, https};
+    ll_db_rc rc = LL_DB_OK;
+    if (ids.n > 0) {
+        const char *p[2] = {ll_pgarray_text(&ids), ll_pgarray_text(&https)};
         PGresult *r = alone ? exec_alone(db, &ST_SENT, p) : ll_db_exec(db, &ST_SENT, p);
         if (r) {
             *sent += ll_db_affected(r);
@@ -271,8 +246,8 @@ static ll_db_rc mark_sent(ll_db *db, const dispatch_settings *s, const leased *r
             rc = ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
         }
     }
-    free(ids);
-    free(https);
+    ll_pgarray_free(&ids);
+    ll_pgarray_free(&https);
     return rc;
 }
 
