@@ -1,6 +1,7 @@
 /*
  * test_core_kclient.c - Kafka settings refused at start (issue 7 §5), the seek timeout argument
- * for librdkafka < 2.1.0 (issue 7 §7) and which fatal producer errors end the process (§8).
+ * for librdkafka < 2.1.0 (issue 7 §7), which fatal producer errors end the process (§8), and the
+ * consumer's bounded fetch sizes (issue 8: RSS ≤ 16 MiB with a backlog).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -71,6 +72,76 @@ static void test_fatal_errors_that_end_the_process(void **state)
     assert_false(ll_kafka_fatal_must_exit(RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID));
 }
 
+/* Nothing configured: bounded defaults that still fetch a 1 MiB message whole. */
+static void test_fetch_defaults_are_bounded(void **state)
+{
+    (void)state;
+    char err[400] = "";
+    ll_kfetch k = {0};
+    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &k, err, sizeof err), 0);
+    assert_int_equal(k.partition_fetch_bytes, 1048576 + LL_KFETCH_HEADROOM);
+    assert_int_equal(k.fetch_max_bytes, 1048576 + LL_KFETCH_HEADROOM);
+    assert_int_equal(k.queued_max_kbytes, 1088);                            /* librdkafka: 65536 */
+    assert_int_equal(k.queued_min_messages, LL_KFETCH_QUEUED_MIN_MESSAGES); /* librdkafka: 100000 */
+    assert_int_equal(k.receive_max_bytes, 0);                               /* librdkafka derives it */
+    /* a larger consumer message.max.bytes raises fetch.max.bytes (librdkafka's own rule) */
+    ll_kfetch m = {0};
+    assert_int_equal(ll_kfetch_settle(1048576, 4000000, &m, err, sizeof err), 0);
+    assert_int_equal(m.fetch_max_bytes, 4000000);
+    assert_int_equal(m.queued_max_kbytes, 3907);
+    /* a larger loop.max_message_bytes raises every floor with it */
+    ll_kfetch b = {0};
+    assert_int_equal(ll_kfetch_settle(3000000, 1000000, &b, err, sizeof err), 0);
+    assert_int_equal(b.partition_fetch_bytes, 3065536);
+    assert_int_equal(b.fetch_max_bytes, 3065536);
+    assert_int_equal(b.queued_max_kbytes, 2994);
+}
+
+/* Configured values are kept when a loop.max_message_bytes message still fits. */
+static void test_fetch_overrides_kept(void **state)
+{
+    (void)state;
+    char err[400] = "";
+    ll_kfetch k = {.queued_min_messages = 20000,
+                   .queued_max_kbytes = 4096,
+                   .fetch_max_bytes = 8388608,
+                   .partition_fetch_bytes = 2097152,
+                   .receive_max_bytes = 8389120};
+    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &k, err, sizeof err), 0);
+    assert_int_equal(k.queued_min_messages, 20000);
+    assert_int_equal(k.queued_max_kbytes, 4096);
+    assert_int_equal(k.fetch_max_bytes, 8388608);
+    assert_int_equal(k.partition_fetch_bytes, 2097152);
+    assert_int_equal(k.receive_max_bytes, 8389120);
+}
+
+/* Each setting below what a loop.max_message_bytes message needs is refused, named. */
+static void test_fetch_below_the_largest_message_refused(void **state)
+{
+    (void)state;
+    char err[400];
+    ll_kfetch p = {.partition_fetch_bytes = 1048576};
+    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "kafka.max.partition.fetch.bytes = 1048576 is below 1114112"));
+    assert_non_null(strstr(err, "loop.max_message_bytes"));
+    ll_kfetch f = {.fetch_max_bytes = 262144};
+    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &f, err, sizeof err), -1);
+    assert_non_null(strstr(err, "kafka.fetch.max.bytes = 262144 is below 1114112"));
+    ll_kfetch m = {.fetch_max_bytes = 2000000};
+    assert_int_equal(ll_kfetch_settle(1048576, 4000000, &m, err, sizeof err), -1);
+    assert_non_null(strstr(err, "kafka.fetch.max.bytes = 2000000 is below 4000000"));
+    assert_non_null(strstr(err, "message.max.bytes"));
+    ll_kfetch q = {.queued_max_kbytes = 1024};
+    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &q, err, sizeof err), -1);
+    assert_non_null(strstr(err, "kafka.queued.max.messages.kbytes = 1024 KiB is below 1088 KiB"));
+    ll_kfetch r = {.receive_max_bytes = 1114112};
+    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "kafka.receive.message.max.bytes = 1114112 is below 1114624"));
+    /* the same settings are fine for a loop that accepts smaller messages */
+    ll_kfetch s = {.partition_fetch_bytes = 262144, .fetch_max_bytes = 1000000, .queued_max_kbytes = 1024};
+    assert_int_equal(ll_kfetch_settle(131072, 1000000, &s, err, sizeof err), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -78,6 +149,9 @@ int main(void)
         cmocka_unit_test(test_allowed_settings),
         cmocka_unit_test(test_seek_timeout_scaled_before_2_1),
         cmocka_unit_test(test_fatal_errors_that_end_the_process),
+        cmocka_unit_test(test_fetch_defaults_are_bounded),
+        cmocka_unit_test(test_fetch_overrides_kept),
+        cmocka_unit_test(test_fetch_below_the_largest_message_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -52,6 +52,41 @@ int ll_kafka_seek(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *parts, int ti
 int ll_kafka_topic_max_message_bytes(rd_kafka_t *rk, const char *topic, int timeout_ms, int64_t *out,
                                      char *why, size_t whylen);
 
+/*
+ * The consumer's fetch and prefetch sizes (issue 8: RSS ≤ 16 MiB per service, also with a
+ * backlog). librdkafka's own defaults prefetch up to 100,000 messages or 64 MiB per consumer
+ * before the loop asks for them; the loop's defaults keep about one fetch response queued. A
+ * field is 0 when kafka.<property> is not configured.
+ */
+typedef struct ll_kfetch {
+    int64_t queued_min_messages;   /* queued.min.messages (messages per partition) */
+    int64_t queued_max_kbytes;     /* queued.max.messages.kbytes (KiB) */
+    int64_t fetch_max_bytes;       /* fetch.max.bytes (bytes, one fetch response) */
+    int64_t partition_fetch_bytes; /* max.partition.fetch.bytes (bytes, per partition) */
+    int64_t receive_max_bytes;     /* receive.message.max.bytes (bytes, one response) */
+} ll_kfetch;
+
+/* The loop's default queued.min.messages (messages per partition). */
+#define LL_KFETCH_QUEUED_MIN_MESSAGES 500
+/* Room a fetch needs above loop.max_message_bytes for the key, the headers and the record
+ * batch framing of the largest accepted message (bytes). */
+#define LL_KFETCH_HEADROOM 65536
+
+/*
+ * Settles the consumer's fetch sizes for a loop that accepts values of up to max_message_bytes
+ * (loop.max_message_bytes), where message_max is the consumer's message.max.bytes (librdkafka
+ * requires fetch.max.bytes ≥ it). Every 0 field of *k gets its bounded default:
+ *   max.partition.fetch.bytes = need = max_message_bytes + LL_KFETCH_HEADROOM,
+ *   fetch.max.bytes = max(need, message_max), queued.max.messages.kbytes = fetch.max.bytes in KiB,
+ *   queued.min.messages = LL_KFETCH_QUEUED_MIN_MESSAGES, receive.message.max.bytes stays 0
+ *   (librdkafka derives it from fetch.max.bytes).
+ * A configured field is checked so that a message of max_message_bytes can still be fetched
+ * whole: max.partition.fetch.bytes, fetch.max.bytes and queued.max.messages.kbytes × 1024 ≥ need,
+ * fetch.max.bytes ≥ message_max, receive.message.max.bytes ≥ fetch.max.bytes + 512.
+ * Returns 0, or -1 with err naming the setting, its value and what it must reach.
+ */
+int ll_kfetch_settle(int64_t max_message_bytes, int64_t message_max, ll_kfetch *k, char *err, size_t errlen);
+
 /* True when a fatal producer error must end the process rather than recreate the producer:
  * another instance took this transactional.id over (fenced), or an authorization failure
  * (kafka-edition.md §3.4). Any other fatal error is survived in-process (issue 7 §8). */

@@ -39,6 +39,46 @@ const char *ll_kconf_refusal(const char *key, const char *value)
     return NULL;
 }
 
+/* A configured size below its floor: err says which, and how to fix it. -1. */
+static int below(const char *key, int64_t value, const char *unit, int64_t floor, const char *why, char *err,
+                 size_t errlen)
+{
+    snprintf(err, errlen, "kafka.%s = %lld%s is below %lld%s: %s", key, (long long)value, unit,
+             (long long)floor, unit, why);
+    return -1;
+}
+
+int ll_kfetch_settle(int64_t max_message_bytes, int64_t message_max, ll_kfetch *k, char *err, size_t errlen)
+{
+    static const char big[] =
+        "a message of loop.max_message_bytes (plus 64 KiB for its key, headers and "
+        "framing) could not be fetched whole; raise it, or lower loop.max_message_bytes";
+    int64_t need = max_message_bytes + LL_KFETCH_HEADROOM;
+    if (!k->partition_fetch_bytes)
+        k->partition_fetch_bytes = need;
+    else if (k->partition_fetch_bytes < need)
+        return below("max.partition.fetch.bytes", k->partition_fetch_bytes, "", need, big, err, errlen);
+    if (!k->fetch_max_bytes)
+        k->fetch_max_bytes = need > message_max ? need : message_max;
+    else if (k->fetch_max_bytes < need)
+        return below("fetch.max.bytes", k->fetch_max_bytes, "", need, big, err, errlen);
+    else if (k->fetch_max_bytes < message_max)
+        return below("fetch.max.bytes", k->fetch_max_bytes, "", message_max,
+                     "librdkafka requires fetch.max.bytes >= kafka.message.max.bytes; raise it", err, errlen);
+    int64_t need_kb = (need + 1023) / 1024;
+    if (!k->queued_max_kbytes)
+        k->queued_max_kbytes = (k->fetch_max_bytes + 1023) / 1024;
+    else if (k->queued_max_kbytes < need_kb)
+        return below("queued.max.messages.kbytes", k->queued_max_kbytes, " KiB", need_kb, big, err, errlen);
+    if (!k->queued_min_messages)
+        k->queued_min_messages = LL_KFETCH_QUEUED_MIN_MESSAGES;
+    if (k->receive_max_bytes && k->receive_max_bytes < k->fetch_max_bytes + 512)
+        return below("receive.message.max.bytes", k->receive_max_bytes, "", k->fetch_max_bytes + 512,
+                     "a whole fetch response (fetch.max.bytes + 512) must be received; raise it", err,
+                     errlen);
+    return 0;
+}
+
 int ll_seek_timeout_arg(int rdk_version, int timeout_ms)
 {
     if (rdk_version >= 0x02010000 || timeout_ms <= 0)

@@ -269,6 +269,45 @@ static int check_dead_letter_topic(ll_loop *l, char *err, size_t errlen)
     return 0;
 }
 
+/* A configured kafka.<key> as a number into *out (left 0 when not configured). 0, or -1. */
+static int kafka_int(ll_loop *l, const char *key, int64_t *out, char *err, size_t errlen)
+{
+    char k[96];
+    snprintf(k, sizeof k, "kafka.%s", key);
+    return ll_config_get(l->cfg, k) ? ll_config_int(l->cfg, k, out, err, errlen) : 0;
+}
+
+/*
+ * The consumer's bounded fetch and prefetch sizes (ll_kfetch_settle, issue 8): the loop's
+ * defaults where kafka.<property> is not configured, and a configuration refused at start when
+ * a message of loop.max_message_bytes could not be fetched with it. 0, or -1 with err.
+ */
+static int fetch_bounds(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
+{
+    ll_kfetch k = {0};
+    int64_t message_max = 1000000; /* librdkafka's default message.max.bytes */
+    if (kafka_int(l, "queued.min.messages", &k.queued_min_messages, err, errlen) ||
+        kafka_int(l, "queued.max.messages.kbytes", &k.queued_max_kbytes, err, errlen) ||
+        kafka_int(l, "fetch.max.bytes", &k.fetch_max_bytes, err, errlen) ||
+        kafka_int(l, "fetch.message.max.bytes", &k.partition_fetch_bytes, err, errlen) ||
+        kafka_int(l, "max.partition.fetch.bytes", &k.partition_fetch_bytes, err, errlen) ||
+        kafka_int(l, "receive.message.max.bytes", &k.receive_max_bytes, err, errlen) ||
+        kafka_int(l, "message.max.bytes", &message_max, err, errlen) ||
+        ll_kfetch_settle((int64_t)l->io[0].dopts.max_message_bytes, message_max, &k, err, errlen))
+        return -1;
+    char v[4][32];
+    snprintf(v[0], sizeof v[0], "%lld", (long long)k.queued_min_messages);
+    snprintf(v[1], sizeof v[1], "%lld", (long long)k.queued_max_kbytes);
+    snprintf(v[2], sizeof v[2], "%lld", (long long)k.fetch_max_bytes);
+    snprintf(v[3], sizeof v[3], "%lld", (long long)k.partition_fetch_bytes);
+    return conf_set(cc, "queued.min.messages", v[0], err, errlen) ||
+                   conf_set(cc, "queued.max.messages.kbytes", v[1], err, errlen) ||
+                   conf_set(cc, "fetch.max.bytes", v[2], err, errlen) ||
+                   conf_set(cc, "max.partition.fetch.bytes", v[3], err, errlen)
+               ? -1
+               : 0;
+}
+
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
 {
     char host[128] = "host", e[512];
@@ -296,7 +335,8 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
         conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
         conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
         (!ll_config_get(l->cfg, "kafka.partition.assignment.strategy") &&
-         conf_set(cc, "partition.assignment.strategy", "range", err, errlen))) {
+         conf_set(cc, "partition.assignment.strategy", "range", err, errlen)) ||
+        fetch_bounds(l, cc, err, errlen) != 0) {
         rd_kafka_conf_destroy(cc);
         return -1;
     }
