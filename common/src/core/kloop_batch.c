@@ -46,9 +46,13 @@ typedef enum {
 /* A result of the open database transaction, produced after it commits. */
 typedef struct out_item {
     lmsg *m;
-    json_t *reply; /* owned; NULL for a dead letter */
-    char code[64]; /* dead-letter code, "" for a reply */
-    char *reason;  /* dead-letter reason, owned */
+    int is_reply;         /* 1: a reply (encoded at once: bytes, not a JSON tree, wait for the
+                           * commit), 0: a dead letter */
+    unsigned char *reply; /* the encoded reply, owned (NULL when it did not encode) */
+    size_t reply_len;     /* bytes */
+    char *encode_err;     /* why the reply did not fit its schema, owned, or NULL */
+    char code[64];        /* dead-letter code, "" for a reply */
+    char *reason;         /* dead-letter reason, owned */
     char run_id[128];
 } out_item;
 
@@ -320,6 +324,8 @@ static int tx_begin(batch *b)
     return 0;
 }
 
+/* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed) or a
+ * dead letter (code and reason copied). */
 static void out_push(batch *b, lmsg *m, json_t *reply, const char *code, const char *reason,
                      const char *run_id)
 {
@@ -334,7 +340,15 @@ static void out_push(batch *b, lmsg *m, json_t *reply, const char *code, const c
     out_item *o = &b->outs[b->n_outs++];
     memset(o, 0, sizeof *o);
     o->m = m;
-    o->reply = reply;
+    if (reply) {
+        char why[400];
+        o->is_reply = 1;
+        if (ll_encode(&m->io->eopts, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
+            o->reply = NULL;
+            o->encode_err = strdup(why);
+        }
+        json_decref(reply);
+    }
     if (code) {
         snprintf(o->code, sizeof o->code, "%s", code);
         o->reason = strdup(reason ? reason : "");
@@ -346,7 +360,8 @@ static void out_push(batch *b, lmsg *m, json_t *reply, const char *code, const c
 static void outs_truncate(batch *b, size_t keep)
 {
     for (size_t i = keep; i < b->n_outs; i++) {
-        json_decref(b->outs[i].reply);
+        free(b->outs[i].reply);
+        free(b->outs[i].encode_err);
         free(b->outs[i].reason);
     }
     if (keep < b->n_outs)
@@ -665,22 +680,24 @@ static int flush_outs(batch *b)
     for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
         out_item *o = &b->outs[i];
         lmsg *m = o->m;
-        if (o->reply) {
-            unsigned char *buf = NULL;
-            size_t len = 0;
-            char why[400], err[800];
-            if (ll_encode(&m->io->eopts, o->reply, &buf, &len, why, sizeof why) != 0) {
+        if (o->is_reply) {
+            char err[800];
+            if (o->encode_err) {
                 /* a reply that does not fit its schema: a dead letter, in a transaction of its
                  * own (the batch's is committed), rather than the same message for ever */
                 snprintf(err, sizeof err, "the reply to %s does not fit its schema: %s", m->io->reply_topic,
-                         why);
+                         o->encode_err);
                 if (ll_db_ensure(&l->db) != LL_DB_OK || ll_db_command(&l->db, "BEGIN") != LL_DB_OK ||
                     ll_loop_dead_letter_event(l, m, o->run_id, "REPLY_ENCODE_FAILED", err) != 0 ||
                     ll_db_command(&l->db, "COMMIT") != LL_DB_OK ||
                     ll_loop_dead_letter_produce(l, m, "REPLY_ENCODE_FAILED", err) != 0)
                     rc = -1;
-            } else if (ll_loop_produce(l, m->io->reply_topic, m->key, m->key_len, buf, len, NULL, 1) != 0) {
-                rc = -1;
+            } else {
+                unsigned char *buf = o->reply; /* the producer owns it from here */
+                o->reply = NULL;
+                if (ll_loop_produce(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1) !=
+                    0)
+                    rc = -1;
             }
         } else if (ll_loop_dead_letter_produce(l, m, o->code, o->reason) != 0) {
             rc = -1;
