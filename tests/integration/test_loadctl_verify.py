@@ -2,14 +2,13 @@
 (exit 0, every count 0); each deliberate break of the ledger or of the topics makes it exit 1 and
 name the broken invariant with its count (docs/operations.md, tools/loadctl/README.md)."""
 import json
-import os
 import uuid
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from conftest import close_clean, new_run, one
-from llsim.drills import Isolated, committed, partitions_of, send_to, wait_until
+from llsim.drills import Isolated, committed, loadctl_verify, partitions_of, send_to, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 from llsim.lifecycle import Lifecycle
@@ -68,15 +67,7 @@ def lag_zero(iso):
 
 
 def verify(iso, *extra):
-    """Runs `loadctl verify --topics --json` for the drill; returns (exit code, {check: dict})."""
-    conf = os.path.join(iso.stack.conf_dir, "verify.conf")
-    with open(conf, "w") as f:
-        f.write("kafka.bootstrap.servers = %s\ntopic.prefix = %s\n" % (iso.bootstrap, iso.prefix))
-    p = iso.stack.loadctl("verify", "--topics", "--config", conf, "--timeout", "PT60S", "--json", *extra,
-                          check=False)
-    assert p.returncode in (0, 1), "verify failed to run: rc %d, %s %s" % (p.returncode, p.stdout, p.stderr)
-    doc = json.loads(p.stdout)
-    return p.returncode, {c["name"]: c for c in doc["checks"]}
+    return loadctl_verify(iso, *extra)
 
 
 def counts(checks):
