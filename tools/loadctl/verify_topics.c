@@ -462,7 +462,8 @@ static int file_rows(reader *r, ll_db *db, char *err, size_t errlen)
 /* Judges every input against the replies and dead letters naming it. */
 static void judge(reader *r, vf_check *checks)
 {
-    qsort(r->traces, r->n_traces, sizeof *r->traces, cmp_trace);
+    if (r->n_traces > 1)
+        qsort(r->traces, r->n_traces, sizeof *r->traces, cmp_trace);
     for (size_t i = 0; i < r->n_inputs; i++) {
         const input *in = &r->inputs[i];
         trace key = {in->route, in->partition, in->offset, false, ""};

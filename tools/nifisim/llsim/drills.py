@@ -383,6 +383,7 @@ def loadctl_verify(iso, *extra):
     p = iso.stack.loadctl("verify", "--topics", "--config", conf, "--timeout", "PT60S", "--json", *extra,
                           check=False)
     assert p.returncode in (0, 1), "verify failed to run: rc %d, %s %s" % (p.returncode, p.stdout, p.stderr)
+    assert p.stdout.strip(), "verify printed nothing: rc %d, stderr %s" % (p.returncode, p.stderr)
     doc = json.loads(p.stdout)
     assert doc["ok"] == (p.returncode == 0)
     return p.returncode, {c["name"]: c for c in doc["checks"]}
