@@ -19,6 +19,9 @@
 /* Settings of contract §9 (dispatch.*), in ms where a duration. */
 typedef struct dispatch_settings {
     int64_t batch, lease_ms, poll_ms, max_attempts, backoff_min_ms, backoff_max_ms, delivery_ms;
+    /* fault.crash_after_publish: kill -9 self after this many batches the broker acknowledged,
+     * before they are marked SENT (0 = never; crash drills only) */
+    int64_t crash_after_publish;
 } dispatch_settings;
 
 /* One leased outbox row with what its command needs. Strings owned by the struct. */

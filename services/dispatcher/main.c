@@ -3,6 +3,7 @@
  * FOR UPDATE SKIP LOCKED, publish the validate-run / reissue-partition command, mark SENT, back
  * off, or DEAD. Woken by LISTEN/NOTIFY, polling as the fallback. Contract §6.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,8 @@ static const ll_config_key keys[] = {
     {"nifi.ca_bundle", NULL, false, "http sink: CA bundle of the receiver's certificate"},
     {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)"},
     {"nifi.client_key", NULL, false, "http sink: client key"},
+    {"fault.crash_after_publish", "0", false,
+     "drills only: kill -9 self after this many acknowledged batches, before marking them SENT"},
     {NULL, NULL, false, NULL}};
 
 static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, size_t n)
@@ -45,7 +48,8 @@ static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, 
                    ll_config_int(cfg, "dispatch.max_attempts", &s->max_attempts, err, n) ||
                    ll_config_duration_ms(cfg, "dispatch.backoff_min", &s->backoff_min_ms, err, n) ||
                    ll_config_duration_ms(cfg, "dispatch.backoff_max", &s->backoff_max_ms, err, n) ||
-                   ll_config_duration_ms(cfg, "dispatch.delivery_timeout", &s->delivery_ms, err, n)
+                   ll_config_duration_ms(cfg, "dispatch.delivery_timeout", &s->delivery_ms, err, n) ||
+                   ll_config_int(cfg, "fault.crash_after_publish", &s->crash_after_publish, err, n)
                ? -1
                : 0;
 }
@@ -132,6 +136,24 @@ static void close_sink(dispatch_sink *sink)
 }
 
 /*
+ * The crash point of the drills: the broker has acknowledged the batch's commands, the rows are
+ * not SENT yet. After a restart the lease runs out and the same rows (same dispatch ids, same
+ * keys) are published again: the validation start's CAS keeps one winner (contract §5.7).
+ */
+static void crash_point(const leased *rows, size_t n, const dispatch_settings *s)
+{
+    static int64_t published;
+    bool any = false;
+    for (size_t i = 0; i < n; i++)
+        any |= delivered(&rows[i]);
+    if (s->crash_after_publish <= 0 || !any || ++published < s->crash_after_publish)
+        return;
+    ll_log(LL_WARN, NULL, "fault_injected", "killing self after published batch %lld, before marking it SENT",
+           (long long)published);
+    raise(SIGKILL);
+}
+
+/*
  * One tick (contract §6 "drain"): lease up to dispatch.batch due rows with one statement,
  * publish them all and wait once for the broker's acknowledgements, mark the delivered ones
  * SENT with one statement; again while a lease comes back full.
@@ -154,6 +176,7 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
         int64_t t1 = mono_ms();
         deliver(sink, rows, n, s);
         int64_t t2 = mono_ms();
+        crash_point(rows, n, s);
         long sent = 0, retried = 0, dead = 0;
         rc = outbox_settle(db, s, rows, n, &sent, &retried, &dead);
         int64_t t3 = mono_ms();

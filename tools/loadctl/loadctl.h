@@ -58,6 +58,9 @@ int lc_resend(const lc_opts *o, int argc, char **argv);
 int lc_cleanup_candidates(const lc_opts *o, int argc, char **argv);
 /* `loadctl cleanup RUN [--dropped-table T] [--deleted-path P]`: records a cleanup (cleanup.c). */
 int lc_cleanup(const lc_opts *o, int argc, char **argv);
+/* `loadctl verify [--topics]`: the ledger's and topics' invariants with their violations
+ * (verify.c; exit 0 all hold, 1 a violation, 2 usage or connection error). */
+int lc_verify(const lc_opts *o, int argc, char **argv);
 /* `loadctl monitor [--once]`: the terminal dashboard (monitor.c). */
 int lc_monitor(const lc_opts *o, int argc, char **argv);
 

@@ -24,6 +24,7 @@ static const struct {
     {"resend", lc_resend, "put a DEAD or SENT dispatch back to PENDING"},
     {"cleanup-candidates", lc_cleanup_candidates, "runs whose retention has passed"},
     {"cleanup", lc_cleanup, "record that a run's table and files were removed"},
+    {"verify", lc_verify, "check the ledger's (and --topics: the topics') invariants"},
     {"migrate", lc_migrate, "apply the SQL migrations not yet applied"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

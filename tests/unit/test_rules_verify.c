@@ -1,0 +1,174 @@
+/* test_rules_verify.c - the decisions of `loadctl verify`: event → run status (contract §3.1,
+ * §8), the status a run's events imply, and the accounting of input offsets and chunks. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ll/verify.h"
+
+static ll_run_status target(const ll_status_event *e)
+{
+    ll_run_status s = LL_RUN_STATUS_COUNT;
+    assert_int_equal(ll_event_run_status(e, &s), LL_EV_SETS);
+    return s;
+}
+
+static void test_fixed_events(void **state)
+{
+    (void)state;
+    const struct {
+        const char *name;
+        ll_run_status to;
+    } cases[] = {
+        {"RUN_STARTED", LL_RUN_CREATED},
+        {"MANIFEST_CREATED", LL_RUN_EXTRACTING},
+        {"MANIFEST_INVALID", LL_RUN_FAILED_MANIFEST},
+        {"EXTRACT_VALIDATED", LL_RUN_EXTRACTED_VALIDATED},
+        {"STAGE_VALIDATION_STARTED", LL_RUN_STAGE_VALIDATING},
+        {"STAGE_VALIDATED", LL_RUN_STAGING_VALIDATED},
+        {"PUBLISH_STARTED", LL_RUN_PUBLISHING},
+        {"PUBLISH_FINISHED", LL_RUN_PUBLISHED},
+        {"PUBLISH_UNKNOWN", LL_RUN_PUBLISH_UNKNOWN},
+        {"RUN_SUCCESS", LL_RUN_SUCCESS},
+        {"RUN_TIMED_OUT", LL_RUN_TIMED_OUT},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ll_status_event e = {.name = cases[i].name};
+        assert_int_equal(target(&e), cases[i].to);
+    }
+    /* every name in the table is a status event, and the table lists each once */
+    size_t n = 0;
+    for (; LL_STATUS_EVENT_NAMES[n]; n++) {
+        ll_status_event e = {
+            .name = LL_STATUS_EVENT_NAMES[n], .to = "FAILED_EXTRACT", .resolution = "PUBLISHED"};
+        ll_run_status s;
+        assert_int_equal(ll_event_run_status(&e, &s), LL_EV_SETS);
+    }
+    assert_int_equal(n, 13);
+}
+
+static void test_events_without_status(void **state)
+{
+    (void)state;
+    const char *names[] = {"PARTITION_STARTED", "PARTITION_SUCCESS",     "PARTITION_FAILED",
+                           "DEAD_LETTER",       "DISPATCH_DEAD",         "DISPATCH_REQUEUED",
+                           "DISPATCH_RESENT",   "RUN_STALE_ALERT",       "RECOVERY_REISSUED",
+                           "RUN_CLEANED",       "STAGING_METRIC_FAILED", "RUN_REJECTED"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        ll_status_event e = {.name = names[i]};
+        ll_run_status s;
+        assert_int_equal(ll_event_run_status(&e, &s), LL_EV_NONE);
+    }
+    ll_run_status s;
+    assert_int_equal(ll_event_run_status(NULL, &s), LL_EV_NONE);
+    ll_status_event noname = {0};
+    assert_int_equal(ll_event_run_status(&noname, &s), LL_EV_NONE);
+}
+
+static void test_run_failed(void **state)
+{
+    (void)state;
+    /* §5.6: the run failure report names its target */
+    ll_status_event rf = {.name = "RUN_FAILED", .to = "FAILED_STAGE_VALIDATION"};
+    assert_int_equal(target(&rf), LL_RUN_FAILED_STAGE_VALIDATION);
+    /* §5.14: a publish result FAILED_PUBLISH carries the publish token */
+    ll_status_event pub = {.name = "RUN_FAILED", .has_publish_token = true, .error_code = "HIVE_ERROR"};
+    assert_int_equal(target(&pub), LL_RUN_FAILED_PUBLISH);
+    /* §5.4 gate mismatch and §5.5 partition failure name their partition */
+    ll_status_event gate = {.name = "RUN_FAILED", .partition_id = "0001", .error_code = "ROW_COUNT_MISMATCH"};
+    assert_int_equal(target(&gate), LL_RUN_FAILED_EXTRACT);
+    ll_status_event snap = {.name = "RUN_FAILED", .partition_id = "0002", .error_code = "ora-01555"};
+    assert_int_equal(target(&snap), LL_RUN_FAILED_SNAPSHOT_EXPIRED);
+    ll_status_event cls = {.name = "RUN_FAILED", .partition_id = "0002", .error_class = "Snapshot"};
+    assert_int_equal(target(&cls), LL_RUN_FAILED_SNAPSHOT_EXPIRED);
+    /* without any of these facts, or with a target that is no status, it cannot be told */
+    ll_run_status s;
+    ll_status_event bare = {.name = "RUN_FAILED"};
+    assert_int_equal(ll_event_run_status(&bare, &s), LL_EV_UNKNOWN);
+    ll_status_event bad = {.name = "RUN_FAILED", .to = "BROKEN"};
+    assert_int_equal(ll_event_run_status(&bad, &s), LL_EV_UNKNOWN);
+}
+
+static void test_resolution(void **state)
+{
+    (void)state;
+    ll_status_event a = {.name = "PUBLISH_UNKNOWN_RESOLVED", .resolution = "PUBLISHED"};
+    assert_int_equal(target(&a), LL_RUN_PUBLISHED);
+    ll_status_event b = {.name = "PUBLISH_UNKNOWN_RESOLVED", .resolution = "FAILED_PUBLISH"};
+    assert_int_equal(target(&b), LL_RUN_FAILED_PUBLISH);
+    ll_run_status s;
+    ll_status_event c = {.name = "PUBLISH_UNKNOWN_RESOLVED", .resolution = "SUCCESS"};
+    assert_int_equal(ll_event_run_status(&c, &s), LL_EV_UNKNOWN);
+    ll_status_event d = {.name = "PUBLISH_UNKNOWN_RESOLVED"};
+    assert_int_equal(ll_event_run_status(&d, &s), LL_EV_UNKNOWN);
+}
+
+static void test_implied(void **state)
+{
+    (void)state;
+    /* the reference journey (contract §8 "typical event order") ends in SUCCESS */
+    const ll_status_event ok[] = {
+        {.name = "RUN_STARTED"},       {.name = "MANIFEST_CREATED"},  {.name = "PARTITION_STARTED"},
+        {.name = "PARTITION_SUCCESS"}, {.name = "EXTRACT_VALIDATED"}, {.name = "STAGE_VALIDATION_STARTED"},
+        {.name = "STAGE_VALIDATED"},   {.name = "PUBLISH_STARTED"},   {.name = "PUBLISH_FINISHED"},
+        {.name = "RUN_SUCCESS"},       {.name = "DISPATCH_REQUEUED"},
+    };
+    ll_run_status s = LL_RUN_STATUS_COUNT;
+    assert_int_equal(ll_run_status_implied(ok, sizeof ok / sizeof ok[0], &s), 0);
+    assert_int_equal(s, LL_RUN_SUCCESS);
+    /* a stuck publish resolved by the operator */
+    const ll_status_event pu[] = {{.name = "PUBLISH_STARTED"},
+                                  {.name = "PUBLISH_UNKNOWN"},
+                                  {.name = "PUBLISH_UNKNOWN_RESOLVED", .resolution = "FAILED_PUBLISH"}};
+    assert_int_equal(ll_run_status_implied(pu, 3, &s), 0);
+    assert_int_equal(s, LL_RUN_FAILED_PUBLISH);
+    /* the run's last status event decides, later non-status events do not */
+    const ll_status_event two[] = {{.name = "RUN_STARTED"}, {.name = "DEAD_LETTER"}};
+    assert_int_equal(ll_run_status_implied(two, 2, &s), 0);
+    assert_int_equal(s, LL_RUN_CREATED);
+    /* no status event at all, and an undecidable last one */
+    const ll_status_event none[] = {{.name = "PARTITION_STARTED"}};
+    assert_int_equal(ll_run_status_implied(none, 1, &s), 1);
+    assert_int_equal(ll_run_status_implied(NULL, 0, &s), 1);
+    const ll_status_event unknown[] = {{.name = "RUN_STARTED"}, {.name = "RUN_FAILED"}};
+    assert_int_equal(ll_run_status_implied(unknown, 2, &s), -1);
+}
+
+static void test_input_judge(void **state)
+{
+    (void)state;
+    assert_int_equal(ll_input_judge(1, 0), LL_INPUT_OK);
+    assert_int_equal(ll_input_judge(0, 1), LL_INPUT_OK);
+    assert_int_equal(ll_input_judge(0, 0), LL_INPUT_MISSING);
+    assert_int_equal(ll_input_judge(-3, 0), LL_INPUT_MISSING);
+    assert_int_equal(ll_input_judge(2, 0), LL_INPUT_DUPLICATE);
+    assert_int_equal(ll_input_judge(1, 1), LL_INPUT_DUPLICATE);
+    assert_int_equal(ll_input_judge(0, 2), LL_INPUT_DUPLICATE);
+}
+
+static void test_chunk_accounted(void **state)
+{
+    (void)state;
+    assert_true(ll_chunk_accounted(true, "ACCEPTED", false));
+    assert_true(ll_chunk_accounted(true, NULL, false));
+    assert_true(ll_chunk_accounted(false, "REJECTED", false));
+    assert_true(ll_chunk_accounted(false, "REPLAY", false));
+    assert_true(ll_chunk_accounted(false, NULL, true));
+    /* accepted but its file row is gone, or no trace at all: lost */
+    assert_false(ll_chunk_accounted(false, "ACCEPTED", false));
+    assert_false(ll_chunk_accounted(false, NULL, false));
+    assert_false(ll_chunk_accounted(false, "rejected", false));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fixed_events),    cmocka_unit_test(test_events_without_status),
+        cmocka_unit_test(test_run_failed),      cmocka_unit_test(test_resolution),
+        cmocka_unit_test(test_implied),         cmocka_unit_test(test_input_judge),
+        cmocka_unit_test(test_chunk_accounted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,155 @@
+/*
+ * verify.c - `loadctl verify [--topics] [--config FILE] [--max-records N] [--timeout DURATION]`:
+ * checks the invariants of the ledger (and with --topics of the topics) and prints each with its
+ * count of violations, 0 when it holds (verify.h lists them). Read-only: no lock, no commit.
+ *
+ * Exit codes (its own, unlike the other commands): 0 every invariant holds, 1 at least one is
+ * violated or could not be checked to the end (a bound stopped it), 2 usage, configuration,
+ * database or broker error.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ll/kloop.h"
+#include "ll/svc.h"
+#include "ll/topics.h"
+#include "loadctl.h"
+#include "verify.h"
+
+enum { VF_HOLDS = 0, VF_FAILS = 1, VF_ERROR = 2 };
+
+static const char USAGE[] =
+    "usage: loadctl verify [--topics] [--config FILE] [--max-records N] [--timeout DURATION] [--json]\n\n"
+    "Checks the invariants of the ledger and prints each with its count of violations (0 = holds).\n"
+    "--topics also reads the topics (read_committed): every input offset below its group's\n"
+    "committed offset has exactly one reply or one dead letter, and no chunk report is lost.\n"
+    "--config is a file of key = value lines like a service's (kafka.*, topic.prefix,\n"
+    "topic.<logical>.name|framing, schema.dir, schema.ids_file; LOADLEDGER_<KEY> overrides).\n"
+    "--max-records (default 1000000) and --timeout (default PT60S) bound the reading; a check they\n"
+    "stopped is reported as incomplete.\n"
+    "Exit codes: 0 all hold, 1 a violation (or an incomplete check), 2 usage or connection error.\n";
+
+static const struct {
+    const char *name, *what;
+} CHECKS[VF_COUNT] = {
+    {"run_status", "every run's status is the one its events imply"},
+    {"validate_dispatch", "one VALIDATE_RUN dispatch per run past extraction, none before"},
+    {"stage_validating", "at most one validation start (STAGE_VALIDATING entry) per run"},
+    {"partition_rows", "every SUCCESS partition's WRITTEN files sum to its rows"},
+    {"partition_counters", "every partition's counters (migration 0007) equal its WRITTEN files"},
+    {"one_reply", "every committed input offset has exactly one reply or one dead letter"},
+    {"offset_ahead", "no committed offset ahead of its database effect"},
+    {"chunk_lost", "no chunk lost: a file row, a REJECTED/REPLAY reply or a dead letter"},
+};
+
+/* The keys a verify configuration may hold: the services' own (so a service's file serves). */
+static ll_config_key *config_keys(void)
+{
+    ll_config_key *k = ll_config_keys_merge(LL_LOOP_CONFIG_KEYS, LL_DB_TIMEOUT_KEYS, NULL);
+    for (size_t i = 0; k && k[i].key; i++)
+        k[i].required = false; /* the database comes from --db as for every command */
+    return k;
+}
+
+static void print_text(const vf_check *c, int n, bool topics)
+{
+    for (int i = 0; i < n; i++) {
+        if (!c[i].ran) {
+            printf("%-20s %8s  %s\n", c[i].name, "-", topics ? c[i].what : "not checked (give --topics)");
+            continue;
+        }
+        printf("%-20s %8ld  %s%s\n", c[i].name, c[i].violations, c[i].what,
+               c[i].bounded ? " [incomplete: stopped by --max-records or --timeout]" : "");
+        for (size_t k = 0; k < json_array_size(c[i].samples); k++)
+            printf("%-20s %8s    %s\n", "", "", json_string_value(json_array_get(c[i].samples, k)));
+    }
+}
+
+static json_t *as_json(const vf_check *c, int n, bool ok)
+{
+    json_t *arr = json_array();
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s,s:s,s:b,s:b}", "name", c[i].name, "invariant", c[i].what, "checked",
+                              c[i].ran, "incomplete", c[i].bounded);
+        json_object_set_new(o, "violations", c[i].ran ? json_integer(c[i].violations) : json_null());
+        json_object_set(o, "samples", c[i].samples);
+        json_array_append_new(arr, o);
+    }
+    return json_pack("{s:b,s:o}", "ok", ok, "checks", arr);
+}
+
+int lc_verify(const lc_opts *go, int argc, char **argv)
+{
+    lc_opts opts = *go, *o = &opts;
+    const char *config = NULL, *max_records = "1000000", *timeout = "PT60S", *pos[1];
+    bool topics = false;
+    int npos;
+    lc_optspec specs[] = {{"topics", NULL, &topics},
+                          {"config", &config, NULL},
+                          {"max-records", &max_records, NULL},
+                          {"timeout", &timeout, NULL},
+                          {NULL, NULL, NULL}};
+    int rc = lc_args(o, USAGE, argc, argv, specs, pos, 0, 0, &npos);
+    if (rc != LC_CONTINUE)
+        return rc == LC_OK ? VF_HOLDS : VF_ERROR;
+    vf_bounds b;
+    long maxr;
+    if (lc_parse_int(max_records, 1, 100000000, &maxr) != 0)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--max-records must be 1..100000000"), VF_ERROR;
+    if (lc_parse_duration(timeout, &b.timeout_ms) != 0 || b.timeout_ms <= 0 || b.timeout_ms > 86400000)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--timeout must be a duration up to one day"), VF_ERROR;
+    b.max_records = maxr;
+    ll_config *cfg = NULL;
+    ll_config_key *keys = NULL; /* the configuration borrows the table: freed after it */
+    if (topics) {
+        char err[512];
+        keys = config_keys();
+        cfg = keys ? ll_config_load(config, keys, LL_ALL_TOPICS, err, sizeof err) : NULL;
+        if (!cfg) {
+            lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL, "%s", keys ? err : "out of memory");
+            free(keys);
+            return VF_ERROR;
+        }
+    }
+    ll_db db;
+    if (lc_db_open(o, &db) != LC_OK) {
+        ll_config_free(cfg);
+        free(keys);
+        return VF_ERROR;
+    }
+    vf_check c[VF_COUNT];
+    memset(c, 0, sizeof c);
+    for (int i = 0; i < VF_COUNT; i++) {
+        c[i].name = CHECKS[i].name;
+        c[i].what = CHECKS[i].what;
+        c[i].samples = json_array();
+    }
+    const char *what = NULL;
+    char err[512] = "";
+    rc = VF_HOLDS;
+    if (vf_check_ledger(&db, c, &what) != 0) {
+        lc_fail_db(o, &db, what);
+        rc = VF_ERROR;
+    } else if (topics && vf_check_topics(cfg, &db, &b, c, err, sizeof err) != 0) {
+        lc_fail(o, LC_DB, "TOPICS_UNAVAILABLE", NULL, "%s", err);
+        rc = VF_ERROR;
+    }
+    if (rc == VF_HOLDS) {
+        for (int i = 0; i < VF_COUNT; i++)
+            if (c[i].ran && (c[i].violations > 0 || c[i].bounded))
+                rc = VF_FAILS;
+        if (o->json)
+            lc_print_json(as_json(c, VF_COUNT, rc == VF_HOLDS));
+        else {
+            print_text(c, VF_COUNT, topics);
+            printf("%s\n", rc == VF_HOLDS ? "verify: every invariant holds" : "verify: VIOLATED");
+        }
+    }
+    for (int i = 0; i < VF_COUNT; i++)
+        json_decref(c[i].samples);
+    ll_db_close(&db);
+    ll_config_free(cfg);
+    free(keys);
+    return rc;
+}

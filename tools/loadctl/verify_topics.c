@@ -1,0 +1,558 @@
+/*
+ * verify_topics.c - the topic invariants of `loadctl verify --topics` (kafka-edition.md §3):
+ * every input offset below its group's committed offset has exactly one reply or one dead letter
+ * (read_committed, matched by the reply's sourceTopic/sourcePartition/sourceOffset and the dead
+ * letter's ll.source.* headers), so no offset was committed ahead of its database effect, and no
+ * chunk report was lost (its load_file row, a REJECTED/REPLAY reply, or a dead letter).
+ *
+ * The work is bounded before it starts: at most max_records records are read in all, within
+ * timeout_ms; a check a bound stopped says so (vf_check.bounded). Nothing is committed: the
+ * reader has a group id of its own, assigns partitions and never commits.
+ */
+#include <inttypes.h>
+#include <librdkafka/rdkafka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ll/codec.h"
+#include "ll/kloop.h"
+#include "ll/pgarray.h"
+#include "ll/rules.h"
+#include "ll/topics.h"
+#include "ll/verify.h"
+#include "verify.h"
+
+/* Which service consumes which input and answers on which topic (the services' main.c tables). */
+static const struct route {
+    const char *service, *input, *input_schema, *reply, *reply_schema;
+} ROUTES[] = {
+    {"registrar", "run-requests", "RunRequest.avsc", "run-decisions", "RunDecision.avsc"},
+    {"registrar", "manifests", "Manifest.avsc", "manifest-decisions", "ManifestDecision.avsc"},
+    {"claimer", "partition-claims", "PartitionClaim.avsc", "claim-decisions", "ClaimDecision.avsc"},
+    {"claimer", "publish-claims", "PublishClaim.avsc", "publish-claim-decisions",
+     "PublishClaimDecision.avsc"},
+    {"completion", "chunks", "ChunkWritten.avsc", "chunk-outcomes", "ChunkOutcome.avsc"},
+    {"completion", "partition-failures", "PartitionFailure.avsc", "partition-failure-outcomes",
+     "PartitionFailureOutcome.avsc"},
+    {"completion", "validation-starts", "ValidationStart.avsc", "validation-start-decisions",
+     "ValidationStartDecision.avsc"},
+    {"completion", "validation-metrics", "ValidationMetrics.avsc", "validation-metrics-outcomes",
+     "ValidationMetricsOutcome.avsc"},
+    {"completion", "stage-validations", "StageValidated.avsc", "stage-validation-outcomes",
+     "StageValidatedOutcome.avsc"},
+    {"completion", "publish-results", "PublishResult.avsc", "publish-result-outcomes",
+     "PublishResultOutcome.avsc"},
+    {"completion", "run-successes", "RunSuccess.avsc", "run-success-outcomes", "RunSuccessOutcome.avsc"},
+    {"completion", "run-failures", "RunFailure.avsc", "run-failure-outcomes", "RunFailureOutcome.avsc"},
+};
+#define N_ROUTES      ((int)(sizeof ROUTES / sizeof ROUTES[0]))
+#define CHUNK_ROUTE   4
+#define KAFKA_WAIT_MS 10000
+
+/* Which chunk reports of a batch have their file row ($1 run ids, $2 partitions, $3 indexes). */
+static const ll_stmt ST_FILE_ROWS = {
+    "verify_file_rows",
+    "SELECT t.i FROM unnest($1::uuid[], $2::text[], $3::int[]) WITH ORDINALITY AS t(r, p, c, i)"
+    " WHERE EXISTS (SELECT 1 FROM nifi_ops.load_file f"
+    "                WHERE f.run_id = t.r AND f.partition_id = t.p AND f.chunk_index = t.c)",
+    3};
+#define FILE_BATCH 1000
+
+enum { K_INPUT, K_REPLY, K_DLQ };
+
+/* One assigned partition: what it is and where reading stops (exclusive). */
+typedef struct part {
+    int kind, route; /* route: ROUTES index (K_INPUT, K_REPLY), -1 for dead letters */
+    int32_t partition;
+    int64_t end; /* inputs: the committed offset; replies, dead letters: the high watermark */
+    bool done;
+} part;
+
+/* An input record below the committed offset; a chunk report also carries its file key. */
+typedef struct input {
+    int route;
+    int32_t partition;
+    int64_t offset;
+    char *run, *pid; /* chunks only, owned (NULL when undecodable) */
+    int32_t chunk_index;
+    bool file_row;
+} input;
+
+/* A reply or dead letter naming an input (route -1: a source topic no route knows). */
+typedef struct trace {
+    int route;
+    int32_t partition;
+    int64_t offset;
+    bool dlq;
+    char outcome[16]; /* replies: ACCEPTED, REPLAY, REJECTED */
+} trace;
+
+typedef struct reader {
+    const ll_config *cfg;
+    char names[N_ROUTES][2][256], dlq[256];
+    ll_schema *schemas[N_ROUTES][2];
+    ll_decode_opts dopts[N_ROUTES][2];
+    ll_schema_ids *ids;
+    part *parts;
+    size_t n_parts;
+    input *inputs;
+    size_t n_inputs, cap_inputs;
+    trace *traces;
+    size_t n_traces, cap_traces;
+    int64_t records;
+} reader;
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* kafka.<key> of the configuration, except what would make the reader commit or join a group. */
+static void copy_kafka(const char *key, const char *value, void *arg)
+{
+    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
+        strcmp(key, "group.instance.id") == 0)
+        return;
+    char e[256];
+    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
+}
+
+static rd_kafka_t *consumer(const ll_config *cfg, const char *group, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    ll_config_foreach_prefix(cfg, "kafka.", copy_kafka, c);
+    char e[256];
+    const char *fixed[][2] = {{"group.id", group},
+                              {"enable.auto.commit", "false"},
+                              {"enable.auto.offset.store", "false"},
+                              {"isolation.level", "read_committed"},
+                              {"enable.partition.eof", "true"},
+                              {"auto.offset.reset", "earliest"}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (rd_kafka_conf_set(c, fixed[i][0], fixed[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "kafka %s: %s", fixed[i][0], e);
+            rd_kafka_conf_destroy(c);
+            return NULL;
+        }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e);
+    if (!rk)
+        snprintf(err, errlen, "kafka consumer: %s", e);
+    return rk;
+}
+
+static void destroy(rd_kafka_t *rk)
+{
+    if (rk)
+        rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
+
+/* Partition count of a topic, or -1 with err. */
+static int partitions_of(rd_kafka_t *rk, const char *topic, char *err, size_t errlen)
+{
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_WAIT_MS);
+    int n = -1;
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        snprintf(err, errlen, "metadata of %s: %s", topic, rd_kafka_err2str(e));
+    else if (md->topic_cnt != 1 || md->topics[0].err)
+        snprintf(err, errlen, "topic %s: %s", topic,
+                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "not found");
+    else
+        n = md->topics[0].partition_cnt;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    rd_kafka_topic_destroy(t);
+    return n;
+}
+
+static int load_schemas(reader *r, char *err, size_t errlen)
+{
+    const char *ids_file = ll_config_get(r->cfg, "schema.ids_file");
+    if (ids_file && *ids_file && !(r->ids = ll_schema_ids_load(ids_file, err, errlen)))
+        return -1;
+    for (int i = 0; i < N_ROUTES; i++) {
+        const char *logical[2] = {ROUTES[i].input, ROUTES[i].reply};
+        const char *file[2] = {ROUTES[i].input_schema, ROUTES[i].reply_schema};
+        for (int k = 0; k < 2; k++) {
+            ll_topic_name(r->cfg, logical[k], r->names[i][k], sizeof r->names[i][k]);
+            if (!(r->schemas[i][k] = ll_topic_schema_load(r->cfg, file[k], err, errlen)) ||
+                ll_topic_framing(r->cfg, logical[k], &r->dopts[i][k].framing, err, errlen) != 0)
+                return -1;
+            r->dopts[i][k].reader = r->schemas[i][k];
+            r->dopts[i][k].ids = r->ids;
+        }
+    }
+    ll_topic_name(r->cfg, "dead-letters", r->dlq, sizeof r->dlq);
+    return 0;
+}
+
+static void add_part(reader *r, int kind, int route, int32_t p, int64_t end)
+{
+    r->parts = realloc(r->parts, (r->n_parts + 1) * sizeof *r->parts);
+    if (!r->parts)
+        abort();
+    r->parts[r->n_parts++] = (part){kind, route, p, end, false};
+}
+
+static const char *topic_of(const reader *r, const part *p)
+{
+    return p->kind == K_DLQ ? r->dlq : r->names[p->route][p->kind == K_INPUT ? 0 : 1];
+}
+
+/*
+ * Plans the reading: the committed offset of every input partition (one lookup per group),
+ * and the watermarks of every partition. rk assigns from the low watermarks in *asg.
+ */
+static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg, char *err, size_t errlen)
+{
+    const char *prefix = ll_config_get(r->cfg, "topic.prefix");
+    for (int i = 0; i < N_ROUTES; i++) {
+        int n = partitions_of(rk, r->names[i][0], err, errlen);
+        int m = partitions_of(rk, r->names[i][1], err, errlen);
+        if (n < 0 || m < 0)
+            return -1;
+        char group[300];
+        snprintf(group, sizeof group, "%s%s", prefix ? prefix : "loadledger.", ROUTES[i].service);
+        rd_kafka_t *g = consumer(r->cfg, group, err, errlen);
+        if (!g)
+            return -1;
+        rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
+        for (int p = 0; p < n; p++)
+            rd_kafka_topic_partition_list_add(l, r->names[i][0], p);
+        rd_kafka_resp_err_t e = rd_kafka_committed(g, l, KAFKA_WAIT_MS);
+        destroy(g);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            snprintf(err, errlen, "committed offsets of group %s: %s", group, rd_kafka_err2str(e));
+            rd_kafka_topic_partition_list_destroy(l);
+            return -1;
+        }
+        for (int p = 0; p < l->cnt; p++)
+            if (l->elems[p].offset > 0)
+                add_part(r, K_INPUT, i, l->elems[p].partition, l->elems[p].offset);
+        rd_kafka_topic_partition_list_destroy(l);
+        for (int p = 0; p < m; p++)
+            add_part(r, K_REPLY, i, p, -1);
+    }
+    int n = partitions_of(rk, r->dlq, err, errlen);
+    if (n < 0)
+        return -1;
+    for (int p = 0; p < n; p++)
+        add_part(r, K_DLQ, -1, p, -1);
+    for (size_t i = 0; i < r->n_parts; i++) {
+        part *p = &r->parts[i];
+        int64_t lo, hi;
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, topic_of(r, p), p->partition, &lo, &hi, KAFKA_WAIT_MS);
+        if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            snprintf(err, errlen, "watermarks of %s [%" PRId32 "]: %s", topic_of(r, p), p->partition,
+                     rd_kafka_err2str(e));
+            return -1;
+        }
+        if (p->end < 0 || p->end > hi)
+            p->end = hi;
+        p->done = lo >= p->end;
+        if (!p->done)
+            rd_kafka_topic_partition_list_add(asg, topic_of(r, p), p->partition)->offset = lo;
+    }
+    return 0;
+}
+
+static part *find_part(reader *r, const char *topic, int32_t p)
+{
+    for (size_t i = 0; i < r->n_parts; i++)
+        if (r->parts[i].partition == p && strcmp(topic_of(r, &r->parts[i]), topic) == 0)
+            return &r->parts[i];
+    return NULL;
+}
+
+static int route_of_input(const reader *r, const char *topic)
+{
+    for (int i = 0; i < N_ROUTES; i++)
+        if (strcmp(r->names[i][0], topic) == 0)
+            return i;
+    return -1;
+}
+
+static trace *new_trace(reader *r)
+{
+    if (r->n_traces == r->cap_traces) {
+        r->cap_traces = r->cap_traces ? r->cap_traces * 2 : 1024;
+        r->traces = realloc(r->traces, r->cap_traces * sizeof *r->traces);
+        if (!r->traces)
+            abort();
+    }
+    trace *t = &r->traces[r->n_traces++];
+    memset(t, 0, sizeof *t);
+    return t;
+}
+
+static void take_input(reader *r, const part *p, const rd_kafka_message_t *m)
+{
+    if (r->n_inputs == r->cap_inputs) {
+        r->cap_inputs = r->cap_inputs ? r->cap_inputs * 2 : 1024;
+        r->inputs = realloc(r->inputs, r->cap_inputs * sizeof *r->inputs);
+        if (!r->inputs)
+            abort();
+    }
+    input *in = &r->inputs[r->n_inputs++];
+    memset(in, 0, sizeof *in);
+    in->route = p->route;
+    in->partition = p->partition;
+    in->offset = m->offset;
+    if (p->route != CHUNK_ROUTE)
+        return;
+    json_t *v = NULL;
+    char e[256];
+    if (ll_decode(&r->dopts[p->route][0], m->payload, m->len, &v, e, sizeof e) == 0) {
+        const char *run = json_string_value(json_object_get(v, "runId"));
+        const char *pid = json_string_value(json_object_get(v, "partitionId"));
+        json_t *idx = json_object_get(v, "chunkIndex");
+        if (run && pid && json_is_integer(idx) && ll_is_uuid(run)) {
+            in->run = strdup(run);
+            in->pid = strdup(pid);
+            in->chunk_index = (int32_t)json_integer_value(idx);
+        }
+    }
+    json_decref(v);
+}
+
+static void take_reply(reader *r, const part *p, const rd_kafka_message_t *m)
+{
+    json_t *v = NULL;
+    char e[256];
+    if (ll_decode(&r->dopts[p->route][1], m->payload, m->len, &v, e, sizeof e) != 0)
+        return; /* not a reply of ours: it names no input */
+    const char *src = json_string_value(json_object_get(v, "sourceTopic"));
+    json_t *sp = json_object_get(v, "sourcePartition"), *so = json_object_get(v, "sourceOffset");
+    const char *outcome = json_string_value(json_object_get(v, "outcome"));
+    if (src && json_is_integer(sp) && json_is_integer(so)) {
+        trace *t = new_trace(r);
+        t->route = route_of_input(r, src);
+        t->partition = (int32_t)json_integer_value(sp);
+        t->offset = json_integer_value(so);
+        snprintf(t->outcome, sizeof t->outcome, "%s", outcome ? outcome : "");
+    }
+    json_decref(v);
+}
+
+/* A header's value as a NUL-terminated string in buf, or NULL. */
+static const char *header(const rd_kafka_message_t *m, const char *name, char *buf, size_t len)
+{
+    rd_kafka_headers_t *h = NULL;
+    const void *val;
+    size_t vlen;
+    if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR ||
+        rd_kafka_header_get_last(h, name, &val, &vlen) != RD_KAFKA_RESP_ERR_NO_ERROR || !val || vlen >= len)
+        return NULL;
+    memcpy(buf, val, vlen);
+    buf[vlen] = '\0';
+    return buf;
+}
+
+static void take_dead_letter(reader *r, const rd_kafka_message_t *m)
+{
+    char topic[256], pb[32], ob[32];
+    if (!header(m, "ll.source.topic", topic, sizeof topic) ||
+        !header(m, "ll.source.partition", pb, sizeof pb) || !header(m, "ll.source.offset", ob, sizeof ob))
+        return;
+    trace *t = new_trace(r);
+    t->route = route_of_input(r, topic);
+    t->partition = (int32_t)strtol(pb, NULL, 10);
+    t->offset = strtoll(ob, NULL, 10);
+    t->dlq = true;
+}
+
+/* Reads until every partition reached its end, or a bound. Returns true when a bound stopped it. */
+static bool read_all(reader *r, rd_kafka_t *rk, const vf_bounds *b)
+{
+    int64_t deadline = now_ms() + b->timeout_ms;
+    size_t open = 0;
+    for (size_t i = 0; i < r->n_parts; i++)
+        open += !r->parts[i].done;
+    while (open > 0) {
+        if (r->records >= b->max_records || now_ms() >= deadline)
+            return true;
+        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
+        if (!m)
+            continue;
+        part *p = find_part(r, rd_kafka_topic_name(m->rkt), m->partition);
+        if (!p || p->done || (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)) {
+            rd_kafka_message_destroy(m);
+            continue;
+        }
+        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF || m->offset >= p->end) {
+            p->done = true;
+        } else {
+            r->records++;
+            if (p->kind == K_INPUT)
+                take_input(r, p, m);
+            else if (p->kind == K_REPLY)
+                take_reply(r, p, m);
+            else
+                take_dead_letter(r, m);
+            p->done = m->offset + 1 >= p->end;
+        }
+        if (p->done) {
+            open--;
+            rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
+            rd_kafka_topic_partition_list_add(l, topic_of(r, p), p->partition);
+            rd_kafka_pause_partitions(rk, l);
+            rd_kafka_topic_partition_list_destroy(l);
+        }
+        rd_kafka_message_destroy(m);
+    }
+    return false;
+}
+
+static int cmp_trace(const void *a, const void *b)
+{
+    const trace *x = a, *y = b;
+    if (x->route != y->route)
+        return x->route < y->route ? -1 : 1;
+    if (x->partition != y->partition)
+        return x->partition < y->partition ? -1 : 1;
+    return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Marks the chunk inputs whose file row exists, FILE_BATCH at a time. */
+static int file_rows(reader *r, ll_db *db, char *err, size_t errlen)
+{
+    size_t *which = malloc(FILE_BATCH * sizeof *which);
+    if (!which)
+        abort();
+    int rc = 0;
+    for (size_t i = 0; i < r->n_inputs && rc == 0;) {
+        ll_pgarray runs = {0}, pids = {0}, idx = {0};
+        size_t n = 0;
+        for (; i < r->n_inputs && n < FILE_BATCH; i++)
+            if (r->inputs[i].run) {
+                ll_pgarray_add(&runs, r->inputs[i].run);
+                ll_pgarray_add(&pids, r->inputs[i].pid);
+                ll_pgarray_add_ll(&idx, r->inputs[i].chunk_index);
+                which[n++] = i;
+            }
+        if (n > 0) {
+            const char *p[3] = {ll_pgarray_text(&runs), ll_pgarray_text(&pids), ll_pgarray_text(&idx)};
+            PGresult *res = ll_db_exec(db, &ST_FILE_ROWS, p);
+            if (!res) {
+                snprintf(err, errlen, "%s: %s", ST_FILE_ROWS.name, db->err.message);
+                rc = -1;
+            } else {
+                for (int k = 0; k < PQntuples(res); k++) {
+                    long ord = strtol(PQgetvalue(res, k, 0), NULL, 10);
+                    if (ord >= 1 && (size_t)ord <= n)
+                        r->inputs[which[ord - 1]].file_row = true;
+                }
+                PQclear(res);
+            }
+        }
+        ll_pgarray_free(&runs);
+        ll_pgarray_free(&pids);
+        ll_pgarray_free(&idx);
+    }
+    free(which);
+    return rc;
+}
+
+/* Judges every input against the replies and dead letters naming it. */
+static void judge(reader *r, vf_check *checks)
+{
+    if (r->n_traces > 1)
+        qsort(r->traces, r->n_traces, sizeof *r->traces, cmp_trace);
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        const input *in = &r->inputs[i];
+        trace key = {in->route, in->partition, in->offset, false, ""};
+        /* the first trace not below the key, then every equal one */
+        size_t lo = 0, hi = r->n_traces;
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (cmp_trace(&r->traces[mid], &key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        long replies = 0, dead = 0;
+        const char *outcome = NULL;
+        for (size_t k = lo; k < r->n_traces && cmp_trace(&r->traces[k], &key) == 0; k++) {
+            if (r->traces[k].dlq) {
+                dead++;
+            } else {
+                replies++;
+                outcome = r->traces[k].outcome;
+            }
+        }
+        const char *topic = r->names[in->route][0];
+        ll_input_verdict v = ll_input_judge(replies, dead);
+        if (v == LL_INPUT_MISSING) {
+            vf_violation(&checks[VF_ONE_REPLY], "%s[%" PRId32 "]@%" PRId64 ": no reply, no dead letter",
+                         topic, in->partition, in->offset);
+            vf_violation(&checks[VF_OFFSET_AHEAD],
+                         "%s[%" PRId32 "]@%" PRId64 ": below the committed offset"
+                         " without its effect",
+                         topic, in->partition, in->offset);
+        } else if (v == LL_INPUT_DUPLICATE) {
+            vf_violation(&checks[VF_ONE_REPLY], "%s[%" PRId32 "]@%" PRId64 ": %ld replies, %ld dead letters",
+                         topic, in->partition, in->offset, replies, dead);
+        }
+        if (in->route == CHUNK_ROUTE && !ll_chunk_accounted(in->file_row, outcome, dead > 0))
+            vf_violation(&checks[VF_CHUNK_LOST], "%s[%" PRId32 "]@%" PRId64 ": %s/%s chunk %" PRId32 " %s",
+                         topic, in->partition, in->offset, in->run ? in->run : "?", in->pid ? in->pid : "?",
+                         in->chunk_index, outcome ? outcome : "without reply");
+    }
+}
+
+static void reader_free(reader *r)
+{
+    for (int i = 0; i < N_ROUTES; i++)
+        for (int k = 0; k < 2; k++)
+            ll_schema_free(r->schemas[i][k]);
+    ll_schema_ids_free(r->ids);
+    for (size_t i = 0; i < r->n_inputs; i++) {
+        free(r->inputs[i].run);
+        free(r->inputs[i].pid);
+    }
+    free(r->inputs);
+    free(r->traces);
+    free(r->parts);
+}
+
+int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, vf_check *checks, char *err,
+                    size_t errlen)
+{
+    reader r = {.cfg = cfg};
+    rd_kafka_t *rk = NULL;
+    rd_kafka_topic_partition_list_t *asg = rd_kafka_topic_partition_list_new(64);
+    int rc = -1;
+    if (!ll_config_get(cfg, "kafka.bootstrap.servers")) {
+        snprintf(err, errlen, "--topics needs kafka.bootstrap.servers (--config FILE or the environment)");
+        goto out;
+    }
+    if (load_schemas(&r, err, errlen) != 0 || !(rk = consumer(cfg, "loadctl-verify", err, errlen)) ||
+        plan(&r, rk, asg, err, errlen) != 0)
+        goto out;
+    rd_kafka_resp_err_t e = rd_kafka_assign(rk, asg);
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+        snprintf(err, errlen, "assign: %s", rd_kafka_err2str(e));
+        goto out;
+    }
+    bool bounded = read_all(&r, rk, b);
+    rd_kafka_assign(rk, NULL);
+    if (file_rows(&r, db, err, errlen) != 0)
+        goto out;
+    judge(&r, checks);
+    for (int i = VF_ONE_REPLY; i <= VF_CHUNK_LOST; i++) {
+        checks[i].ran = true;
+        checks[i].bounded = bounded;
+    }
+    rc = 0;
+out:
+    rd_kafka_topic_partition_list_destroy(asg);
+    destroy(rk);
+    reader_free(&r);
+    return rc;
+}
