@@ -9,14 +9,14 @@ isolated stacks with the same run ids. One stack runs the default loop (the set-
 what it can, the rest goes one by one), the other `loop.db_batch_max=1` (every message one by one,
 the reference). Every reply (outcome, code, counts, statuses, in order per run), every ledger row
 and the dead letters must be the same; the default stack's debug log must show that the set-based
-path applied most of the reports.
+path applied most of the reports, and `loadctl verify` must pass on both.
 """
 import uuid
 
 import pytest
 
 from conftest import close_clean, new_run
-from llsim.drills import Isolated, RawReader, log_lines, send_to, wait_until
+from llsim.drills import Isolated, RawReader, loadctl_verify, log_lines, send_to, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 from llsim.scenario import Run
@@ -100,6 +100,8 @@ def play(iso, seq, settings, n_runs):
             ledger[name] = cur.fetchall()
         db.close()
         dead = sorted(r["headers"].get("ll.error.code") for r in dlq.records)
+        rc, checks = loadctl_verify(iso)  # every invariant of the ledger and the topics holds
+        assert rc == 0, {k: v for k, v in checks.items() if v.get("violations")}
         return out, ledger, dead, log_lines(st.log_path("completion-0"))
     finally:
         flow.close()
