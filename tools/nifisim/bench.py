@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """The benchmark driver of scripts/bench.sh (issue 8): chunk events per second of ll-completion on
 a durable PostgreSQL, with the loop's default settings and with loop.batch_max=1, next to pgbench
-running the service's own statements (scripts/bench/chunk.sql); statements, commits and RSS per
-event; latency from a run's last chunk to its validate-run command; a run held by an early chunk.
+running the service's own statements: the per-message ones (scripts/bench/chunk.sql), 1 and
+--pgbench-batch per transaction, and the set-based ones as the service groups them for a poll batch
+(pgbench_bulk.py); statements, commits and RSS per event; latency from a run's last chunk to its
+validate-run command; a run held by an early chunk.
 
 It needs the environment of scripts/env.sh up in $LL_RUN_DIR (durable, with pg_stat_statements)
 and a build in $LL_BUILD_DIR. Each measurement gets a ledger database and a topic set of its own
@@ -32,6 +34,7 @@ from llsim.avroframe import REPO  # noqa: E402
 from llsim.drills import Isolated, watermarks  # noqa: E402
 from llsim.kafkaio import SCHEMAS  # noqa: E402
 from llsim.scenario import Run  # noqa: E402
+import pgbench_bulk  # noqa: E402
 
 ROWS_PER_CHUNK = 100
 CHUNK_SQL = os.path.join(REPO, "scripts", "bench", "chunk.sql")
@@ -280,6 +283,37 @@ def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, kee
     return f, iso
 
 
+def run_pgbench(iso, script_text, name, tx, defines, pre, runs_n, files_n):
+    """pgbench -c 1 -M prepared, `tx` transactions of the script, as ll_completion; afterwards every
+    run whose id starts with `pre` must be EXTRACTED_VALIDATED with its `files_n` file rows in
+    all. Returns (tps, wall seconds)."""
+    script = os.path.join(iso.stack.conf_dir, name)
+    with open(script, "w") as f:
+        f.write(script_text)
+    env = dict(os.environ, PGHOST=iso.stack.pg["host"], PGPORT=str(iso.stack.pg["port"]))
+    cmd = [os.path.join(iso.stack.env.get("LL_PG_BINDIR", "/usr/lib/postgresql/15/bin"), "pgbench"), "-n",
+           "-c", "1", "-M", "prepared", "-t", str(tx), "-U", "ll_completion"]
+    for k, v in defines:
+        cmd += ["-D", "%s=%s" % (k, v)]
+    cmd += ["-D", "pre=" + pre, "-f", script, iso.dbname]
+    stat_reset(iso)
+    t = time.time()
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.time() - t
+    if p.returncode != 0:
+        raise RuntimeError("pgbench failed (%s): %s %s" % (script, p.stdout[-2000:], p.stderr[-2000:]))
+    _commits, stmts = stat_read(iso, "ll_completion")
+    tps = next(float(line.split("=")[1].split()[0]) for line in p.stdout.splitlines() if line.startswith("tps"))
+    done = pg(iso, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id::text LIKE %s"
+                   " AND status = 'EXTRACTED_VALIDATED'", (pre + "%",))[0][0]
+    files = pg(iso, "SELECT count(*) FROM nifi_ops.load_file WHERE run_id::text LIKE %s", (pre + "%",))[0][0]
+    assert done == runs_n and files == files_n, "pgbench (%s): %d of %d runs validated, %d of %d files" % (
+        script, done, runs_n, files, files_n)
+    return tps, wall, {"statements_per_event": sum(r[0] for r in stmts) / files_n,
+                       "server_ms_per_event": sum(r[1] for r in stmts) / files_n,
+                       "top_statements": [(c, round(ms, 1), short(q)) for c, ms, _r, q in stmts[:8]]}
+
+
 def pgbench(args, iso, parts, chunks, runs_n, per_tx, pre):
     """pgbench -c 1 over scripts/bench/chunk.sql, per_tx chunks per transaction, on the runs whose
     ids start with `pre` (claimed by throughput()); tps in chunks per second."""
@@ -290,26 +324,40 @@ def pgbench(args, iso, parts, chunks, runs_n, per_tx, pre):
     end = open(CHUNK_END_SQL).read()
     if per_tx > 1:  # a savepoint per message, as kloop_batch.c takes them
         body = "SAVEPOINT m;\n" + body
-    script = os.path.join(iso.stack.conf_dir, "chunk_tx%d.sql" % per_tx)
-    with open(script, "w") as f:
-        f.write("BEGIN ISOLATION LEVEL READ COMMITTED;\n" + body * per_tx + end + "COMMIT;\n")
     tx = total // per_tx
-    env = dict(os.environ, PGHOST=iso.stack.pg["host"], PGPORT=str(iso.stack.pg["port"]))
-    cmd = [os.path.join(iso.stack.env.get("LL_PG_BINDIR", "/usr/lib/postgresql/15/bin"), "pgbench"), "-n",
-           "-c", "1", "-M", "prepared", "-t", str(tx), "-U", "ll_completion", "-D", "n=-1",
-           "-D", "C=%d" % chunks, "-D", "P=%d" % parts, "-D", "pre=" + pre, "-f", script, iso.dbname]
-    t = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.time() - t
-    if p.returncode != 0:
-        raise RuntimeError("pgbench failed: %s %s" % (p.stdout[-2000:], p.stderr[-2000:]))
-    tps = next(float(line.split("=")[1].split()[0]) for line in p.stdout.splitlines() if line.startswith("tps"))
-    done = pg(iso, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id::text LIKE %s"
-                   " AND status = 'EXTRACTED_VALIDATED'", (pre + "%",))[0][0]
-    assert done == runs_n, "pgbench: %d of %d runs validated" % (done, runs_n)
-    f = {"per_tx": per_tx, "transactions": tx, "events": tx * per_tx, "eps": tps * per_tx,
-         "wall_s": wall}
-    say("-- pgbench %d chunk(s) per transaction: %d chunks, %.0f chunks/s" % (per_tx, tx * per_tx, f["eps"]))
+    tps, wall, st = run_pgbench(iso, "BEGIN ISOLATION LEVEL READ COMMITTED;\n" + body * per_tx + end + "COMMIT;\n",
+                            "chunk_tx%d.sql" % per_tx, tx, [("n", -1), ("C", chunks), ("P", parts)], pre,
+                            runs_n, total)
+    f = {"kind": "per-message", "per_tx": per_tx, "transactions": tx, "events": tx * per_tx,
+         "eps": tps * per_tx, "wall_s": wall, **st}
+    say("-- pgbench %d chunk(s) per transaction: %d chunks, %.0f chunks/s, %.2f statements/chunk,"
+        " %.3f server ms/chunk" % (per_tx, tx * per_tx, f["eps"], st["statements_per_event"],
+                                   st["server_ms_per_event"]))
+    return f
+
+
+def pgbench_set_based(args, iso, parts, chunks, runs_n, per_tx, pre):
+    """pgbench -c 1 over the set-based statements (pgbench_bulk.py), per_tx chunks per transaction
+    (the service's poll batch: whole transactions only, and at most the savepoints the service
+    takes in one), on the runs whose ids start with `pre`; tps in chunks per second."""
+    total = runs_n * parts * chunks
+    per_tx = min(per_tx, total)
+    while per_tx > 2 and (total % per_tx or
+                          pgbench_bulk.savepoints(per_tx, chunks, parts) >= pgbench_bulk.SAVEPOINTS_MAX):
+        per_tx -= 1
+    if total % per_tx:
+        raise RuntimeError("pgbench set-based: no batch of 2 or more divides %d chunks" % total)
+    tx = total // per_tx
+    text = pgbench_bulk.script(REPO, per_tx, chunks, parts, open(CHUNK_SQL).read())
+    tps, wall, st = run_pgbench(iso, text, "chunk_bulk_tx%d.sql" % per_tx, tx,
+                            [("t", -1), ("N", per_tx), ("C", chunks), ("P", parts)], pre, runs_n, total)
+    f = {"kind": "set-based", "per_tx": per_tx, "transactions": tx, "events": tx * per_tx,
+         "eps": tps * per_tx, "wall_s": wall, **st}
+    say("-- pgbench set-based, %d chunks per transaction: %d chunks, %.0f chunks/s, %.2f statements/chunk,"
+        " %.3f server ms/chunk" % (per_tx, tx * per_tx, f["eps"], st["statements_per_event"],
+                                   st["server_ms_per_event"]))
+    for c, ms, q in st["top_statements"]:
+        say("    %7d %9.1f  %s" % (c, ms, q))
     return f
 
 
@@ -534,6 +582,12 @@ def report(res):
         for c, ms, q in a["top_statements"]:
             say("    %7d %9.1f  %s" % (c, ms, q))
     for pb in res.get("pgbench", []):
+        if pb.get("kind") == "set-based":
+            line = "pgbench, set-based statements, %d chunks/transaction: %.0f chunks/s" % (pb["per_tx"], pb["eps"])
+            if a:
+                line += "; service/this ceiling = %.2f" % (a["eps_first_last"] / pb["eps"])
+            say(line)
+            continue
         line = "pgbench, same statements, %d chunk(s)/transaction: %.0f chunks/s" % (pb["per_tx"], pb["eps"])
         if pb["per_tx"] == 1 and a:
             line += "; service/pgbench = %.2f (default loop), %.2f (batch_max=1)" % (
@@ -580,7 +634,11 @@ def main():
     ap.add_argument("--scale-chunks", type=int, default=10000, help="chunks per partition of the 1 x 2 run")
     ap.add_argument("--small-runs", type=int, default=100, help="runs of the 10-chunks-per-partition cost")
     ap.add_argument("--pgbench-batch", type=int, default=40,
-                    help="chunks per transaction of the ceiling (pgbench 15 crashed with 50 copies of the script)")
+                    help="chunks per transaction of the per-message ceiling (pgbench 15 crashed with 50"
+                         " copies of the script)")
+    ap.add_argument("--pgbench-bulk-batch", type=int, default=500,
+                    help="chunks per transaction of the set-based ceiling (loop.batch_max; lowered to divide"
+                         " the workload and to stay under the service's 60 savepoints per transaction)")
     ap.add_argument("--latency-seconds", type=float, default=30)
     ap.add_argument("--latency-chunks", type=int, default=5)
     ap.add_argument("--latency-rate", type=float, default=0,
@@ -596,13 +654,15 @@ def main():
     res = {"not_measured": {}}
     t = time.time()
     a, iso = throughput(args, "loop default", args.runs, args.partitions, args.chunks, {},
-                        pgbench_sets=0 if "pgbench" in skip else 2, keep="pgbench" not in skip)
+                        pgbench_sets=0 if "pgbench" in skip else 3, keep="pgbench" not in skip)
     res["default"] = a
     if iso:
         try:
             res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1, "bbbbbbbb"),
                               pgbench(args, iso, args.partitions, args.chunks, args.runs, args.pgbench_batch,
-                                      "bbbbbbbc")]
+                                      "bbbbbbbc"),
+                              pgbench_set_based(args, iso, args.partitions, args.chunks, args.runs,
+                                                args.pgbench_bulk_batch, "bbbbbbbd")]
         finally:
             iso.close()  # its services too, also when pgbench fails
     res["batch1"], _ = throughput(args, "loop.batch_max=1", args.runs, args.partitions, args.chunks,
