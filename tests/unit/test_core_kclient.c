@@ -81,20 +81,20 @@ static void test_fetch_defaults_are_bounded(void **state)
     assert_int_equal(ll_kfetch_settle(1048576, 1000000, &k, err, sizeof err), 0);
     assert_int_equal(k.partition_fetch_bytes, 1048576 + LL_KFETCH_HEADROOM);
     assert_int_equal(k.fetch_max_bytes, 1048576 + LL_KFETCH_HEADROOM);
-    assert_int_equal(k.queued_max_kbytes, 1088);                            /* librdkafka: 65536 */
+    assert_int_equal(k.queued_max_kbytes, 2 * 1088);                        /* librdkafka: 65536 */
     assert_int_equal(k.queued_min_messages, LL_KFETCH_QUEUED_MIN_MESSAGES); /* librdkafka: 100000 */
     assert_int_equal(k.receive_max_bytes, 0);                               /* librdkafka derives it */
     /* a larger consumer message.max.bytes raises fetch.max.bytes (librdkafka's own rule) */
     ll_kfetch m = {0};
     assert_int_equal(ll_kfetch_settle(1048576, 4000000, &m, err, sizeof err), 0);
     assert_int_equal(m.fetch_max_bytes, 4000000);
-    assert_int_equal(m.queued_max_kbytes, 3907);
+    assert_int_equal(m.queued_max_kbytes, 2 * 3907);
     /* a larger loop.max_message_bytes raises every floor with it */
     ll_kfetch b = {0};
     assert_int_equal(ll_kfetch_settle(3000000, 1000000, &b, err, sizeof err), 0);
     assert_int_equal(b.partition_fetch_bytes, 3065536);
     assert_int_equal(b.fetch_max_bytes, 3065536);
-    assert_int_equal(b.queued_max_kbytes, 2994);
+    assert_int_equal(b.queued_max_kbytes, 2 * 2994);
 }
 
 /* Configured values are kept when a loop.max_message_bytes message still fits. */

@@ -53,10 +53,10 @@ int ll_kafka_topic_max_message_bytes(rd_kafka_t *rk, const char *topic, int time
                                      char *why, size_t whylen);
 
 /*
- * The consumer's fetch and prefetch sizes (issue 8: RSS ≤ 16 MiB per service, also with a
- * backlog). librdkafka's own defaults prefetch up to 100,000 messages or 64 MiB per consumer
- * before the loop asks for them; the loop's defaults keep about one fetch response queued. A
- * field is 0 when kafka.<property> is not configured.
+ * The consumer's fetch and prefetch sizes (issue 8: memory under a backlog). librdkafka's own
+ * defaults prefetch up to 100,000 messages or 64 MiB per partition before the loop asks for them;
+ * the loop's defaults keep LL_KFETCH_QUEUED_FETCHES fetch responses queued per partition. A field
+ * is 0 when kafka.<property> is not configured.
  */
 typedef struct ll_kfetch {
     int64_t queued_min_messages;   /* queued.min.messages (messages per partition) */
@@ -66,8 +66,14 @@ typedef struct ll_kfetch {
     int64_t receive_max_bytes;     /* receive.message.max.bytes (bytes, one response) */
 } ll_kfetch;
 
-/* The loop's default queued.min.messages (messages per partition). */
-#define LL_KFETCH_QUEUED_MIN_MESSAGES 500
+/* The loop's default queued.min.messages (messages per partition): librdkafka's own. A lower one
+ * stalls a backlog: librdkafka 2.0.2 stops fetching a partition for a fixed 1,000 ms once its
+ * queue reaches queued.min.messages or queued.max.messages.kbytes (fetch.queue.backoff.ms is
+ * librdkafka ≥ 2.2), so a queue must hold at least a second of work. */
+#define LL_KFETCH_QUEUED_MIN_MESSAGES 100000
+/* The loop's default queued.max.messages.kbytes, in fetch responses (fetch.max.bytes) per partition:
+ * about a second of chunk events at 5,000/s, whose memory the RSS pays under a backlog. */
+#define LL_KFETCH_QUEUED_FETCHES 2
 /* Room a fetch needs above loop.max_message_bytes for the key, the headers and the record
  * batch framing of the largest accepted message (bytes). */
 #define LL_KFETCH_HEADROOM 65536
@@ -77,7 +83,8 @@ typedef struct ll_kfetch {
  * (loop.max_message_bytes), where message_max is the consumer's message.max.bytes (librdkafka
  * requires fetch.max.bytes ≥ it). Every 0 field of *k gets its bounded default:
  *   max.partition.fetch.bytes = need = max_message_bytes + LL_KFETCH_HEADROOM,
- *   fetch.max.bytes = max(need, message_max), queued.max.messages.kbytes = fetch.max.bytes in KiB,
+ *   fetch.max.bytes = max(need, message_max), queued.max.messages.kbytes = LL_KFETCH_QUEUED_FETCHES
+ *   × fetch.max.bytes in KiB,
  *   queued.min.messages = LL_KFETCH_QUEUED_MIN_MESSAGES, receive.message.max.bytes stays 0
  *   (librdkafka derives it from fetch.max.bytes).
  * A configured field is checked so that a message of max_message_bytes can still be fetched

@@ -67,7 +67,7 @@ int ll_kfetch_settle(int64_t max_message_bytes, int64_t message_max, ll_kfetch *
                      "librdkafka requires fetch.max.bytes >= kafka.message.max.bytes; raise it", err, errlen);
     int64_t need_kb = (need + 1023) / 1024;
     if (!k->queued_max_kbytes)
-        k->queued_max_kbytes = (k->fetch_max_bytes + 1023) / 1024;
+        k->queued_max_kbytes = LL_KFETCH_QUEUED_FETCHES * ((k->fetch_max_bytes + 1023) / 1024);
     else if (k->queued_max_kbytes < need_kb)
         return below("queued.max.messages.kbytes", k->queued_max_kbytes, " KiB", need_kb, big, err, errlen);
     if (!k->queued_min_messages)
