@@ -9,12 +9,14 @@ scenario must still reach EXTRACTED_VALIDATED and SUCCESS with the right ledger;
 which cannot LISTEN through the pooler, polls, or LISTENs on a direct db.listen_conninfo.
 """
 import os
+import threading
+import time
 
 import psycopg2
 import pytest
 
 from conftest import close_clean, new_run, one, rows
-from llsim.drills import Isolated, env_sh, events, log_lines
+from llsim.drills import Isolated, env_sh, events, hold_run_row, log_lines
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 from llsim.lifecycle import Lifecycle
@@ -114,6 +116,46 @@ def test_reference_scenario_reaches_success_through_pgbouncer(bouncer):
         assert not bad, (s, bad[:3])
     assert events(stack.log_path("dispatcher-0"), "listen_pooled")
     assert not events(stack.log_path("dispatcher-0"), "listen_connected")
+
+
+def test_lock_timeout_bounds_a_pooled_transaction(bouncer):
+    """The limits reach every transaction, whichever server connection it runs on: a run row held
+    locked by a direct session makes the completion's transaction time out after db.lock_timeout
+    (2 s), logged as db_busy while the lock is still held, and answered once it is released."""
+    iso, _ = bouncer
+    stack = iso.stack
+    for s in ("registrar", "claimer", "completion"):
+        if "%s-0" % s not in stack.procs:
+            stack.start(s)
+    nifi = Nifi(iso.bootstrap, iso.prefix)
+    flow = Flow(nifi)
+    try:
+        run = new_run()
+        flow.create(run)
+        flow.register(run)
+        nifi.send("partition-claims", run.claim("0000"))
+        nifi.flush()
+        flow.reply("claim-decisions", run.run_id)
+        locked = threading.Event()
+        holder = threading.Thread(target=hold_run_row, args=(stack, run.run_id, 8, locked))
+        holder.start()
+        assert locked.wait(10)
+        t0 = time.time()
+        for c in run.chunks("0000"):
+            nifi.send("chunks", c)
+        nifi.flush()
+        log = stack.log_path("completion-0")
+        busy = []
+        while not busy and time.time() - t0 < 7:
+            busy = [e for e in events(log, "db_busy") if e.get("runId") == run.run_id]
+            time.sleep(0.2)
+        assert busy, "no lock timeout within 7 s while the run row was locked (limits not applied per transaction)"
+        assert "55P03" in busy[0]["msg"], busy[0]
+        holder.join()
+        outs = flow.reply("chunk-outcomes", run.run_id, count=3, timeout=60)
+        assert [o["outcome"] for o in outs] == ["ACCEPTED"] * 3, outs
+    finally:
+        flow.close()
 
 
 def test_dispatcher_listens_on_a_direct_listen_conninfo(bouncer):
