@@ -11,6 +11,8 @@
 #   env.sh check            PostgreSQL select 1 + Kafka transactional round trip
 #   env.sh stop  pg|kafka   stop one of them, keep its data and port (failure tests)
 #   env.sh start pg|kafka   start it again on the same port
+#   env.sh start pgbouncer  PgBouncer (pool_mode=transaction) in front of PostgreSQL; `stop
+#                           pgbouncer` stops it; `down` always does (scripts/env_pgbouncer.sh)
 #
 # Every command is idempotent. Messages go to stderr; `up` prints the env file on stdout, so
 # `eval "$(scripts/env.sh up)"` works. See docs/environment.md.
@@ -21,7 +23,8 @@
 # KRaft cluster id of a fresh broker, random by default); for scripts/bench.sh: LL_PG_DURABLE=1
 # (fsync, synchronous_commit and full_page_writes on; default off, a throwaway cluster) and
 # LL_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded: top-level statements, utility ones included).
-# Both are read when PostgreSQL starts.
+# Both are read when PostgreSQL starts. LL_PGBOUNCER=1: `up` starts PgBouncer too
+# (LL_PGBOUNCER_POOL_SIZE, 10).
 # A failed `up` stops what runs in the run dir (PostgreSQL and Kafka) before it exits.
 set -euo pipefail
 
@@ -65,9 +68,12 @@ RUN_MARKER=$LL_RUN_DIR/.loadledger-run
 APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-dev uuid-dev
   libcurl4-openssl-dev libssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
   python3-avro python3-confluent-kafka python3-psycopg2 python3-pytest docker-compose tmux
-  valgrind clang-format clang libclang-rt-14-dev default-jre-headless maven)
+  valgrind clang-format clang libclang-rt-14-dev default-jre-headless maven pgbouncer)
 
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 LC_ALL=C.UTF-8
+
+# shellcheck source=scripts/env_pgbouncer.sh
+. "$SCRIPT_DIR/env_pgbouncer.sh"
 
 log() { printf 'env.sh: %s\n' "$*" >&2; }
 die() { printf 'env.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -516,6 +522,7 @@ export LL_PG_CONNINFO='host=127.0.0.1 port=$pp dbname=loadledger user=postgres'
 export LL_PG_BINDIR='$PG_BIN'
 export LL_KAFKA_HOME='$KAFKA_HOME'
 EOF
+  pgb_env_lines >>"$ENV_FILE.new"
   mv -f "$ENV_FILE.new" "$ENV_FILE"
 }
 
@@ -541,6 +548,10 @@ cmd_up() {
   take_lock
   if [[ -f $ENV_FILE ]] && pg_ready && kafka_ready; then
     log "already up"
+    if [[ $LL_PGBOUNCER == 1 ]] && ! pgb_ready; then
+      pgb_start
+      write_env
+    fi
     if [[ -n $LL_TOPIC_PREFIX_GIVEN && $LL_TOPIC_PREFIX != "$(env_file_prefix)" ]]; then
       # Another prefix on the running broker (e.g. one per test): its topics, and the env
       # printed with it; the env file keeps the prefix it was written with.
@@ -560,6 +571,7 @@ cmd_up() {
   trap 'exit 130' INT
   trap 'exit 143' TERM HUP
   pg_start
+  [[ $LL_PGBOUNCER == 1 ]] && pgb_start
   kafka_start
   create_topics
   write_env
@@ -576,6 +588,7 @@ up_failed() {
   set +e
   log "up failed (exit $rc): stopping what runs in $LL_RUN_DIR"
   kafka_stop
+  pgb_stop
   pg_stop
   exit "$rc"
 }
@@ -583,6 +596,7 @@ up_failed() {
 cmd_down() {
   take_lock
   kafka_stop
+  pgb_stop
   pg_stop
   if [[ -d $LL_RUN_DIR ]]; then
     if [[ -f $RUN_MARKER ]]; then
@@ -611,6 +625,11 @@ cmd_status() {
   else
     log "Kafka: not running"; rc=3
   fi
+  if pgb_ready; then
+    log "PgBouncer: running on 127.0.0.1:$(pgb_port) (pid $(pgb_pid), pool_mode=transaction)"
+  elif [[ -d $PGB_DIR ]]; then
+    log "PgBouncer: not running"
+  fi
   if [[ -f $ENV_FILE ]]; then log "env file: $ENV_FILE"; else log "no env file ($ENV_FILE)"; fi
   return $rc
 }
@@ -628,7 +647,7 @@ cmd_check() {
 }
 
 usage() {
-  sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 }
 
 main() {
@@ -648,9 +667,10 @@ main() {
       take_lock
       [[ -f $RUN_MARKER ]] || die "not up: scripts/env.sh up first"
       case ${1:-} in
-        pg | postgres) if [[ $cmd == stop ]]; then pg_stop; else pg_start; fi ;;
+        pg | postgres) if [[ $cmd == stop ]]; then pg_stop; else pg_start && pgb_follow_pg; fi ;;
         kafka) if [[ $cmd == stop ]]; then kafka_stop; else kafka_start; fi ;;
-        *) die "usage: env.sh $cmd pg|kafka" ;;
+        pgbouncer) if [[ $cmd == stop ]]; then pgb_stop; else pgb_start; fi ;;
+        *) die "usage: env.sh $cmd pg|kafka|pgbouncer" ;;
       esac
       write_env
       ;;

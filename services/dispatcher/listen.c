@@ -1,7 +1,8 @@
 /*
  * listen.c - the LISTEN load_dispatch wake-up (contract §6): a dedicated connection; after every
  * (re)connection it wakes once at once; a dropped connection reconnects, waiting 5 s after a
- * failed attempt; polling every dispatch.poll_interval remains the fallback.
+ * failed attempt; polling every dispatch.poll_interval remains the fallback, and the only way
+ * when the connection turns out to go through a transaction pooler (no LISTEN there).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,17 @@ static bool connect_listener(listener *l)
     static const char *const keys[] = {"connect_timeout", "dbname", "application_name", NULL};
     const char *vals[] = {"10", l->conninfo, "dispatcher-listen", NULL};
     l->conn = PQconnectdbParams(keys, vals, 1);
+    if (PQstatus(l->conn) == CONNECTION_OK && ll_db_conn_pooled(l->conn) == 1) {
+        /* a transaction pooler hands the session to others after the LISTEN: nothing would come */
+        ll_log(LL_WARN, NULL, "listen_pooled",
+               "db.listen_conninfo (default db.conninfo) reaches PostgreSQL through a transaction "
+               "pooler, where LISTEN gets no notification: polling only; set db.listen_conninfo to a "
+               "direct conninfo to be woken");
+        PQfinish(l->conn);
+        l->conn = NULL;
+        l->conninfo = NULL;
+        return false;
+    }
     if (PQstatus(l->conn) == CONNECTION_OK) {
         PGresult *r = PQexec(l->conn, "LISTEN load_dispatch");
         bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;

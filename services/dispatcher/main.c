@@ -18,7 +18,8 @@
 
 static const ll_config_key keys[] = {
     {"db.listen_conninfo", NULL, false,
-     "conninfo of the LISTEN connection; default db.conninfo; 'none' = polling only"},
+     "conninfo of the LISTEN connection, direct to PostgreSQL (LISTEN does not work through a "
+     "transaction pooler); default db.conninfo; 'none' = polling only"},
     {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
     {"schema.dir", NULL, false, "folder of the .avsc files"},
     {"dispatch.batch", "20", false, "rows per lease (1..1000): leased, published and marked SENT together"},
@@ -228,8 +229,15 @@ int main(int argc, char **argv)
         return ll_daemon_fail(&d, err);
     const char *lc = ll_config_get(d.cfg, "db.listen_conninfo");
     listener lis = {NULL, NULL, 0};
-    if (!lc)
+    if (!lc && d.db.pooler == LL_DB_POOLER_TRANSACTION) {
+        /* LISTEN needs a session: through a transaction pooler no notification would come */
+        lc = "none";
+        ll_log(
+            LL_INFO, NULL, "listen_disabled",
+            "polling only: db.pooler=transaction and no db.listen_conninfo (a direct conninfo for LISTEN)");
+    } else if (!lc) {
         lc = ll_config_get(d.cfg, "db.conninfo");
+    }
     if (strcmp(lc, "none") != 0)
         lis.conninfo = (char *)lc;
     else

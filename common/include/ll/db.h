@@ -17,7 +17,8 @@
 
 #include "ll/config.h"
 
-/* A named SQL statement, prepared once per connection on first use. Static storage. */
+/* A named SQL statement, prepared once per connection on first use (sent unnamed, parsed on every
+ * call, behind a transaction-pooling connection pooler: see ll_db_pooler). Static storage. */
 typedef struct ll_stmt {
     const char *name; /* unique per program, e.g. "chunk_lock_run" */
     const char *sql;
@@ -30,6 +31,33 @@ typedef struct ll_db_error {
     char constraint[128]; /* constraint name of an integrity error, or "" */
     char message[512];
 } ll_db_error;
+
+/*
+ * What stands between the service and PostgreSQL (db.pooler). Behind a pooler in transaction mode
+ * (PgBouncer pool_mode=transaction; Debian 12's PgBouncer 1.18 keeps no prepared statements) each
+ * transaction may run on another server connection, so nothing may live in the session: db.c then
+ * sends every ll_stmt unnamed (PQexecParams: parsed per call), sets the limits per transaction
+ * (set_config(..., true) right after each BEGIN; a statement outside a transaction is wrapped in
+ * one), and the dispatcher does not LISTEN through it. AUTO decides on each (re)connection: the
+ * server's pg_backend_pid() differs from the process id of the connection's cancel key exactly when
+ * a pooler answered the startup (PgBouncer gives each client a random key).
+ */
+typedef enum ll_db_pooler {
+    LL_DB_POOLER_AUTO = 0,    /* "auto" (default): detected on each connection */
+    LL_DB_POOLER_NONE,        /* "none": a direct connection, named statements, session limits */
+    LL_DB_POOLER_TRANSACTION, /* "transaction": always as behind a transaction pooler */
+} ll_db_pooler;
+
+/* Parses a db.pooler value ("auto", "none", "transaction"). 0, or -1 for anything else. Pure. */
+int ll_db_pooler_parse(const char *text, ll_db_pooler *out);
+/* Whether a connection is pooled: the mode, and for AUTO the cancel key's process id against the
+ * server's pg_backend_pid() (both as the server reports them). Pure. */
+bool ll_db_pooler_decide(ll_db_pooler mode, int key_pid, long long server_pid);
+/*
+ * Asks an open connection whether a pooler answered it (ll_db_pooler_decide with mode AUTO and one
+ * unnamed SELECT pg_backend_pid()). 1 = pooled, 0 = direct, -1 = the query failed.
+ */
+int ll_db_conn_pooled(PGconn *conn);
 
 /* A connection and its prepared-statement cache. */
 typedef struct ll_db {
@@ -44,10 +72,13 @@ typedef struct ll_db {
      * statement_timeout, lock_timeout, idle_in_transaction_session_timeout. Every wait on the
      * database is bounded (issue 7 §6); a timeout is SQLSTATE 57014 or 55P03 (ll_db_err_is_busy). */
     int64_t statement_timeout_ms, lock_timeout_ms, idle_tx_timeout_ms;
+    ll_db_pooler pooler; /* db.pooler; AUTO until ll_db_configure_timeouts reads it */
+    bool pooled;         /* this connection goes through a transaction pooler (decided per connection) */
+    bool announce;       /* log (db_pooled) when a connection turns out pooled: set for services */
 } ll_db;
 
 /* The database keys every service reads (db.statement_timeout, db.lock_timeout,
- * db.idle_in_transaction_timeout), for a service's key table; {NULL}-terminated. */
+ * db.idle_in_transaction_timeout, db.pooler), for a service's key table; {NULL}-terminated. */
 extern const ll_config_key LL_DB_TIMEOUT_KEYS[];
 
 /* Outcome of a database call. */
@@ -65,10 +96,10 @@ void ll_db_close(ll_db *db);
 /* Reconnects when the connection is bad. Returns LL_DB_OK or LL_DB_UNAVAILABLE. */
 ll_db_rc ll_db_ensure(ll_db *db);
 /*
- * Reads db.statement_timeout, db.lock_timeout and db.idle_in_transaction_timeout (durations) into
- * db and applies them to an open connection at once (and to every later reconnection). Call it
- * right after ll_db_open. Returns 0, or -1 with err naming the key (bad duration, or a lock
- * timeout not below the statement timeout).
+ * Reads db.statement_timeout, db.lock_timeout and db.idle_in_transaction_timeout (durations) and
+ * db.pooler into db and applies them to an open connection at once (and to every later
+ * reconnection). Call it right after ll_db_open. Returns 0, or -1 with err naming the key (bad
+ * duration, a lock timeout not below the statement timeout, an unknown db.pooler).
  */
 int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t errlen);
 
@@ -77,7 +108,8 @@ int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t 
  * PQclear()s it) for PGRES_COMMAND_OK / PGRES_TUPLES_OK, or NULL with db->err filled.
  */
 PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params);
-/* Executes a plain command without parameters (BEGIN, SAVEPOINT ...). LL_DB_OK or an error. */
+/* Executes a plain command without parameters (BEGIN, SAVEPOINT ...). LL_DB_OK or an error. On a
+ * pooled connection a command starting with "BEGIN" is followed by the transaction's limits. */
 ll_db_rc ll_db_command(ll_db *db, const char *sql);
 /* Number of rows the command changed. */
 long ll_db_affected(const PGresult *res);

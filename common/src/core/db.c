@@ -1,8 +1,10 @@
 /*
  * db.c - one libpq connection with lazily prepared statements and the retrying transaction
  * helper of contract §2.8 (deadlock and serialization failures re-run the whole transaction).
+ * Behind a transaction pooler (ll_db_pooler) statements go unnamed and limits per transaction.
  */
 #include "ll/db.h"
+#include "ll/log.h"
 #include "ll/redact.h"
 
 #include <stdio.h>
@@ -16,12 +18,55 @@ const ll_config_key LL_DB_TIMEOUT_KEYS[] = {
      "longest wait for a row lock (lock_timeout); a timeout holds the message and retries"},
     {"db.idle_in_transaction_timeout", "PT60S", false,
      "a transaction left idle longer is ended by the server (idle_in_transaction_session_timeout)"},
+    {"db.pooler", "auto", false,
+     "auto | none | transaction: a transaction pooler (PgBouncer pool_mode=transaction) in front "
+     "means unnamed statements and limits per transaction; auto detects it per connection"},
     {NULL, NULL, false, NULL}};
 
 /* The session limits, as a visible constant with bound parameters (values in ms). */
 static const char SQL_SET_TIMEOUTS[] =
     "SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false),"
     " set_config('idle_in_transaction_session_timeout', $3, false)";
+/* The same limits for the current transaction only (a pooled connection, after each BEGIN). */
+static const char SQL_SET_TIMEOUTS_LOCAL[] =
+    "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),"
+    " set_config('idle_in_transaction_session_timeout', $3, true)";
+/* The server process that runs this statement (pooler detection). */
+static const char SQL_BACKEND_PID[] = "SELECT pg_backend_pid()";
+
+int ll_db_pooler_parse(const char *text, ll_db_pooler *out)
+{
+    if (!text)
+        return -1;
+    if (strcmp(text, "auto") == 0)
+        *out = LL_DB_POOLER_AUTO;
+    else if (strcmp(text, "none") == 0)
+        *out = LL_DB_POOLER_NONE;
+    else if (strcmp(text, "transaction") == 0)
+        *out = LL_DB_POOLER_TRANSACTION;
+    else
+        return -1;
+    return 0;
+}
+
+bool ll_db_pooler_decide(ll_db_pooler mode, int key_pid, long long server_pid)
+{
+    if (mode == LL_DB_POOLER_NONE)
+        return false;
+    if (mode == LL_DB_POOLER_TRANSACTION)
+        return true;
+    return (long long)key_pid != server_pid;
+}
+
+int ll_db_conn_pooled(PGconn *conn)
+{
+    PGresult *res = PQexecParams(conn, SQL_BACKEND_PID, 0, NULL, NULL, NULL, NULL, 0);
+    int rc = -1;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
+        rc = ll_db_pooler_decide(LL_DB_POOLER_AUTO, PQbackendPID(conn), atoll(PQgetvalue(res, 0, 0)));
+    PQclear(res);
+    return rc;
+}
 
 static void set_err(ll_db *db, const char *state, const char *constraint, const char *msg)
 {
@@ -83,15 +128,16 @@ void ll_db_close(ll_db *db)
     db->app = NULL;
 }
 
-/* Sets the session limits of db on its fresh connection. 0, or -1 with db->err filled. */
-static int apply_timeouts(ll_db *db)
+/* Sets db's limits: for the session (sql = SQL_SET_TIMEOUTS) or the open transaction
+ * (SQL_SET_TIMEOUTS_LOCAL). 0, or -1 with db->err filled. */
+static int apply_timeouts(ll_db *db, const char *sql)
 {
     char st[24], lk[24], idle[24];
     snprintf(st, sizeof st, "%lld", (long long)db->statement_timeout_ms);
     snprintf(lk, sizeof lk, "%lld", (long long)db->lock_timeout_ms);
     snprintf(idle, sizeof idle, "%lld", (long long)db->idle_tx_timeout_ms);
     const char *params[3] = {st, lk, idle};
-    PGresult *res = PQexecParams(db->conn, SQL_SET_TIMEOUTS, 3, NULL, params, NULL, NULL, 0);
+    PGresult *res = PQexecParams(db->conn, sql, 3, NULL, params, NULL, NULL, 0);
     int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
     if (!ok)
         set_err_from_result(db, res);
@@ -114,6 +160,31 @@ static PGconn *connect_db(const ll_db *db)
     return PQconnectdbParams(keys, vals, 1);
 }
 
+/*
+ * A fresh connection's session: pooled or not (db->pooler; AUTO asks the server), then on a direct
+ * one the session limits (a pooled one gets them per transaction). 0, or -1 with db->err filled.
+ */
+static int setup_session(ll_db *db)
+{
+    bool was = db->pooled;
+    if (db->pooler == LL_DB_POOLER_AUTO) {
+        int p = ll_db_conn_pooled(db->conn);
+        if (p < 0) {
+            set_conn_err(db, "08006");
+            return -1;
+        }
+        db->pooled = p == 1;
+    } else {
+        db->pooled = ll_db_pooler_decide(db->pooler, 0, 0);
+    }
+    if (db->pooled && !was && db->announce)
+        ll_log(LL_INFO, NULL, "db_pooled",
+               "a transaction pooler is in front of PostgreSQL (db.pooler=%s): unnamed statements, "
+               "limits per transaction",
+               db->pooler == LL_DB_POOLER_AUTO ? "auto" : "transaction");
+    return db->pooled ? 0 : apply_timeouts(db, SQL_SET_TIMEOUTS);
+}
+
 ll_db_rc ll_db_ensure(ll_db *db)
 {
     if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
@@ -128,7 +199,7 @@ ll_db_rc ll_db_ensure(ll_db *db)
         db->conn = NULL;
         return LL_DB_UNAVAILABLE;
     }
-    if (apply_timeouts(db) != 0) {
+    if (setup_session(db) != 0) {
         PQfinish(db->conn);
         db->conn = NULL;
         return LL_DB_UNAVAILABLE;
@@ -143,10 +214,19 @@ int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t 
         ll_config_duration_ms(cfg, "db.lock_timeout", &lk, err, errlen) ||
         ll_config_duration_ms(cfg, "db.idle_in_transaction_timeout", &idle, err, errlen))
         return -1;
+    ll_db_pooler pooler = LL_DB_POOLER_AUTO;
+    const char *pv = ll_config_get(cfg, "db.pooler");
+    if (pv && ll_db_pooler_parse(pv, &pooler) != 0) {
+        snprintf(err, errlen, "db.pooler must be auto, none or transaction (not '%s')", pv);
+        return -1;
+    }
     db->statement_timeout_ms = st;
     db->lock_timeout_ms = lk;
     db->idle_tx_timeout_ms = idle;
-    if (db->conn && PQstatus(db->conn) == CONNECTION_OK && apply_timeouts(db) != 0) {
+    db->pooler = pooler;
+    db->announce = true; /* a service: its log says when a pooler is in front */
+    db->pooled = false;
+    if (db->conn && PQstatus(db->conn) == CONNECTION_OK && setup_session(db) != 0) {
         PQfinish(db->conn); /* reconnected (and limited) on the next ll_db_ensure */
         db->conn = NULL;
         forget_prepared(db);
@@ -185,19 +265,43 @@ static int prepare(ll_db *db, const ll_stmt *st)
     return 0;
 }
 
+/* One statement: prepared by name on a direct connection, unnamed on a pooled one. */
+static PGresult *exec_one(ll_db *db, const ll_stmt *st, const char *const *params)
+{
+    PGresult *res;
+    if (db->pooled) {
+        res = PQexecParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0);
+    } else {
+        if (prepare(db, st) != 0)
+            return NULL;
+        res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+    }
+    ExecStatusType s = PQresultStatus(res);
+    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+        return res;
+    set_err_from_result(db, res);
+    PQclear(res);
+    return NULL;
+}
+
 PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params)
 {
     if (!db->conn) {
         set_err(db, "08003", "", "no connection");
         return NULL;
     }
-    if (prepare(db, st) != 0)
+    if (!db->pooled || PQtransactionStatus(db->conn) != PQTRANS_IDLE)
+        return exec_one(db, st, params);
+    /* Pooled and outside a transaction: a transaction of its own, so the limits bound it too. */
+    if (ll_db_command(db, "BEGIN ISOLATION LEVEL READ COMMITTED") != LL_DB_OK)
         return NULL;
-    PGresult *res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
-    ExecStatusType s = PQresultStatus(res);
-    if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
+    PGresult *res = exec_one(db, st, params);
+    if (res && ll_db_command(db, "COMMIT") == LL_DB_OK)
         return res;
-    set_err_from_result(db, res);
+    ll_db_error saved = db->err;
+    if (PQstatus(db->conn) == CONNECTION_OK && PQtransactionStatus(db->conn) != PQTRANS_IDLE)
+        ll_db_command(db, "ROLLBACK");
+    db->err = saved;
     PQclear(res);
     return NULL;
 }
@@ -211,6 +315,12 @@ ll_db_rc ll_db_command(ll_db *db, const char *sql)
     PGresult *res = PQexec(db->conn, sql);
     if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
+        if (db->pooled && strncmp(sql, "BEGIN", 5) == 0 && apply_timeouts(db, SQL_SET_TIMEOUTS_LOCAL) != 0) {
+            ll_db_error saved = db->err; /* the transaction is aborted: end it, keep the cause */
+            PQclear(PQexec(db->conn, "ROLLBACK"));
+            db->err = saved;
+            return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
+        }
         return LL_DB_OK;
     }
     set_err_from_result(db, res);
