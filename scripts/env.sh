@@ -4,7 +4,9 @@
 #   env.sh install          Debian packages + Kafka broker jars (cached outside the tree)
 #   env.sh up               install, then a throwaway PostgreSQL 15 and a single-node KRaft
 #                           broker on free loopback ports, the topics of config/topics.conf,
-#                           and $LL_RUN_DIR/env (sourceable); prints the env on stdout
+#                           and $LL_RUN_DIR/env (sourceable); prints the env on stdout;
+#                           $LL_RUN_DIR/conf/<service>.conf: one ready configuration per
+#                           service for this broker and database (README "run one service by hand")
 #   env.sh down             stop both, remove $LL_RUN_DIR
 #   env.sh status           what runs (exit 0 when both run, 3 otherwise)
 #   env.sh topics [--reset] create the missing topics (--reset: delete and recreate them)
@@ -63,6 +65,8 @@ K_PIDFILE=$K_DIR/kafka.pid
 K_OUT=$K_DIR/kafka.out
 K_LOG=$K_DIR/server.log
 ENV_FILE=$LL_RUN_DIR/env
+CONF_DIR=$LL_RUN_DIR/conf
+SERVICE_NAMES=(registrar claimer completion dispatcher sweeper)
 RUN_MARKER=$LL_RUN_DIR/.loadledger-run
 
 APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-dev uuid-dev
@@ -521,9 +525,39 @@ export LL_PG_DB='loadledger'
 export LL_PG_CONNINFO='host=127.0.0.1 port=$pp dbname=loadledger user=postgres'
 export LL_PG_BINDIR='$PG_BIN'
 export LL_KAFKA_HOME='$KAFKA_HOME'
+export LL_CONF_DIR='$CONF_DIR'
 EOF
   pgb_env_lines >>"$ENV_FILE.new"
   mv -f "$ENV_FILE.new" "$ENV_FILE"
+  write_service_confs
+}
+
+# service_conf SERVICE: the configuration of ll-SERVICE against this run dir's broker and
+# database (its own role ll_SERVICE, created by `loadctl migrate`); every other key keeps the
+# default that `ll-SERVICE --config-keys` shows.
+service_conf() {
+  local svc=$1
+  cat <<EOF
+# ll-$svc against the environment of scripts/env.sh up in $LL_RUN_DIR (rewritten by every up).
+# Run: build/services/ll-$svc --config $CONF_DIR/$svc.conf   (stop: Ctrl-C or SIGTERM)
+# Every key, its default and its meaning: ll-$svc --config-keys
+db.conninfo = host=127.0.0.1 port=$(pg_port) dbname=loadledger user=ll_$svc
+service.instance_id = $svc-byhand
+log.level = info
+EOF
+  # the sweeper talks to the database only
+  [[ $svc == sweeper ]] ||
+    printf 'kafka.bootstrap.servers = 127.0.0.1:%s\ntopic.prefix = %s\n' "$(k_port)" "$LL_TOPIC_PREFIX"
+}
+
+# The configuration files of every service into $CONF_DIR (each written whole, then renamed).
+write_service_confs() {
+  local svc
+  mkdir -p "$CONF_DIR"
+  for svc in "${SERVICE_NAMES[@]}"; do
+    service_conf "$svc" >"$CONF_DIR/$svc.conf.new"
+    mv -f "$CONF_DIR/$svc.conf.new" "$CONF_DIR/$svc.conf"
+  done
 }
 
 print_env() {
@@ -561,6 +595,7 @@ cmd_up() {
       log "environment up (printed with prefix $LL_TOPIC_PREFIX; $ENV_FILE keeps $(env_file_prefix))"
       return 0
     fi
+    write_service_confs
     print_env
     return 0
   fi

@@ -132,6 +132,52 @@ static void test_booleans(void **state)
     unlink(path);
 }
 
+/* The example file (--config-keys) as open_memstream text; the caller frees it. */
+static char *example_text(void)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    ll_config_write_example(f, KEYS);
+    fclose(f);
+    return buf;
+}
+
+static void test_example_lists_every_key_with_default_and_help(void **state)
+{
+    char *text = example_text();
+    assert_string_equal(text, "\n# conninfo\n# required\n#db.conninfo =\n"
+                              "\n# batch\n#loop.batch_max = 200\n"
+                              "\n# poll\n#loop.poll = PT0.1S\n"
+                              "\n# a flag\n#flag = false\n");
+    free(text);
+}
+
+/* Uncommenting every `#key = default` line of the example (plus the required key) gives a file
+ * the loader accepts, with each key at its default. */
+static void test_example_uncommented_loads_with_the_defaults(void **state)
+{
+    char *text = example_text();
+    char file[1024] = "db.conninfo = x\n";
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n"))
+        if (line[0] == '#' && line[1] != ' ' && !strstr(line, "db.conninfo")) {
+            strncat(file, line + 1, sizeof file - strlen(file) - 2);
+            strcat(file, "\n");
+        }
+    free(text);
+    assert_non_null(strstr(file, "loop.poll = PT0.1S\n"));
+    char err[256];
+    char *path = write_tmp(file);
+    ll_config *c = ll_config_load(path, KEYS, TOPICS, err, sizeof err);
+    assert_non_null(c);
+    for (const ll_config_key *k = KEYS; k->key; k++)
+        if (k->default_value)
+            assert_string_equal(ll_config_get(c, k->key), k->default_value);
+    ll_config_free(c);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -141,6 +187,8 @@ int main(void)
         cmocka_unit_test(test_environment_overrides_file),
         cmocka_unit_test(test_durations),
         cmocka_unit_test(test_booleans),
+        cmocka_unit_test(test_example_lists_every_key_with_default_and_help),
+        cmocka_unit_test(test_example_uncommented_loads_with_the_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

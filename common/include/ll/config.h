@@ -62,6 +62,14 @@ int ll_parse_duration_ms(const char *text, int64_t *out_ms);
 /* Prints one line per key (name, help, default or [required]) to out, for --help. */
 void ll_config_usage(FILE *out, const ll_config_key *keys);
 
+/*
+ * Writes keys as an example configuration file to out (`--config-keys`): per key a `# help`
+ * comment line, then the key commented out with its default (`#key = default`), or, for a key
+ * without default, `#key =` after a `# required` / `# optional, no default` line. Uncommenting
+ * a default line gives a file ll_config_load accepts with the same value.
+ */
+void ll_config_write_example(FILE *out, const ll_config_key *keys);
+
 /* Calls fn(key_without_prefix, value, arg) for every set key that starts with prefix. */
 void ll_config_foreach_prefix(const ll_config *c, const char *prefix,
                               void (*fn)(const char *key, const char *value, void *arg), void *arg);

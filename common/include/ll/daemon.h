@@ -31,7 +31,8 @@ typedef struct ll_daemon {
  * Reads `--config FILE` (else $LOADLEDGER_CONFIG) and `--help`, loads the configuration with the
  * common keys plus own_keys ({NULL}-terminated), sets up logs and the stop signals. Returns -1
  * when the service should run, else the exit code to return at once: 0 after --help (usage
- * printed, with extra_help lines if not NULL), 1 after a configuration error (printed).
+ * printed, with extra_help lines if not NULL) or --config-keys (ll_service_write_example), 1 after a
+ * configuration error (printed).
  */
 int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const char *summary,
                     const ll_config_key *own_keys, const char *extra_help);

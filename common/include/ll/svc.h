@@ -24,9 +24,21 @@ typedef struct ll_service {
 ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key *b, const ll_config_key *c);
 
 /*
+ * Writes the example configuration of ll-<name> to out (`--config-keys`): a header naming the
+ * file format, every key of keys with its help and default (ll_config_write_example), then
+ * extra (comment lines about open-ended keys such as kafka.<property>; NULL for none).
+ */
+void ll_service_write_example(FILE *out, const char *name, const ll_config_key *keys, const char *extra);
+
+/* Prints the `--help` lines on where the Avro schemas are read from: schema.dir, else
+ * $LL_SCHEMA_DIR, else the installed <datadir>/loadledger/schemas/avro, else the source tree. */
+void ll_service_schema_help(FILE *out);
+
+/*
  * Runs a service: `--config FILE` (else $LOADLEDGER_CONFIG, else no file), `--help` lists the
- * keys. Exit codes: 0 clean stop (SIGTERM/SIGINT), 1 configuration or start-up error, 2 fatal
- * Kafka error (the supervisor restarts the process).
+ * keys, `--config-keys` prints them as an example configuration file (ll_service_write_example). Exit codes:
+ * 0 clean stop (SIGTERM/SIGINT), 1 configuration or start-up error, 2 fatal Kafka error (the supervisor
+ * restarts the process).
  */
 int ll_service_main(int argc, char **argv, const ll_service *svc);
 

@@ -347,3 +347,14 @@ void ll_config_usage(FILE *out, const ll_config_key *keys)
                 k->default_value ? " [default " : "", k->default_value ? k->default_value : "",
                 k->default_value ? "]" : (k->required ? " [required]" : ""));
 }
+
+void ll_config_write_example(FILE *out, const ll_config_key *keys)
+{
+    for (const ll_config_key *k = keys; k && k->key; k++) {
+        fprintf(out, "\n# %s\n", k->help ? k->help : k->key);
+        if (k->default_value)
+            fprintf(out, "#%s = %s\n", k->key, k->default_value);
+        else
+            fprintf(out, "# %s\n#%s =\n", k->required ? "required" : "optional, no default", k->key);
+    }
+}

@@ -18,6 +18,30 @@ const ll_config_key LL_DAEMON_CONFIG_KEYS[] = {
     {"log.level", "info", false, "debug, info, warn or error"},
     {NULL, NULL, false, NULL}};
 
+/* The extra help lines (open-ended keys, e.g. kafka.<property>) as "# line" comments into a
+ * malloc'd string the caller frees; NULL for none or out of memory. */
+static char *extra_as_comments(const char *extra)
+{
+    if (!extra)
+        return NULL;
+    size_t n = strlen(extra), lines = 1;
+    for (size_t i = 0; i < n; i++)
+        lines += extra[i] == '\n';
+    char *out = malloc(n + 2 * lines + 2), *o = out;
+    if (!out)
+        return NULL;
+    for (const char *p = extra; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        while (len && *p == ' ')
+            p++, len--;
+        o += sprintf(o, "# %.*s\n", (int)len, p);
+        p += len + (nl ? 1 : 0);
+    }
+    *o = '\0';
+    return out;
+}
+
 volatile sig_atomic_t ll_daemon_stopping;
 
 static void on_signal(int sig)
@@ -38,16 +62,26 @@ int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const
             path = argv[++i];
             continue;
         }
+        if (strcmp(argv[i], "--config-keys") == 0) {
+            char *extra = extra_as_comments(extra_help);
+            ll_service_write_example(stdout, name, d->keys, extra);
+            free(extra);
+            ll_daemon_end(d);
+            return 0;
+        }
         bool help = strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0;
         FILE *out = help ? stdout : stderr;
         if (!help)
             fprintf(stderr, "ll-%s: unknown argument '%s'\n", name, argv[i]);
         fprintf(out,
-                "ll-%s - %s\nusage: ll-%s [--config FILE]\nkeys (environment LOADLEDGER_<KEY>, . as __):\n",
+                "ll-%s - %s\nusage: ll-%s [--config FILE] [--config-keys]\nkeys (environment "
+                "LOADLEDGER_<KEY>, . as __):\n",
                 name, summary, name);
         ll_config_usage(out, d->keys);
         if (extra_help)
             fputs(extra_help, out);
+        fprintf(out, "--config-keys prints every key as an example configuration file.\n");
+        ll_service_schema_help(out);
         ll_daemon_end(d);
         return help ? 0 : 1;
     }

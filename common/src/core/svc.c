@@ -45,13 +45,43 @@ ll_config_key *ll_config_keys_merge(const ll_config_key *a, const ll_config_key 
     return out;
 }
 
+void ll_service_write_example(FILE *out, const char *name, const ll_config_key *keys, const char *extra)
+{
+    fprintf(out,
+            "# ll-%s configuration: every key, its default and its meaning (from ll-%s --config-keys).\n"
+            "# Format: `key = value` per line, `#` starts a comment; a commented key keeps its default.\n"
+            "# Environment LOADLEDGER_<KEY> (upper case, . written __) overrides the file.\n",
+            name, name);
+    ll_config_write_example(out, keys);
+    if (extra)
+        fprintf(out, "\n%s", extra);
+}
+
+void ll_service_schema_help(FILE *out)
+{
+    fprintf(out, "\nAvro schemas: key schema.dir, else $LL_SCHEMA_DIR, else %s if present, else %s.\n",
+            LL_DEFAULT_DATADIR "/schemas/avro", LL_SOURCE_DIR "/schemas/avro");
+}
+
+/* The open-ended keys of a consuming service, as comment lines of its example file. */
+static const char SVC_EXTRA_KEYS[] =
+    "# librdkafka properties: kafka.<property> = value, passed as is (kafka.bootstrap.servers is\n"
+    "# required)\n"
+    "#kafka.bootstrap.servers =\n"
+    "\n"
+    "# per-topic overrides: topic.<logical>.name, topic.<logical>.framing (bare, confluent,\n"
+    "# container, block), topic.<logical>.schema_id\n";
+
 static void usage(const ll_service *svc, const ll_config_key *keys)
 {
-    printf("ll-%s - %s\n\nusage: ll-%s [--config FILE]\n\n", svc->name, svc->summary, svc->name);
+    printf("ll-%s - %s\n\nusage: ll-%s [--config FILE] [--config-keys]\n\n", svc->name, svc->summary,
+           svc->name);
     printf("Configuration keys (file `key = value`, or environment LOADLEDGER_<KEY> with . as __):\n");
     ll_config_usage(stdout, keys);
     printf("  %-32s %s\n", "kafka.<property>", "passed to librdkafka (kafka.bootstrap.servers is required)");
     printf("  %-32s %s\n", "topic.<logical>.name|framing|schema_id", "per-topic overrides");
+    printf("\n--config-keys prints every key as an example configuration file.\n");
+    ll_service_schema_help(stdout);
     printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error.\n");
 }
 
@@ -64,6 +94,10 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
             path = argv[++i];
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(svc, keys);
+            free(keys);
+            return 0;
+        } else if (strcmp(argv[i], "--config-keys") == 0) {
+            ll_service_write_example(stdout, svc->name, keys, SVC_EXTRA_KEYS);
             free(keys);
             return 0;
         } else {
