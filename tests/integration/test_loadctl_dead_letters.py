@@ -155,6 +155,9 @@ def test_a_second_redrive_is_refused(iso, world):
                                                            world.redriven.offset)
     # a redrive of the undecodable one without a fix is allowed once; the service dead-letters it again
     bad = listed(iso, "--code", "DECODE_FAILED")["deadLetters"][0]
+    # the search for an earlier redrive is bounded: stopped, it refuses rather than guess
+    rc, doc = loadctl_topics(iso, "redrive", coord(bad), "--max-records", "1")
+    assert rc == 2 and doc["code"] == "REDRIVE_CHECK_INCOMPLETE", doc
     _rc, doc = loadctl_topics(iso, "redrive", coord(bad), check_rc=0)
     again = doc["redriven"][0]
     assert again["valueFrom"] == "dead letter"

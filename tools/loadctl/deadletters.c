@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "deadletters.h"
+#include "ll/redrive.h"
 #include "ll/rules.h"
 
 static const char USAGE[] =
@@ -141,7 +142,7 @@ int dl_find(const lc_opts *o, dl_ctx *c, const dl_bounds *b, const char *coord, 
     char topic[256], err[512] = "";
     int32_t partition;
     int64_t offset;
-    if (dl_parse_coord(coord, topic, sizeof topic, &partition, &offset) != 0)
+    if (ll_coord_parse(coord, topic, sizeof topic, &partition, &offset) != 0)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "'%s' is not TOPIC:PARTITION:OFFSET", coord);
     *own = strcmp(topic, c->dlq) == 0;
     *count = 1;

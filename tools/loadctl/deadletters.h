@@ -18,9 +18,6 @@
 #include "ll/config.h"
 #include "loadctl.h"
 
-/* The header a redriven record carries: "<dead-letter topic>/<partition>/<offset>". */
-#define DL_REDRIVE_HEADER "ll.redrive.of"
-
 /* Bounds of a read: records read in all, and wall time (milliseconds). */
 typedef struct dl_bounds {
     int64_t max_records;
@@ -78,9 +75,6 @@ void dl_close(dl_ctx *c);
 
 /* Parses --max-records (1..100000000) and --timeout (up to a day) into b; LC_OK or LC_USAGE. */
 int dl_parse_bounds(const lc_opts *o, const char *max_records, const char *timeout, dl_bounds *b);
-
-/* Parses "TOPIC:PARTITION:OFFSET" (split at the last two colons). Returns 0, or -1. */
-int dl_parse_coord(const char *s, char *topic, size_t topic_len, int32_t *partition, int64_t *offset);
 
 /* A read_committed consumer of c's broker that never commits (group id `group`); NULL + err. */
 rd_kafka_t *dl_consumer(const dl_ctx *c, const char *group, char *err, size_t errlen);

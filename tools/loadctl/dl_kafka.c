@@ -95,32 +95,6 @@ int dl_parse_bounds(const lc_opts *o, const char *max_records, const char *timeo
     return LC_OK;
 }
 
-int dl_parse_coord(const char *s, char *topic, size_t topic_len, int32_t *partition, int64_t *offset)
-{
-    const char *b = strrchr(s, ':');
-    if (!b || b == s)
-        return -1;
-    const char *a = b - 1;
-    while (a > s && *a != ':')
-        a--;
-    if (a == s || (size_t)(a - s) >= topic_len)
-        return -1;
-    char pbuf[16];
-    size_t plen = (size_t)(b - a - 1);
-    if (plen == 0 || plen >= sizeof pbuf)
-        return -1;
-    memcpy(pbuf, a + 1, plen);
-    pbuf[plen] = '\0';
-    long p, o1;
-    if (lc_parse_int(pbuf, 0, INT32_MAX, &p) != 0 || lc_parse_int(b + 1, 0, INT64_MAX, &o1) != 0)
-        return -1;
-    memcpy(topic, s, (size_t)(a - s));
-    topic[a - s] = '\0';
-    *partition = (int32_t)p;
-    *offset = o1;
-    return 0;
-}
-
 /* kafka.<key> of the configuration, except what would make the reader commit or join a group. */
 static void copy_kafka(const char *key, const char *value, void *arg)
 {

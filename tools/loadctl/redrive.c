@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "deadletters.h"
+#include "ll/redrive.h"
 
 static const char USAGE[] =
     "usage: loadctl redrive COORD... [--value-file FILE] [--force] [--config FILE]\n"
@@ -64,7 +65,7 @@ static int collect_links(const dl_record *d, void *arg)
     const void *val;
     size_t vlen;
     if (d->headers &&
-        rd_kafka_header_get_last(d->headers, DL_REDRIVE_HEADER, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        rd_kafka_header_get_last(d->headers, LL_REDRIVE_HEADER, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR &&
         val) {
         char *k = strndup(val, vlen);
         char at[300];
@@ -152,7 +153,8 @@ static int prepare(const lc_opts *o, dl_ctx *c, item *it, const char *value_file
     return LC_OK;
 }
 
-/* Refuses items already redriven (a link on their source topic) or named twice. */
+/* Refuses items named twice, already redriven (their link on the source topic) or whose search
+ * a bound stopped (ll_redrive_judge; not called with --force). */
 static int check_links(const lc_opts *o, dl_ctx *c, const dl_bounds *b, item *items, int n)
 {
     char err[512] = "";
@@ -172,27 +174,29 @@ static int check_links(const lc_opts *o, dl_ctx *c, const dl_bounds *b, item *it
             json_decref(links);
             return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
         }
-        for (int k = i; k < n; k++) {
+        int rc = LC_OK;
+        for (int k = i; k < n && rc == LC_OK; k++) {
             if (strcmp(items[k].d.src_topic, items[i].d.src_topic) != 0)
                 continue;
             const char *at = json_string_value(json_object_get(links, items[k].link));
-            if (at) {
-                int rc = lc_fail(
+            ll_redrive_verdict v = ll_redrive_judge(at != NULL, !bounded, false);
+            if (v == LL_REDRIVE_ALREADY)
+                rc = lc_fail(
                     o, LC_REFUSED, "ALREADY_REDRIVEN",
                     json_pack("{s:s,s:s}", "deadLetter", items[k].link, "redriven", at),
                     "the dead letter %s was already redriven as %s (give --force to redrive it again)",
                     items[k].link, at);
-                json_decref(links);
-                return rc;
-            }
+            else if (v == LL_REDRIVE_UNCHECKED)
+                rc =
+                    lc_fail(o, LC_REFUSED, "REDRIVE_CHECK_INCOMPLETE",
+                            json_pack("{s:s}", "topic", items[i].d.src_topic),
+                            "the search of %s for earlier redrives was stopped by --max-records or --timeout:"
+                            " raise them, or give --force",
+                            items[i].d.src_topic);
         }
         json_decref(links);
-        if (bounded)
-            return lc_fail(o, LC_REFUSED, "REDRIVE_CHECK_INCOMPLETE",
-                           json_pack("{s:s}", "topic", items[i].d.src_topic),
-                           "the search of %s for earlier redrives was stopped by --max-records or --timeout:"
-                           " raise them, or give --force",
-                           items[i].d.src_topic);
+        if (rc != LC_OK)
+            return rc;
     }
     return LC_OK;
 }
@@ -228,9 +232,9 @@ static rd_kafka_headers_t *new_headers(const item *it, const char *at, const cha
     for (size_t i = 0; it->d.headers && rd_kafka_header_get_all(it->d.headers, i, &name, &val, &vlen) ==
                                             RD_KAFKA_RESP_ERR_NO_ERROR;
          i++)
-        if (strncmp(name, "ll.", 3) != 0)
+        if (ll_redrive_keeps_header(name))
             rd_kafka_header_add(h, name, -1, val, (ssize_t)vlen);
-    rd_kafka_header_add(h, DL_REDRIVE_HEADER, -1, it->link, -1);
+    rd_kafka_header_add(h, LL_REDRIVE_HEADER, -1, it->link, -1);
     rd_kafka_header_add(h, "ll.redrive.at", -1, at, -1);
     rd_kafka_header_add(h, "ll.redrive.by", -1, by, -1);
     return h;
