@@ -117,7 +117,8 @@ def test_redrive_of_a_corrected_value_is_applied(iso, world):
     fixed = os.path.join(iso.stack.conf_dir, "corrected.json")
     with open(fixed, "w") as f:
         json.dump(world.run.run_request(), f)
-    _rc, doc = loadctl_topics(iso, "redrive", coord(inv), "--value-file", fixed, check_rc=0)
+    _rc, doc = loadctl_topics(iso, "redrive", coord(inv), "--value-file", fixed, "--reason", "business key fixed",
+                             check_rc=0)
     (r,) = doc["redriven"]
     link = "%s/%d/%d" % (inv["topic"], inv["partition"], inv["offset"])
     assert r["deadLetter"] == link and r["valueFrom"] == "file" and r["topic"] == world.invalid.topic
@@ -132,6 +133,8 @@ def test_redrive_of_a_corrected_value_is_applied(iso, world):
     rec = raw.wait_for(lambda m: m["partition"] == r["partition"] and m["offset"] == r["offset"])[0]
     raw.close()
     assert rec["headers"]["ll.redrive.of"] == link.encode()
+    assert rec["headers"]["ll.redrive.reason"] == b"business key fixed"
+    assert json.loads(rec["headers"]["ll.redrive.by"])["operatorRole"] == "operator"
     assert rec["headers"]["nifi.source"] == b"PG-10" and rec["key"] == world.run.run_id.encode()
     assert not any(h.startswith("ll.error") or h.startswith("ll.source") for h in rec["headers"])
     assert replies_to(world.flow, world.invalid) == []

@@ -29,7 +29,7 @@
 #include "ll/redrive.h"
 
 static const char USAGE[] =
-    "usage: loadctl redrive COORD... [--value-file FILE] [--force] [--config FILE]\n"
+    "usage: loadctl redrive COORD... [--value-file FILE] [--force] [--reason TEXT] [--config FILE]\n"
     "                       [--max-records N] [--timeout DURATION] [--json]\n\n"
     "Republishes dead letters to their source topic and partition in one Kafka transaction, each\n"
     "with the header ll.redrive.of = <dead-letter topic>/<partition>/<offset>. COORD is as for\n"
@@ -38,7 +38,8 @@ static const char USAGE[] =
     "corrected value as a JSON object, encoded with the source topic's schema and framing.\n"
     "A dead letter already redriven (a record of the source topic carries its link; the search is\n"
     "bounded by --max-records, default 1000000, and --timeout, default PT60S) is refused unless\n"
-    "--force. Watch the service's reply to the new offset; `loadctl verify --topics` still holds.\n"
+    "--force. --reason goes into the header ll.redrive.reason. Watch the service's reply to the new offset; "
+    "`loadctl verify --topics` still holds.\n"
     "Exit codes: 0 redriven, 1 usage or configuration, 2 DEAD_LETTER_NOT_FOUND, VALUE_OMITTED,\n"
     "VALUE_INVALID, ALREADY_REDRIVEN or REDRIVE_CHECK_INCOMPLETE, 3 broker unavailable.\n";
 
@@ -223,7 +224,7 @@ static void copy_kafka(const char *key, const char *value, void *arg)
 }
 
 /* The headers of the new record: the original's except ll.*, then the link and who. */
-static rd_kafka_headers_t *new_headers(const item *it, const char *at, const char *by)
+static rd_kafka_headers_t *new_headers(const item *it, const char *at, const char *by, const char *reason)
 {
     rd_kafka_headers_t *h = rd_kafka_headers_new(8);
     const char *name;
@@ -237,11 +238,13 @@ static rd_kafka_headers_t *new_headers(const item *it, const char *at, const cha
     rd_kafka_header_add(h, LL_REDRIVE_HEADER, -1, it->link, -1);
     rd_kafka_header_add(h, "ll.redrive.at", -1, at, -1);
     rd_kafka_header_add(h, "ll.redrive.by", -1, by, -1);
+    if (reason)
+        rd_kafka_header_add(h, "ll.redrive.reason", -1, reason, -1);
     return h;
 }
 
 /* Publishes every item in one transaction. 0, or -1 with err (then nothing is visible). */
-static int publish(const dl_ctx *c, item *items, int n, char *err, size_t errlen)
+static int publish(const dl_ctx *c, item *items, int n, const char *reason, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
     ll_config_foreach_prefix(c->cfg, "kafka.", copy_kafka, conf);
@@ -279,7 +282,7 @@ static int publish(const dl_ctx *c, item *items, int n, char *err, size_t errlen
     }
     for (int i = 0; i < n; i++) {
         items[i].new_offset = -1;
-        rd_kafka_headers_t *h = new_headers(&items[i], at, by ? by : "");
+        rd_kafka_headers_t *h = new_headers(&items[i], at, by ? by : "", reason);
         rd_kafka_resp_err_t pe = rd_kafka_producev(
             rk, RD_KAFKA_V_TOPIC(items[i].d.src_topic), RD_KAFKA_V_PARTITION(items[i].d.src_partition),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(items[i].d.key, items[i].d.key_len),
@@ -328,15 +331,18 @@ int lc_redrive(const lc_opts *go, int argc, char **argv)
 {
     lc_opts opts = *go, *o = &opts;
     const char *config = NULL, *max_records = "1000000", *timeout = "PT60S", *value_file = NULL,
-               *pos[MAX_COORDS];
+               *reason = NULL, *pos[MAX_COORDS];
     bool force = false;
     int npos;
     lc_optspec specs[] = {{"config", &config, NULL},   {"max-records", &max_records, NULL},
                           {"timeout", &timeout, NULL}, {"value-file", &value_file, NULL},
-                          {"force", NULL, &force},     {NULL, NULL, NULL}};
+                          {"force", NULL, &force},     {"reason", &reason, NULL},
+                          {NULL, NULL, NULL}};
     int rc = lc_args(o, USAGE, argc, argv, specs, pos, 1, MAX_COORDS, &npos);
     if (rc != LC_CONTINUE)
         return rc;
+    if (reason && (strlen(reason) > 1000 || !*reason))
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--reason must be 1..1000 bytes");
     if (value_file && npos != 1)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--value-file takes exactly one COORD");
     dl_bounds b;
@@ -359,7 +365,7 @@ int lc_redrive(const lc_opts *go, int argc, char **argv)
     if (rc == LC_OK && !force)
         rc = check_links(o, &c, &b, items, n);
     char err[512] = "";
-    if (rc == LC_OK && publish(&c, items, n, err, sizeof err) != 0)
+    if (rc == LC_OK && publish(&c, items, n, reason, err, sizeof err) != 0)
         rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
     if (rc == LC_OK) {
         json_t *arr = json_array();
