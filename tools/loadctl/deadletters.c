@@ -125,13 +125,7 @@ static int match_source(const dl_record *d, void *arg)
     if (s->have && strcmp(d->dead_at, s->found.dead_at) < 0)
         return 0;
     dl_record_clear(&s->found);
-    /* keep a copy: d is released after the callback */
-    s->found = *d;
-    s->found.reason = strdup(d->reason ? d->reason : "");
-    s->found.key = d->key ? memcpy(malloc(d->key_len ? d->key_len : 1), d->key, d->key_len) : NULL;
-    s->found.value =
-        d->value ? memcpy(malloc(d->value_len ? d->value_len : 1), d->value, d->value_len) : NULL;
-    s->found.headers = d->headers ? rd_kafka_headers_copy(d->headers) : NULL;
+    dl_record_copy(&s->found, d); /* d is released after the callback */
     s->have = true;
     return 0;
 }

@@ -39,6 +39,8 @@ typedef struct dl_record {
     rd_kafka_headers_t *headers; /* every header, copied (NULL when none) */
 } dl_record;
 
+/* A deep copy of src into dst (dst's previous contents are not released). */
+void dl_record_copy(dl_record *dst, const dl_record *src);
 /* Releases what a record owns (the struct itself is the caller's). */
 void dl_record_clear(dl_record *d);
 

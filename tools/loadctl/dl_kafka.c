@@ -169,6 +169,17 @@ static void *dup_bytes(const void *p, size_t n)
     return q;
 }
 
+void dl_record_copy(dl_record *dst, const dl_record *src)
+{
+    *dst = *src;
+    dst->reason = strdup(src->reason ? src->reason : "");
+    if (!dst->reason)
+        abort();
+    dst->key = dup_bytes(src->key, src->key_len);
+    dst->value = dup_bytes(src->value, src->value_len);
+    dst->headers = src->headers ? rd_kafka_headers_copy(src->headers) : NULL;
+}
+
 /* Fills d from a consumed message (copies). */
 static void fill(dl_record *d, const rd_kafka_message_t *m)
 {
@@ -185,7 +196,8 @@ static void fill(dl_record *d, const rd_kafka_message_t *m)
     hdr(d->headers, "ll.error.code", d->code, sizeof d->code);
     hdr(d->headers, "ll.dead_at", d->dead_at, sizeof d->dead_at);
     hdr(d->headers, "ll.error.message", reason, sizeof reason);
-    d->reason = strdup(reason);
+    if (!(d->reason = strdup(reason)))
+        abort();
     long v;
     hdr(d->headers, "ll.source.partition", num, sizeof num);
     d->src_partition = lc_parse_int(num, 0, INT32_MAX, &v) == 0 ? (int32_t)v : -1;

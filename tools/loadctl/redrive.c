@@ -114,18 +114,19 @@ static int prepare(const lc_opts *o, dl_ctx *c, item *it, const char *value_file
     if (!it->d.src_topic[0] || it->d.src_partition < 0)
         return lc_fail(o, LC_REFUSED, "DEAD_LETTER_NOT_FOUND", NULL, "%s has no ll.source.* headers",
                        it->coord);
-    snprintf(it->link, sizeof it->link, "%s/%" PRId32 "/%" PRId64, it->d.topic, it->d.partition,
-             it->d.offset);
+    ll_redrive_link(it->d.topic, it->d.partition, it->d.offset, it->link, sizeof it->link);
     if (!value_file) {
-        if (it->d.value_omitted || !it->d.value)
+        if (it->d.value_omitted)
             return lc_fail(o, LC_REFUSED, "VALUE_OMITTED", json_pack("{s:s}", "deadLetter", it->link),
                            "the dead letter %s kept no value: give the corrected value with --value-file",
                            it->link);
-        it->value = malloc(it->d.value_len ? it->d.value_len : 1);
-        if (!it->value)
-            abort();
-        memcpy(it->value, it->d.value, it->d.value_len);
-        it->value_len = it->d.value_len;
+        if (it->d.value) { /* else the original value was null: so is the redriven one */
+            it->value = malloc(it->d.value_len ? it->d.value_len : 1);
+            if (!it->value)
+                abort();
+            memcpy(it->value, it->d.value, it->d.value_len);
+            it->value_len = it->d.value_len;
+        }
         return LC_OK;
     }
     const dl_source *s = dl_source_get(c, it->d.src_topic, err, sizeof err);
@@ -137,9 +138,14 @@ static int prepare(const lc_opts *o, dl_ctx *c, item *it, const char *value_file
     json_t *v = read_value_file(value_file, err, sizeof err);
     if (!v)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--value-file: %s", err);
-    ll_encode_opts e = {.framing = s->framing == LL_FRAMING_BLOCK ? LL_FRAMING_CONTAINER : s->framing,
-                        .schema = s->schema,
-                        .schema_id = s->schema_id};
+    if (s->framing == LL_FRAMING_BLOCK) {
+        json_decref(v);
+        return lc_fail(
+            o, LC_REFUSED, "VALUE_INVALID", NULL,
+            "%s has the block framing, which only NiFi writes: send the corrected value from the flow",
+            it->d.src_topic);
+    }
+    ll_encode_opts e = {.framing = s->framing, .schema = s->schema, .schema_id = s->schema_id};
     if (e.framing == LL_FRAMING_CONFLUENT && s->schema_id < 0) {
         json_decref(v);
         return lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL,
