@@ -61,6 +61,11 @@ int lc_cleanup(const lc_opts *o, int argc, char **argv);
 /* `loadctl verify [--topics]`: the ledger's and topics' invariants with their violations
  * (verify.c; exit 0 all hold, 1 a violation, 2 usage or connection error). */
 int lc_verify(const lc_opts *o, int argc, char **argv);
+/* `loadctl dead-letters [list|show COORD]`: the dead letters, one decoded (deadletters.c). */
+int lc_dead_letters(const lc_opts *o, int argc, char **argv);
+/* `loadctl redrive COORD... [--value-file F] [--force]`: dead letters back to their source
+ * topic, transactionally, with the ll.redrive.of link (redrive.c). */
+int lc_redrive(const lc_opts *o, int argc, char **argv);
 /* `loadctl monitor [--once]`: the terminal dashboard (monitor.c). */
 int lc_monitor(const lc_opts *o, int argc, char **argv);
 

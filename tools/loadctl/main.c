@@ -24,6 +24,8 @@ static const struct {
     {"resend", lc_resend, "put a DEAD or SENT dispatch back to PENDING"},
     {"cleanup-candidates", lc_cleanup_candidates, "runs whose retention has passed"},
     {"cleanup", lc_cleanup, "record that a run's table and files were removed"},
+    {"dead-letters", lc_dead_letters, "list the dead letters; `show COORD`: one, decoded"},
+    {"redrive", lc_redrive, "republish dead letters to their source topic (once)"},
     {"verify", lc_verify, "check the ledger's (and --topics: the topics') invariants"},
     {"migrate", lc_migrate, "apply the SQL migrations not yet applied"},
 };

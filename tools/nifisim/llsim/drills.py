@@ -387,3 +387,17 @@ def loadctl_verify(iso, *extra):
     doc = json.loads(p.stdout)
     assert doc["ok"] == (p.returncode == 0)
     return p.returncode, {c["name"]: c for c in doc["checks"]}
+
+
+def loadctl_topics(iso, *args, check_rc=None):
+    """Runs a loadctl command that reads the topics (dead-letters, redrive) against a drill's
+    broker and prefix with --json; returns (exit code, parsed JSON object). check_rc: the exit
+    code expected (asserted with the output in the message)."""
+    conf = os.path.join(iso.stack.conf_dir, "topics.conf")
+    with open(conf, "w") as f:
+        f.write("kafka.bootstrap.servers = %s\ntopic.prefix = %s\n" % (iso.bootstrap, iso.prefix))
+    p = iso.stack.loadctl(*args, "--config", conf, "--json", check=False)
+    if check_rc is not None:
+        assert p.returncode == check_rc, "loadctl %s: rc %d, %s %s" % (args, p.returncode, p.stdout, p.stderr)
+    assert p.stdout.strip(), "loadctl %s printed nothing: rc %d, stderr %s" % (args, p.returncode, p.stderr)
+    return p.returncode, json.loads(p.stdout)

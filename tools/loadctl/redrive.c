@@ -1,0 +1,403 @@
+/*
+ * redrive.c - `loadctl redrive COORD... [--value-file FILE] [--force]` (kafka-edition.md §4):
+ * republishes chosen dead letters to their source topic and partition, in one Kafka transaction,
+ * each with the header ll.redrive.of = "<dead-letter topic>/<partition>/<offset>" that links the
+ * new input to its dead letter. The service then treats it as a new input offset: applied once by
+ * the ledger's compare-and-set (a replay of it is a REPLAY), answered once.
+ *
+ *   COORD not TOPIC:PARTITION:OFFSET, --value-file with more than one COORD     -> exit 1 USAGE
+ *   no such dead letter                                     -> exit 2 DEAD_LETTER_NOT_FOUND
+ *   value omitted from the dead letter and no --value-file  -> exit 2 VALUE_OMITTED
+ *   the corrected JSON does not fit the source topic's schema -> exit 2 VALUE_INVALID
+ *   a record of the source topic already carries the link   -> exit 2 ALREADY_REDRIVEN (--force)
+ *   that search stopped by --max-records / --timeout        -> exit 2 REDRIVE_CHECK_INCOMPLETE (--force)
+ *   the transaction fails                                   -> exit 3 BROKER_UNAVAILABLE (nothing visible)
+ *
+ * The key and the non-ll.* headers are the original's (as the dead letter kept them); the value is
+ * the dead letter's unchanged, or the corrected file's JSON encoded with the source topic's schema
+ * and framing as the services' codec does (common/include/ll/codec.h). ll.redrive.at and
+ * ll.redrive.by (who, kafka-edition §7) record when and by whom.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "deadletters.h"
+#include "ll/redrive.h"
+
+static const char USAGE[] =
+    "usage: loadctl redrive COORD... [--value-file FILE] [--force] [--reason TEXT] [--config FILE]\n"
+    "                       [--max-records N] [--timeout DURATION] [--json]\n\n"
+    "Republishes dead letters to their source topic and partition in one Kafka transaction, each\n"
+    "with the header ll.redrive.of = <dead-letter topic>/<partition>/<offset>. COORD is as for\n"
+    "`loadctl dead-letters show`: the dead letter's own TOPIC:PARTITION:OFFSET, or its source\n"
+    "message's. The value is the dead letter's unchanged, or with --value-file (one COORD only) the\n"
+    "corrected value as a JSON object, encoded with the source topic's schema and framing.\n"
+    "A dead letter already redriven (a record of the source topic carries its link; the search is\n"
+    "bounded by --max-records, default 1000000, and --timeout, default PT60S) is refused unless\n"
+    "--force. --reason goes into the header ll.redrive.reason. Watch the service's reply to the new offset; "
+    "`loadctl verify --topics` still holds.\n"
+    "Exit codes: 0 redriven, 1 usage or configuration, 2 DEAD_LETTER_NOT_FOUND, VALUE_OMITTED,\n"
+    "VALUE_INVALID, ALREADY_REDRIVEN or REDRIVE_CHECK_INCOMPLETE, 3 broker unavailable.\n";
+
+/* At most this many dead letters per command, and this large a corrected value file (bytes). */
+#define MAX_COORDS     100
+#define MAX_VALUE_FILE (1024 * 1024)
+#define TXN_WAIT_MS    30000
+
+/* One dead letter to redrive. */
+typedef struct item {
+    const char *coord;
+    dl_record d;
+    char link[320];       /* the ll.redrive.of value */
+    unsigned char *value; /* what is published (owned) */
+    size_t value_len;
+    bool from_file;
+    int64_t new_offset; /* set by the delivery report, -1 until then */
+    rd_kafka_resp_err_t err;
+} item;
+
+/* Collects the ll.redrive.of links present on a source topic. */
+static int collect_links(const dl_record *d, void *arg)
+{
+    const void *val;
+    size_t vlen;
+    if (d->headers &&
+        rd_kafka_header_get_last(d->headers, LL_REDRIVE_HEADER, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+        val) {
+        char *k = strndup(val, vlen);
+        char at[300];
+        snprintf(at, sizeof at, "%s:%" PRId32 ":%" PRId64, d->topic, d->partition, d->offset);
+        if (k)
+            json_object_set_new((json_t *)arg, k, json_string(at));
+        free(k);
+    }
+    return 0;
+}
+
+/* Reads FILE (at most MAX_VALUE_FILE bytes) as one JSON value; NULL + err. */
+static json_t *read_value_file(const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "cannot open %s", path);
+        return NULL;
+    }
+    char *buf = malloc(MAX_VALUE_FILE + 1);
+    size_t n = buf ? fread(buf, 1, MAX_VALUE_FILE + 1, f) : 0;
+    fclose(f);
+    if (!buf || n > MAX_VALUE_FILE) {
+        free(buf);
+        snprintf(err, errlen, "%s is over %d bytes", path, MAX_VALUE_FILE);
+        return NULL;
+    }
+    json_error_t je;
+    json_t *v = json_loadb(buf, n, JSON_REJECT_DUPLICATES, &je);
+    free(buf);
+    if (!v)
+        snprintf(err, errlen, "%s: line %d: %s", path, je.line, je.text);
+    else if (!json_is_object(v)) {
+        snprintf(err, errlen, "%s: not a JSON object", path);
+        json_decref(v);
+        v = NULL;
+    }
+    return v;
+}
+
+/* The value of it: the dead letter's, or the file's encoded. LC_OK or the reported exit code. */
+static int prepare(const lc_opts *o, dl_ctx *c, item *it, const char *value_file)
+{
+    char err[512] = "";
+    if (!it->d.src_topic[0] || it->d.src_partition < 0)
+        return lc_fail(o, LC_REFUSED, "DEAD_LETTER_NOT_FOUND", NULL, "%s has no ll.source.* headers",
+                       it->coord);
+    ll_redrive_link(it->d.topic, it->d.partition, it->d.offset, it->link, sizeof it->link);
+    if (!value_file) {
+        if (it->d.value_omitted)
+            return lc_fail(o, LC_REFUSED, "VALUE_OMITTED", json_pack("{s:s}", "deadLetter", it->link),
+                           "the dead letter %s kept no value: give the corrected value with --value-file",
+                           it->link);
+        if (it->d.value) { /* else the original value was null: so is the redriven one */
+            it->value = malloc(it->d.value_len ? it->d.value_len : 1);
+            if (!it->value)
+                abort();
+            memcpy(it->value, it->d.value, it->d.value_len);
+            it->value_len = it->d.value_len;
+        }
+        return LC_OK;
+    }
+    const dl_source *s = dl_source_get(c, it->d.src_topic, err, sizeof err);
+    if (!s)
+        return lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL, "%s", err);
+    if (!s->schema)
+        return lc_fail(o, LC_REFUSED, "VALUE_INVALID", NULL, "%s is none of the services' inputs: no schema",
+                       it->d.src_topic);
+    json_t *v = read_value_file(value_file, err, sizeof err);
+    if (!v)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--value-file: %s", err);
+    if (s->framing == LL_FRAMING_BLOCK) {
+        json_decref(v);
+        return lc_fail(
+            o, LC_REFUSED, "VALUE_INVALID", NULL,
+            "%s has the block framing, which only NiFi writes: send the corrected value from the flow",
+            it->d.src_topic);
+    }
+    ll_encode_opts e = {.framing = s->framing, .schema = s->schema, .schema_id = s->schema_id};
+    if (e.framing == LL_FRAMING_CONFLUENT && s->schema_id < 0) {
+        json_decref(v);
+        return lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL,
+                       "topic.%s.schema_id is needed for the confluent framing", s->logical);
+    }
+    int rc = ll_encode(&e, v, &it->value, &it->value_len, err, sizeof err);
+    json_decref(v);
+    if (rc != 0)
+        return lc_fail(o, LC_REFUSED, "VALUE_INVALID", json_pack("{s:s}", "topic", it->d.src_topic),
+                       "the corrected value does not fit %s: %s", ll_schema_fullname(s->schema), err);
+    it->from_file = true;
+    return LC_OK;
+}
+
+/* Refuses items named twice, already redriven (their link on the source topic) or whose search
+ * a bound stopped (ll_redrive_judge; not called with --force). */
+static int check_links(const lc_opts *o, dl_ctx *c, const dl_bounds *b, item *items, int n)
+{
+    char err[512] = "";
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < i; k++)
+            if (strcmp(items[i].link, items[k].link) == 0)
+                return lc_fail(o, LC_USAGE, "USAGE", NULL, "%s named twice", items[i].link);
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int k = 0; k < i; k++)
+            seen |= strcmp(items[i].d.src_topic, items[k].d.src_topic) == 0;
+        if (seen)
+            continue;
+        json_t *links = json_object();
+        bool bounded = false;
+        if (dl_scan_topic(c, items[i].d.src_topic, b, collect_links, links, &bounded, err, sizeof err) != 0) {
+            json_decref(links);
+            return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+        }
+        int rc = LC_OK;
+        for (int k = i; k < n && rc == LC_OK; k++) {
+            if (strcmp(items[k].d.src_topic, items[i].d.src_topic) != 0)
+                continue;
+            const char *at = json_string_value(json_object_get(links, items[k].link));
+            ll_redrive_verdict v = ll_redrive_judge(at != NULL, !bounded, false);
+            if (v == LL_REDRIVE_ALREADY)
+                rc = lc_fail(
+                    o, LC_REFUSED, "ALREADY_REDRIVEN",
+                    json_pack("{s:s,s:s}", "deadLetter", items[k].link, "redriven", at),
+                    "the dead letter %s was already redriven as %s (give --force to redrive it again)",
+                    items[k].link, at);
+            else if (v == LL_REDRIVE_UNCHECKED)
+                rc =
+                    lc_fail(o, LC_REFUSED, "REDRIVE_CHECK_INCOMPLETE",
+                            json_pack("{s:s}", "topic", items[i].d.src_topic),
+                            "the search of %s for earlier redrives was stopped by --max-records or --timeout:"
+                            " raise them, or give --force",
+                            items[i].d.src_topic);
+        }
+        json_decref(links);
+        if (rc != LC_OK)
+            return rc;
+    }
+    return LC_OK;
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
+{
+    (void)rk;
+    (void)opaque;
+    item *it = m->_private;
+    if (!it)
+        return;
+    it->err = m->err;
+    it->new_offset = m->err ? -1 : m->offset;
+}
+
+static void copy_kafka(const char *key, const char *value, void *arg)
+{
+    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
+        strcmp(key, "group.instance.id") == 0 || strncmp(key, "isolation", 9) == 0 ||
+        strncmp(key, "enable.auto", 11) == 0 || strncmp(key, "auto.", 5) == 0)
+        return;
+    char e[256];
+    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
+}
+
+/* The headers of the new record: the original's except ll.*, then the link and who. */
+static rd_kafka_headers_t *new_headers(const item *it, const char *at, const char *by, const char *reason)
+{
+    rd_kafka_headers_t *h = rd_kafka_headers_new(8);
+    const char *name;
+    const void *val;
+    size_t vlen;
+    for (size_t i = 0; it->d.headers && rd_kafka_header_get_all(it->d.headers, i, &name, &val, &vlen) ==
+                                            RD_KAFKA_RESP_ERR_NO_ERROR;
+         i++)
+        if (ll_redrive_keeps_header(name))
+            rd_kafka_header_add(h, name, -1, val, (ssize_t)vlen);
+    rd_kafka_header_add(h, LL_REDRIVE_HEADER, -1, it->link, -1);
+    rd_kafka_header_add(h, "ll.redrive.at", -1, at, -1);
+    rd_kafka_header_add(h, "ll.redrive.by", -1, by, -1);
+    if (reason)
+        rd_kafka_header_add(h, "ll.redrive.reason", -1, reason, -1);
+    return h;
+}
+
+/* Publishes every item in one transaction. 0, or -1 with err (then nothing is visible). */
+static int publish(const dl_ctx *c, item *items, int n, const char *reason, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    ll_config_foreach_prefix(c->cfg, "kafka.", copy_kafka, conf);
+    char txid[128], host[64] = "host", e[256];
+    gethostname(host, sizeof host - 1);
+    snprintf(txid, sizeof txid, "loadctl-redrive.%s.%ld.%ld", host, (long)getpid(), (long)time(NULL));
+    if (rd_kafka_conf_set(conf, "transactional.id", txid, e, sizeof e) != RD_KAFKA_CONF_OK ||
+        rd_kafka_conf_set(conf, "enable.idempotence", "true", e, sizeof e) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errlen, "kafka producer: %s", e);
+        rd_kafka_conf_destroy(conf);
+        return -1;
+    }
+    rd_kafka_conf_set_dr_msg_cb(conf, on_delivery);
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, conf, e, sizeof e);
+    if (!rk) {
+        snprintf(err, errlen, "kafka producer: %s", e);
+        return -1;
+    }
+    char at[40];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(at, sizeof at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *who = lc_audit_details();
+    char *by = json_dumps(who, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(who);
+    rd_kafka_error_t *x = rd_kafka_init_transactions(rk, TXN_WAIT_MS);
+    if (!x)
+        x = rd_kafka_begin_transaction(rk);
+    int rc = -1;
+    if (x) {
+        snprintf(err, errlen, "transaction: %s", rd_kafka_error_string(x));
+        rd_kafka_error_destroy(x);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) {
+        items[i].new_offset = -1;
+        rd_kafka_headers_t *h = new_headers(&items[i], at, by ? by : "", reason);
+        rd_kafka_resp_err_t pe = rd_kafka_producev(
+            rk, RD_KAFKA_V_TOPIC(items[i].d.src_topic), RD_KAFKA_V_PARTITION(items[i].d.src_partition),
+            RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_KEY(items[i].d.key, items[i].d.key_len),
+            RD_KAFKA_V_VALUE(items[i].value, items[i].value_len), RD_KAFKA_V_HEADERS(h),
+            RD_KAFKA_V_OPAQUE(&items[i]), RD_KAFKA_V_END);
+        if (pe != RD_KAFKA_RESP_ERR_NO_ERROR) {
+            rd_kafka_headers_destroy(h);
+            snprintf(err, errlen, "produce to %s [%" PRId32 "]: %s", items[i].d.src_topic,
+                     items[i].d.src_partition, rd_kafka_err2str(pe));
+            goto abort;
+        }
+    }
+    if ((x = rd_kafka_commit_transaction(rk, TXN_WAIT_MS))) {
+        snprintf(err, errlen, "commit: %s", rd_kafka_error_string(x));
+        rd_kafka_error_destroy(x);
+        goto abort;
+    }
+    rd_kafka_poll(rk, 0); /* serve the delivery reports */
+    rc = 0;
+    goto out;
+abort:
+    if ((x = rd_kafka_abort_transaction(rk, TXN_WAIT_MS)))
+        rd_kafka_error_destroy(x);
+out:
+    free(by);
+    rd_kafka_destroy(rk);
+    return rc;
+}
+
+static json_t *item_json(const item *it)
+{
+    char src[300], redriven[300];
+    snprintf(src, sizeof src, "%s:%" PRId32 ":%" PRId64, it->d.src_topic, it->d.src_partition,
+             it->d.src_offset);
+    snprintf(redriven, sizeof redriven, "%s:%" PRId32 ":%" PRId64, it->d.src_topic, it->d.src_partition,
+             it->new_offset);
+    json_t *j = json_pack("{s:s,s:s,s:s,s:s,s:i,s:s}", "deadLetter", it->link, "source", src, "topic",
+                          it->d.src_topic, "valueFrom", it->from_file ? "file" : "dead letter", "partition",
+                          (int)it->d.src_partition, "code", it->d.code);
+    json_object_set_new(j, "offset", it->new_offset >= 0 ? json_integer(it->new_offset) : json_null());
+    json_object_set_new(j, "redriven", it->new_offset >= 0 ? json_string(redriven) : json_null());
+    return j;
+}
+
+int lc_redrive(const lc_opts *go, int argc, char **argv)
+{
+    lc_opts opts = *go, *o = &opts;
+    const char *config = NULL, *max_records = "1000000", *timeout = "PT60S", *value_file = NULL,
+               *reason = NULL, *pos[MAX_COORDS];
+    bool force = false;
+    int npos;
+    lc_optspec specs[] = {{"config", &config, NULL},   {"max-records", &max_records, NULL},
+                          {"timeout", &timeout, NULL}, {"value-file", &value_file, NULL},
+                          {"force", NULL, &force},     {"reason", &reason, NULL},
+                          {NULL, NULL, NULL}};
+    int rc = lc_args(o, USAGE, argc, argv, specs, pos, 1, MAX_COORDS, &npos);
+    if (rc != LC_CONTINUE)
+        return rc;
+    if (reason && (strlen(reason) > 1000 || !*reason))
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--reason must be 1..1000 bytes");
+    if (value_file && npos != 1)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--value-file takes exactly one COORD");
+    dl_bounds b;
+    dl_ctx c;
+    if ((rc = dl_parse_bounds(o, max_records, timeout, &b)) != LC_OK ||
+        (rc = dl_open(o, config, &c)) != LC_OK)
+        return rc;
+    item *items = calloc((size_t)npos, sizeof *items);
+    if (!items)
+        abort();
+    int n = 0;
+    for (; n < npos && rc == LC_OK; n++) {
+        items[n].coord = pos[n];
+        bool own;
+        long count;
+        rc = dl_find(o, &c, &b, pos[n], &items[n].d, &own, &count);
+        if (rc == LC_OK)
+            rc = prepare(o, &c, &items[n], value_file);
+    }
+    if (rc == LC_OK && !force)
+        rc = check_links(o, &c, &b, items, n);
+    char err[512] = "";
+    if (rc == LC_OK && publish(&c, items, n, reason, err, sizeof err) != 0)
+        rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+    if (rc == LC_OK) {
+        json_t *arr = json_array();
+        for (int i = 0; i < n; i++)
+            json_array_append_new(arr, item_json(&items[i]));
+        if (o->json)
+            lc_print_json(json_pack("{s:b,s:b,s:o}", "ok", 1, "forced", force, "redriven", arr));
+        else {
+            size_t i;
+            json_t *r;
+            json_array_foreach(arr, i, r)
+            {
+                printf("%s -> %s (value: %s)\n", json_string_value(json_object_get(r, "deadLetter")),
+                       json_string_value(json_object_get(r, "redriven"))
+                           ? json_string_value(json_object_get(r, "redriven"))
+                           : "?",
+                       json_string_value(json_object_get(r, "valueFrom")));
+            }
+            json_decref(arr);
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        dl_record_clear(&items[i].d);
+        free(items[i].value);
+    }
+    free(items);
+    dl_close(&c);
+    return rc;
+}
