@@ -15,27 +15,9 @@
 #include "ll/rules.h"
 #include "ll/svc.h"
 #include "ll/topics.h"
+#include "routes.h"
 
 #define KAFKA_WAIT_MS 10000
-
-/* The services' inputs and their schemas (services/<name>/main.c). */
-static const struct {
-    const char *logical, *schema;
-} INPUTS[] = {
-    {"run-requests", "RunRequest.avsc"},
-    {"manifests", "Manifest.avsc"},
-    {"partition-claims", "PartitionClaim.avsc"},
-    {"publish-claims", "PublishClaim.avsc"},
-    {"chunks", "ChunkWritten.avsc"},
-    {"partition-failures", "PartitionFailure.avsc"},
-    {"validation-starts", "ValidationStart.avsc"},
-    {"validation-metrics", "ValidationMetrics.avsc"},
-    {"stage-validations", "StageValidated.avsc"},
-    {"publish-results", "PublishResult.avsc"},
-    {"run-successes", "RunSuccess.avsc"},
-    {"run-failures", "RunFailure.avsc"},
-};
-#define N_INPUTS (sizeof INPUTS / sizeof INPUTS[0])
 
 static int64_t now_ms(void)
 {
@@ -368,13 +350,13 @@ const dl_source *dl_source_get(dl_ctx *c, const char *topic, char *err, size_t e
     memset(s, 0, sizeof *s);
     snprintf(s->topic, sizeof s->topic, "%s", topic);
     s->schema_id = -1;
-    for (size_t i = 0; i < N_INPUTS; i++) {
+    for (size_t i = 0; i < (size_t)LC_N_ROUTES; i++) {
         char name[256];
-        ll_topic_name(c->cfg, INPUTS[i].logical, name, sizeof name);
+        ll_topic_name(c->cfg, LC_ROUTES[i].input, name, sizeof name);
         if (strcmp(name, topic) != 0)
             continue;
-        s->logical = INPUTS[i].logical;
-        if (!(s->schema = ll_topic_schema_load(c->cfg, INPUTS[i].schema, err, errlen)) ||
+        s->logical = LC_ROUTES[i].input;
+        if (!(s->schema = ll_topic_schema_load(c->cfg, LC_ROUTES[i].input_schema, err, errlen)) ||
             ll_topic_framing(c->cfg, s->logical, &s->framing, err, errlen) != 0) {
             ll_schema_free(s->schema);
             return NULL;

@@ -22,33 +22,9 @@
 #include "ll/rules.h"
 #include "ll/topics.h"
 #include "ll/verify.h"
+#include "routes.h"
 #include "verify.h"
 
-/* Which service consumes which input and answers on which topic (the services' main.c tables). */
-static const struct route {
-    const char *service, *input, *input_schema, *reply, *reply_schema;
-} ROUTES[] = {
-    {"registrar", "run-requests", "RunRequest.avsc", "run-decisions", "RunDecision.avsc"},
-    {"registrar", "manifests", "Manifest.avsc", "manifest-decisions", "ManifestDecision.avsc"},
-    {"claimer", "partition-claims", "PartitionClaim.avsc", "claim-decisions", "ClaimDecision.avsc"},
-    {"claimer", "publish-claims", "PublishClaim.avsc", "publish-claim-decisions",
-     "PublishClaimDecision.avsc"},
-    {"completion", "chunks", "ChunkWritten.avsc", "chunk-outcomes", "ChunkOutcome.avsc"},
-    {"completion", "partition-failures", "PartitionFailure.avsc", "partition-failure-outcomes",
-     "PartitionFailureOutcome.avsc"},
-    {"completion", "validation-starts", "ValidationStart.avsc", "validation-start-decisions",
-     "ValidationStartDecision.avsc"},
-    {"completion", "validation-metrics", "ValidationMetrics.avsc", "validation-metrics-outcomes",
-     "ValidationMetricsOutcome.avsc"},
-    {"completion", "stage-validations", "StageValidated.avsc", "stage-validation-outcomes",
-     "StageValidatedOutcome.avsc"},
-    {"completion", "publish-results", "PublishResult.avsc", "publish-result-outcomes",
-     "PublishResultOutcome.avsc"},
-    {"completion", "run-successes", "RunSuccess.avsc", "run-success-outcomes", "RunSuccessOutcome.avsc"},
-    {"completion", "run-failures", "RunFailure.avsc", "run-failure-outcomes", "RunFailureOutcome.avsc"},
-};
-#define N_ROUTES      ((int)(sizeof ROUTES / sizeof ROUTES[0]))
-#define CHUNK_ROUTE   4
 #define KAFKA_WAIT_MS 10000
 
 /* Which chunk reports of a batch have their file row ($1 run ids, $2 partitions, $3 indexes). */
@@ -64,7 +40,7 @@ enum { K_INPUT, K_REPLY, K_DLQ };
 
 /* One assigned partition: what it is and where reading stops (exclusive). */
 typedef struct part {
-    int kind, route; /* route: ROUTES index (K_INPUT, K_REPLY), -1 for dead letters */
+    int kind, route; /* route: LC_ROUTES index (K_INPUT, K_REPLY), -1 for dead letters */
     int32_t partition;
     int64_t end; /* inputs: the committed offset; replies, dead letters: the high watermark */
     bool done;
@@ -91,9 +67,9 @@ typedef struct trace {
 
 typedef struct reader {
     const ll_config *cfg;
-    char names[N_ROUTES][2][256], dlq[256];
-    ll_schema *schemas[N_ROUTES][2];
-    ll_decode_opts dopts[N_ROUTES][2];
+    char names[LC_N_ROUTES][2][256], dlq[256];
+    ll_schema *schemas[LC_N_ROUTES][2];
+    ll_decode_opts dopts[LC_N_ROUTES][2];
     ll_schema_ids *ids;
     part *parts;
     size_t n_parts;
@@ -175,9 +151,9 @@ static int load_schemas(reader *r, char *err, size_t errlen)
     const char *ids_file = ll_config_get(r->cfg, "schema.ids_file");
     if (ids_file && *ids_file && !(r->ids = ll_schema_ids_load(ids_file, err, errlen)))
         return -1;
-    for (int i = 0; i < N_ROUTES; i++) {
-        const char *logical[2] = {ROUTES[i].input, ROUTES[i].reply};
-        const char *file[2] = {ROUTES[i].input_schema, ROUTES[i].reply_schema};
+    for (int i = 0; i < LC_N_ROUTES; i++) {
+        const char *logical[2] = {LC_ROUTES[i].input, LC_ROUTES[i].reply};
+        const char *file[2] = {LC_ROUTES[i].input_schema, LC_ROUTES[i].reply_schema};
         for (int k = 0; k < 2; k++) {
             ll_topic_name(r->cfg, logical[k], r->names[i][k], sizeof r->names[i][k]);
             if (!(r->schemas[i][k] = ll_topic_schema_load(r->cfg, file[k], err, errlen)) ||
@@ -211,13 +187,13 @@ static const char *topic_of(const reader *r, const part *p)
 static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg, char *err, size_t errlen)
 {
     const char *prefix = ll_config_get(r->cfg, "topic.prefix");
-    for (int i = 0; i < N_ROUTES; i++) {
+    for (int i = 0; i < LC_N_ROUTES; i++) {
         int n = partitions_of(rk, r->names[i][0], err, errlen);
         int m = partitions_of(rk, r->names[i][1], err, errlen);
         if (n < 0 || m < 0)
             return -1;
         char group[300];
-        snprintf(group, sizeof group, "%s%s", prefix ? prefix : "loadledger.", ROUTES[i].service);
+        snprintf(group, sizeof group, "%s%s", prefix ? prefix : "loadledger.", LC_ROUTES[i].service);
         rd_kafka_t *g = consumer(r->cfg, group, err, errlen);
         if (!g)
             return -1;
@@ -272,7 +248,7 @@ static part *find_part(reader *r, const char *topic, int32_t p)
 
 static int route_of_input(const reader *r, const char *topic)
 {
-    for (int i = 0; i < N_ROUTES; i++)
+    for (int i = 0; i < LC_N_ROUTES; i++)
         if (strcmp(r->names[i][0], topic) == 0)
             return i;
     return -1;
@@ -304,7 +280,7 @@ static void take_input(reader *r, const part *p, const rd_kafka_message_t *m)
     in->route = p->route;
     in->partition = p->partition;
     in->offset = m->offset;
-    if (p->route != CHUNK_ROUTE)
+    if (p->route != LC_CHUNK_ROUTE)
         return;
     json_t *v = NULL;
     char e[256];
@@ -499,7 +475,7 @@ static void judge(reader *r, vf_check *checks)
             vf_violation(&checks[VF_ONE_REPLY], "%s[%" PRId32 "]@%" PRId64 ": %ld replies, %ld dead letters",
                          topic, in->partition, in->offset, replies, dead);
         }
-        if (in->route == CHUNK_ROUTE && !ll_chunk_accounted(in->file_row, outcome, dead > 0))
+        if (in->route == LC_CHUNK_ROUTE && !ll_chunk_accounted(in->file_row, outcome, dead > 0))
             vf_violation(&checks[VF_CHUNK_LOST], "%s[%" PRId32 "]@%" PRId64 ": %s/%s chunk %" PRId32 " %s",
                          topic, in->partition, in->offset, in->run ? in->run : "?", in->pid ? in->pid : "?",
                          in->chunk_index, outcome ? outcome : "without reply");
@@ -508,7 +484,7 @@ static void judge(reader *r, vf_check *checks)
 
 static void reader_free(reader *r)
 {
-    for (int i = 0; i < N_ROUTES; i++)
+    for (int i = 0; i < LC_N_ROUTES; i++)
         for (int k = 0; k < 2; k++)
             ll_schema_free(r->schemas[i][k]);
     ll_schema_ids_free(r->ids);
