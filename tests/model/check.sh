@@ -13,7 +13,7 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 model=$here/protocol.pml
-work=${LL_MODEL_DIR:-${LL_RUN_DIR:-/tmp/loadledger-run}/model}
+work=${LL_MODEL_DIR:-${TMPDIR:-/tmp}/loadledger-model}
 memlim=${LL_MODEL_MEMLIM:-3072} # MB per pan run
 
 command -v spin >/dev/null 2>&1 || {
