@@ -15,6 +15,7 @@
 #include "ll/rules.h"
 #include "ll/svc.h"
 #include "ll/topics.h"
+#include "kreader.h"
 #include "routes.h"
 
 #define KAFKA_WAIT_MS 10000
@@ -77,43 +78,9 @@ int dl_parse_bounds(const lc_opts *o, const char *max_records, const char *timeo
     return LC_OK;
 }
 
-/* kafka.<key> of the configuration, except what would make the reader commit or join a group. */
-static void copy_kafka(const char *key, const char *value, void *arg)
-{
-    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
-        strcmp(key, "group.instance.id") == 0)
-        return;
-    char e[256];
-    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
-}
-
 rd_kafka_t *dl_consumer(const dl_ctx *c, const char *group, char *err, size_t errlen)
 {
-    rd_kafka_conf_t *conf = rd_kafka_conf_new();
-    ll_config_foreach_prefix(c->cfg, "kafka.", copy_kafka, conf);
-    char e[256];
-    const char *fixed[][2] = {{"group.id", group},
-                              {"enable.auto.commit", "false"},
-                              {"enable.auto.offset.store", "false"},
-                              {"isolation.level", "read_committed"},
-                              {"enable.partition.eof", "true"},
-                              {"auto.offset.reset", "earliest"}};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (rd_kafka_conf_set(conf, fixed[i][0], fixed[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "kafka %s: %s", fixed[i][0], e);
-            rd_kafka_conf_destroy(conf);
-            return NULL;
-        }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, e, sizeof e);
-    if (!rk)
-        snprintf(err, errlen, "kafka consumer: %s", e);
-    return rk;
-}
-
-static void destroy(rd_kafka_t *rk)
-{
-    if (rk)
-        rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+    return lc_reader_new(c->cfg, group, err, errlen);
 }
 
 void dl_record_clear(dl_record *d)
@@ -286,7 +253,7 @@ int dl_scan_topic(const dl_ctx *c, const char *topic, const dl_bounds *b,
 out:
     rd_kafka_topic_partition_list_destroy(asg);
     free(end);
-    destroy(rk);
+    lc_reader_close(rk);
     return rc;
 }
 
@@ -333,7 +300,7 @@ int dl_fetch(const dl_ctx *c, int32_t partition, int64_t offset, dl_record *d, c
              offset, KAFKA_WAIT_MS);
     rc = -1;
 out:
-    destroy(rk);
+    lc_reader_close(rk);
     return rc;
 }
 

@@ -22,6 +22,7 @@
 #include "ll/rules.h"
 #include "ll/topics.h"
 #include "ll/verify.h"
+#include "kreader.h"
 #include "routes.h"
 #include "verify.h"
 
@@ -85,45 +86,6 @@ static int64_t now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* kafka.<key> of the configuration, except what would make the reader commit or join a group. */
-static void copy_kafka(const char *key, const char *value, void *arg)
-{
-    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
-        strcmp(key, "group.instance.id") == 0)
-        return;
-    char e[256];
-    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
-}
-
-static rd_kafka_t *consumer(const ll_config *cfg, const char *group, char *err, size_t errlen)
-{
-    rd_kafka_conf_t *c = rd_kafka_conf_new();
-    ll_config_foreach_prefix(cfg, "kafka.", copy_kafka, c);
-    char e[256];
-    const char *fixed[][2] = {{"group.id", group},
-                              {"enable.auto.commit", "false"},
-                              {"enable.auto.offset.store", "false"},
-                              {"isolation.level", "read_committed"},
-                              {"enable.partition.eof", "true"},
-                              {"auto.offset.reset", "earliest"}};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (rd_kafka_conf_set(c, fixed[i][0], fixed[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "kafka %s: %s", fixed[i][0], e);
-            rd_kafka_conf_destroy(c);
-            return NULL;
-        }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e);
-    if (!rk)
-        snprintf(err, errlen, "kafka consumer: %s", e);
-    return rk;
-}
-
-static void destroy(rd_kafka_t *rk)
-{
-    if (rk)
-        rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
 }
 
 /* Partition count of a topic, or -1 with err. */
@@ -194,14 +156,14 @@ static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg,
             return -1;
         char group[300];
         snprintf(group, sizeof group, "%s%s", prefix ? prefix : "loadledger.", LC_ROUTES[i].service);
-        rd_kafka_t *g = consumer(r->cfg, group, err, errlen);
+        rd_kafka_t *g = lc_reader_new(r->cfg, group, err, errlen);
         if (!g)
             return -1;
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
         for (int p = 0; p < n; p++)
             rd_kafka_topic_partition_list_add(l, r->names[i][0], p);
         rd_kafka_resp_err_t e = rd_kafka_committed(g, l, KAFKA_WAIT_MS);
-        destroy(g);
+        lc_reader_close(g);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             snprintf(err, errlen, "committed offsets of group %s: %s", group, rd_kafka_err2str(e));
             rd_kafka_topic_partition_list_destroy(l);
@@ -508,7 +470,7 @@ int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, vf_chec
         snprintf(err, errlen, "--topics needs kafka.bootstrap.servers (--config FILE or the environment)");
         goto out;
     }
-    if (load_schemas(&r, err, errlen) != 0 || !(rk = consumer(cfg, "loadctl-verify", err, errlen)) ||
+    if (load_schemas(&r, err, errlen) != 0 || !(rk = lc_reader_new(cfg, "loadctl-verify", err, errlen)) ||
         plan(&r, rk, asg, err, errlen) != 0)
         goto out;
     rd_kafka_resp_err_t e = rd_kafka_assign(rk, asg);
@@ -528,7 +490,7 @@ int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, vf_chec
     rc = 0;
 out:
     rd_kafka_topic_partition_list_destroy(asg);
-    destroy(rk);
+    lc_reader_close(rk);
     reader_free(&r);
     return rc;
 }

@@ -1,0 +1,44 @@
+/* kreader.c - loadctl's read_committed topic reader that never commits (kreader.h). */
+#include "kreader.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* kafka.<key> of the configuration, except what would make the reader commit or join a group. */
+static void copy_kafka(const char *key, const char *value, void *arg)
+{
+    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
+        strcmp(key, "group.instance.id") == 0)
+        return;
+    char e[256];
+    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
+}
+
+rd_kafka_t *lc_reader_new(const ll_config *cfg, const char *group, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    ll_config_foreach_prefix(cfg, "kafka.", copy_kafka, c);
+    char e[256];
+    const char *fixed[][2] = {{"group.id", group},
+                              {"enable.auto.commit", "false"},
+                              {"enable.auto.offset.store", "false"},
+                              {"isolation.level", "read_committed"},
+                              {"enable.partition.eof", "true"},
+                              {"auto.offset.reset", "earliest"}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        if (rd_kafka_conf_set(c, fixed[i][0], fixed[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "kafka %s: %s", fixed[i][0], e);
+            rd_kafka_conf_destroy(c);
+            return NULL;
+        }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e);
+    if (!rk)
+        snprintf(err, errlen, "kafka consumer: %s", e);
+    return rk;
+}
+
+void lc_reader_close(rd_kafka_t *rk)
+{
+    if (rk)
+        rd_kafka_destroy_flags(rk, RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE);
+}
