@@ -57,6 +57,9 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      "savepoints per database transaction (1..60): messages applied one by one, a savepoint each; a"
      " batch needing more commits in parts; those the set-based apply decides need none. 1 = one"
      " transaction per message, without the set-based apply"},
+    {"loop.overlap_commit", "true", false,
+     "commit a batch's Kafka transaction on a thread of its own while the next batch's database work"
+     " runs (its database commit waits for it); false: commit before polling again"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
     {"fault.crash_after_db_commits", "0", false,
@@ -169,6 +172,7 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_config_duration_ms(cfg, "loop.retry_backoff_max", &l->backoff_max_ms, err, errlen) ||
         ll_config_int(cfg, "loop.max_held", &l->max_held, err, errlen) ||
         ll_config_int(cfg, "loop.db_batch_max", &l->db_batch_max, err, errlen) ||
+        ll_config_bool(cfg, "loop.overlap_commit", &l->overlap_commit, err, errlen) ||
         ll_config_int(cfg, "fault.crash_after_db_commits", &l->crash_after, err, errlen) ||
         ll_config_int(cfg, "db.tx_attempts", &attempts, err, errlen) || load_io(l, inputs, n, err, errlen)) {
         ll_loop_free(l);
@@ -230,6 +234,7 @@ void ll_loop_free(ll_loop *l)
 {
     if (!l)
         return;
+    ll_loop_commit_wait(l);
     if (l->consumer) {
         rd_kafka_consumer_close(l->consumer);
         rd_kafka_destroy(l->consumer);
@@ -318,7 +323,10 @@ int ll_loop_run(ll_loop *l)
         }
         for (size_t i = 0; i < n; i++)
             rd_kafka_message_destroy(batch[i]);
+        if (n == 0)
+            ll_loop_commit_wait(l); /* idle: the last commit's outcome (a fence ends the process) */
     }
+    ll_loop_commit_wait(l); /* the last batch's commit, before the consumer leaves its group */
     free(batch);
     return l->fatal ? 2 : 0;
 }

@@ -115,6 +115,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 {
     ll_loop *l = opaque;
     l->rebalance_gen++;
+    /* the previous batch's commit (its offsets are of this generation) ends before the
+     * assignment changes; a failure aborts it and its batch comes again from the committed
+     * offsets (of the new assignment, for what stays assigned) */
+    ll_loop_commit_wait(l);
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",
                     parts->cnt);
@@ -528,8 +532,7 @@ void ll_loop_abort(ll_loop *l)
         ll_loop_rewind(l);
 }
 
-/* A transactional call failed: fatal → producer_fatal; otherwise abort and rewind. Returns -1. */
-static int txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
+int ll_loop_txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
 {
     ll_log(LL_ERROR, NULL, "kafka_txn_error", "%s: %s", what, rd_kafka_error_string(e));
     int fatal = rd_kafka_error_is_fatal(e);
@@ -541,40 +544,14 @@ static int txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
     return -1;
 }
 
-int ll_loop_begin(ll_loop *l)
-{
-    rd_kafka_error_t *e = rd_kafka_begin_transaction(l->producer);
-    return e ? txn_failed(l, e, "begin_transaction") : 0;
-}
-
-int ll_loop_commit(ll_loop *l, rd_kafka_topic_partition_list_t *offsets)
-{
-    rd_kafka_error_t *e;
-    if (offsets->cnt > 0) {
-        rd_kafka_consumer_group_metadata_t *gm = rd_kafka_consumer_group_metadata(l->consumer);
-        e = rd_kafka_send_offsets_to_transaction(l->producer, offsets, gm, 30000);
-        rd_kafka_consumer_group_metadata_destroy(gm);
-        if (e)
-            return txn_failed(l, e, "send_offsets_to_transaction");
-    }
-    for (int attempt = 0;; attempt++) {
-        e = rd_kafka_commit_transaction(l->producer, 60000);
-        if (!e)
-            return 0;
-        if (rd_kafka_error_is_retriable(e) && attempt < 5) {
-            rd_kafka_error_destroy(e);
-            continue;
-        }
-        return txn_failed(l, e, "commit_transaction");
-    }
-}
-
 /* The recovery step that is due, if any. Returns 1 while a recovery is still owed (nothing may
  * be applied: the poll only keeps this member in its group). */
 int ll_loop_recover_step(ll_loop *l)
 {
     if (!l->producer_broken && !l->rewind_pending)
         return 0;
+    /* a rewind reads the committed offsets: the commit in flight first */
+    ll_loop_commit_wait(l);
     if (ll_loop_now_ms() >= l->recover_at_ms) {
         if (l->producer_broken)
             recreate_producer(l);
