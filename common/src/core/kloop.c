@@ -26,6 +26,7 @@
 #include "ll/dlq.h"
 #include "ll/kclient.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/rules.h"
 #include "ll/topics.h"
 
@@ -62,6 +63,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"fault.crash_after_db_commits", "0", false,
      "TESTING: kill -9 self after N database commits, before the Kafka commit"},
     {"log.level", "info", false, "debug, info, warn or error"},
+    LL_OBS_KEYS,
     {NULL, NULL, false, NULL}};
 
 int64_t ll_loop_now_ms(void)
@@ -69,6 +71,13 @@ int64_t ll_loop_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ll_loop_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- setup --------------------------------------------------------------------------------- */
@@ -279,9 +288,39 @@ json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_
 
 /* ---- the run loop --------------------------------------------------------------------------- */
 
+/* For /metrics and /readyz (obs.h): the held messages and (partition, run) pairs after a batch,
+ * and whether the database answers. While no batch comes, the connection is checked every 5 s
+ * (a reconnect, or SELECT 1) so that /readyz sees an outage without traffic. */
+static void observe_turn(ll_loop *l, size_t n, int64_t *idle_since)
+{
+    int64_t now = ll_loop_now_ms();
+    if (n > 0) {
+        ll_obs_batch(n);
+        *idle_since = now;
+    } else if (now - *idle_since >= 5000 && !l->producer_broken && !l->rewind_pending) {
+        *idle_since = now;
+        if (ll_db_ensure(&l->db) == LL_DB_OK)
+            ll_db_command(&l->db, "SELECT 1");
+    }
+    size_t msgs = 0, runs = 0;
+    for (size_t i = 0; i < l->n_parts; i++) {
+        const part_state *ps = l->parts[i];
+        msgs += ps->n_held;
+        for (size_t k = 0; k < ps->n_held; k++) {
+            size_t j = 0;
+            while (j < k && strcmp(ps->held[j]->run, ps->held[k]->run) != 0)
+                j++;
+            runs += j == k;
+        }
+    }
+    ll_obs_held(msgs, runs);
+    ll_obs_turn(l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK);
+}
+
 int ll_loop_run(ll_loop *l)
 {
     rd_kafka_message_t **batch = calloc((size_t)l->batch_max, sizeof *batch);
+    int64_t idle_since = ll_loop_now_ms();
     while (!l->stop && !l->fatal) {
         int recovering = ll_loop_recover_step(l);
         size_t n = 0;
@@ -318,6 +357,7 @@ int ll_loop_run(ll_loop *l)
         }
         for (size_t i = 0; i < n; i++)
             rd_kafka_message_destroy(batch[i]);
+        observe_turn(l, n, &idle_since);
     }
     free(batch);
     return l->fatal ? 2 : 0;
