@@ -214,12 +214,13 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
     }
 }
 
-/* For /metrics and /healthz (obs.h): the loop turned; the outbox backlog at most once a second. */
+/* For /metrics and /healthz (obs.h): the loop turned; the outbox backlog at most once a second
+ * while the HTTP endpoint runs (no query without it). */
 static void observe(ll_db *db, int64_t *backlog_at)
 {
     double pending = 0, age = 0;
     int64_t now = mono_ms();
-    if (now >= *backlog_at) {
+    if (now >= *backlog_at && ll_obs_port() > 0) {
         *backlog_at = now + 1000;
         if (ll_db_ensure(db) == LL_DB_OK && outbox_backlog(db, &pending, &age) == LL_DB_OK)
             ll_obs_outbox(pending, age);

@@ -289,15 +289,16 @@ json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_
 /* ---- the run loop --------------------------------------------------------------------------- */
 
 /* For /metrics and /readyz (obs.h): the held messages and (partition, run) pairs after a batch,
- * and whether the database answers. While no batch comes, the connection is checked every 5 s
- * (a reconnect, or SELECT 1) so that /readyz sees an outage without traffic. */
+ * and whether the database answers. While no batch comes and the HTTP endpoint runs, the
+ * connection is checked every 5 s (a reconnect bounded by connect_timeout, or SELECT 1 bounded by
+ * statement_timeout) so that /readyz sees an outage without traffic. */
 static void observe_turn(ll_loop *l, size_t n, int64_t *idle_since)
 {
     int64_t now = ll_loop_now_ms();
     if (n > 0) {
         ll_obs_batch(n);
         *idle_since = now;
-    } else if (now - *idle_since >= 5000 && !l->producer_broken && !l->rewind_pending) {
+    } else if (now - *idle_since >= 5000 && ll_obs_port() > 0 && !l->producer_broken && !l->rewind_pending) {
         *idle_since = now;
         if (ll_db_ensure(&l->db) == LL_DB_OK)
             ll_db_command(&l->db, "SELECT 1");
