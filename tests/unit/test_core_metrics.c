@@ -165,6 +165,35 @@ static void test_registration_refusals(void **state)
     ll_metrics_free(r);
 }
 
+static void test_reading_an_exposition(void **state)
+{
+    (void)state;
+    /* what a service renders, read back */
+    ll_metrics *r = ll_metrics_new();
+    ll_metric *c = ll_metrics_add(r, LL_METRIC_COUNTER, "in_total", "In", "topic,code", 8, NULL, 0);
+    const char *a[2] = {"chunks", ""}, *b[2] = {"claims", "CLAIM_MISMATCH"}, *q[2] = {"x\"}", "y"};
+    ll_metric_add(c, a, 5);
+    ll_metric_add(c, b, 2);
+    ll_metric_add(c, q, 1);
+    char *t = render(r);
+    double sum, max;
+    assert_int_equal(ll_metrics_text_sum(t, "in_total", NULL, NULL, &sum, &max), 3);
+    assert_true(sum == 8 && max == 5);
+    assert_int_equal(ll_metrics_text_sum(t, "in_total", "code", "CLAIM_MISMATCH", &sum, &max), 1);
+    assert_true(sum == 2);
+    assert_int_equal(ll_metrics_text_sum(t, "in_total", "topic", "x\"}", &sum, &max), 1); /* escaped */
+    assert_int_equal(ll_metrics_text_sum(t, "in", NULL, NULL, &sum, &max), 0); /* a prefix is not a name */
+    free(t);
+    ll_metrics_free(r);
+    assert_int_equal(ll_metrics_text_sum("# HELP g G\ng 3.5\ng_other 9\n", "g", NULL, NULL, &sum, &max), 1);
+    assert_true(sum == 3.5);
+    assert_int_equal(ll_metrics_text_sum("g{a=\"1\"} +Inf\n", "g", "a", "1", &sum, &max), 1);
+    assert_int_equal(ll_metrics_text_sum("g{a=1} 3\n", "g", NULL, NULL, &sum, &max), -1);
+    assert_int_equal(ll_metrics_text_sum("g{a=\"1\" 3\n", "g", NULL, NULL, &sum, &max), -1);
+    assert_int_equal(ll_metrics_text_sum("g three\n", "g", NULL, NULL, &sum, &max), -1);
+    assert_int_equal(ll_metrics_text_sum("", "g", NULL, NULL, &sum, &max), 0);
+}
+
 /* ---- obs.h ----------------------------------------------------------------------------------- */
 
 typedef struct lag_seen {
@@ -318,6 +347,7 @@ int main(void)
         cmocka_unit_test(test_label_values_of_replies),
         cmocka_unit_test(test_health_and_readiness),
         cmocka_unit_test(test_listen_address),
+        cmocka_unit_test(test_reading_an_exposition),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -59,4 +59,13 @@ size_t ll_metric_series(ll_metric *m);
  * caller frees (length in *len if not NULL); NULL when out of memory. */
 char *ll_metrics_render(ll_metrics *r, size_t *len);
 
+/*
+ * Reads an exposition text (as a scraper does, e.g. `loadctl monitor --services`): the samples
+ * named exactly `name` whose label `label` equals `value` (label NULL: every sample of name).
+ * Adds their values into *sum and keeps the largest in *max (both set to 0 first). Returns the
+ * number of samples matched, or -1 when a line of that name does not parse.
+ */
+int ll_metrics_text_sum(const char *text, const char *name, const char *label, const char *value, double *sum,
+                        double *max);
+
 #endif

@@ -395,3 +395,82 @@ char *ll_metrics_render(ll_metrics *r, size_t *len)
         *len = b.len;
     return b.p;
 }
+
+/* ---- reading an exposition ----------------------------------------------------------------- */
+
+/* Parses the label set at *p (just after '{') up to its '}': *match is set when label = value
+ * (or label is NULL). Returns the position after '}', or NULL when malformed. */
+static const char *scan_labels(const char *p, const char *label, const char *value, int *match)
+{
+    *match = label == NULL;
+    char lv[LL_METRIC_VALUE_MAX * 2];
+    while (*p == ' ')
+        p++;
+    while (*p != '}') {
+        const char *n = p;
+        while (*p && *p != '=' && *p != '\n')
+            p++;
+        if (*p != '=' || p[1] != '"')
+            return NULL;
+        size_t nlen = (size_t)(p - n), k = 0;
+        int overflow = 0;
+        for (p += 2; *p && *p != '"' && *p != '\n'; p++) {
+            char c = *p;
+            if (c == '\\') {
+                c = *++p;
+                if (c == 'n')
+                    c = '\n';
+                else if (c != '\\' && c != '"')
+                    return NULL;
+            }
+            if (k + 1 < sizeof lv)
+                lv[k++] = c;
+            else
+                overflow = 1;
+        }
+        if (*p != '"')
+            return NULL;
+        lv[k] = '\0';
+        if (label && !overflow && strlen(label) == nlen && strncmp(n, label, nlen) == 0 &&
+            strcmp(lv, value) == 0)
+            *match = 1;
+        p++;
+        while (*p == ' ')
+            p++;
+        if (*p == ',')
+            p++;
+        else if (*p != '}')
+            return NULL;
+        while (*p == ' ')
+            p++;
+    }
+    return p + 1;
+}
+
+int ll_metrics_text_sum(const char *text, const char *name, const char *label, const char *value, double *sum,
+                        double *max)
+{
+    size_t nlen = strlen(name);
+    int n = 0;
+    *sum = *max = 0;
+    for (const char *line = text; line && *line; line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+        if (*line == '#' || strncmp(line, name, nlen) != 0 || (line[nlen] != '{' && line[nlen] != ' '))
+            continue;
+        const char *p = line + nlen;
+        int match = 1;
+        if (*p == '{' && !(p = scan_labels(p + 1, label, value, &match)))
+            return -1;
+        if (label && *line && line[nlen] != '{')
+            match = 0;
+        char *end = NULL;
+        double v = strtod(p, &end);
+        if (end == p || (*end != '\n' && *end != ' ' && *end != '\0'))
+            return -1;
+        if (!match)
+            continue;
+        *max = n == 0 || v > *max ? v : *max;
+        *sum += v;
+        n++;
+    }
+    return n;
+}
