@@ -288,21 +288,32 @@ json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_
 
 /* ---- the run loop --------------------------------------------------------------------------- */
 
-/* For /metrics and /readyz (obs.h): the held messages and (partition, run) pairs after a batch,
- * and whether the database answers. While no batch comes and the HTTP endpoint runs, the
+/* When the loop last observed what /metrics and /readyz show (ms, monotonic). */
+typedef struct observed {
+    int64_t idle_since, held_at;
+} observed;
+
+/* For /metrics and /readyz (obs.h): the batch size, whether the database answers, and (once a
+ * second, while the HTTP endpoint runs: the count is quadratic in a partition's held queue) the
+ * held messages and (partition, run) pairs. While no batch comes and the HTTP endpoint runs, the
  * connection is checked every 5 s (a reconnect bounded by connect_timeout, or SELECT 1 bounded by
  * statement_timeout) so that /readyz sees an outage without traffic. */
-static void observe_turn(ll_loop *l, size_t n, int64_t *idle_since)
+static void observe_turn(ll_loop *l, size_t n, observed *o)
 {
     int64_t now = ll_loop_now_ms();
+    int http = ll_obs_port() > 0;
     if (n > 0) {
         ll_obs_batch(n);
-        *idle_since = now;
-    } else if (now - *idle_since >= 5000 && ll_obs_port() > 0 && !l->producer_broken && !l->rewind_pending) {
-        *idle_since = now;
+        o->idle_since = now;
+    } else if (now - o->idle_since >= 5000 && http && !l->producer_broken && !l->rewind_pending) {
+        o->idle_since = now;
         if (ll_db_ensure(&l->db) == LL_DB_OK)
             ll_db_command(&l->db, "SELECT 1");
     }
+    ll_obs_turn(l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK);
+    if (!http || now - o->held_at < 1000)
+        return;
+    o->held_at = now;
     size_t msgs = 0, runs = 0;
     for (size_t i = 0; i < l->n_parts; i++) {
         const part_state *ps = l->parts[i];
@@ -315,13 +326,12 @@ static void observe_turn(ll_loop *l, size_t n, int64_t *idle_since)
         }
     }
     ll_obs_held(msgs, runs);
-    ll_obs_turn(l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK);
 }
 
 int ll_loop_run(ll_loop *l)
 {
     rd_kafka_message_t **batch = calloc((size_t)l->batch_max, sizeof *batch);
-    int64_t idle_since = ll_loop_now_ms();
+    observed obs = {ll_loop_now_ms(), 0};
     while (!l->stop && !l->fatal) {
         int recovering = ll_loop_recover_step(l);
         size_t n = 0;
@@ -358,7 +368,7 @@ int ll_loop_run(ll_loop *l)
         }
         for (size_t i = 0; i < n; i++)
             rd_kafka_message_destroy(batch[i]);
-        observe_turn(l, n, &idle_since);
+        observe_turn(l, n, &obs);
     }
     free(batch);
     return l->fatal ? 2 : 0;
