@@ -2,12 +2,13 @@
 
 Every service runs with http.listen = 127.0.0.1:0 on a drill stack of its own (database, topic
 prefix, groups: the counters start from nothing and only this test's messages reach them). The
-reference scenario runs to SUCCESS, plus a replayed claim (REPLAY), a second run of the same job
-and key (REJECTED DUPLICATE_ACTIVE_RUN) and an undecodable chunk (a dead letter). Every service is
-scraped with Prometheus' own parser (python3-prometheus-client), and the counts are checked
-against the replies and dead letters read back read_committed: per input topic, outcome and code,
-exactly equal. /healthz and /readyz answer 200; a sweeper whose database is unreachable answers
-/readyz 503 while /healthz stays 200.
+reference scenario runs to SUCCESS, plus a second run of the same job and key (REJECTED
+DUPLICATE_ACTIVE_RUN), the run request again (REPLAY) and an undecodable chunk (a dead letter).
+Every service is scraped with Prometheus' own parser (python3-prometheus-client), and the counts
+are checked against the replies and dead letters read back read_committed: per input topic,
+outcome and code, exactly equal; `loadctl monitor --once --services` shows the same sums.
+/healthz and /readyz answer 200; a sweeper whose database is unreachable answers /readyz 503
+while /healthz stays 200.
 """
 import collections
 import json
@@ -179,6 +180,16 @@ def test_metrics_count_what_the_replies_say(drill):
     assert value(s, "loadledger_outbox_oldest_pending_age_seconds") == 0
     s, types = scrape(ports["sweeper"])
     assert types["loadledger_sweeper_actions"] == "counter" and value(s, "loadledger_loop_turns_total") > 0
+
+    # loadctl monitor reads the same endpoints: one line per service, the counts summed
+    targets = ",".join("127.0.0.1:%d" % ports[svc] for svc in list(CONSUMERS) + ["dispatcher", "sweeper"])
+    out = json.loads(iso.stack.loadctl("--json", "monitor", "--once", "--services", targets).stdout)
+    by = {svc: out["services"][i] for i, svc in enumerate(list(CONSUMERS) + ["dispatcher", "sweeper"])}
+    assert all(v["up"] and v["ready"] for v in by.values()), by
+    for svc in CONSUMERS:
+        assert by[svc]["inputs"] == sum(v for k, v in want.items() if k[0] == svc)
+        assert by[svc]["rejected"] == sum(v for k, v in want.items() if k[0] == svc and k[2] == "REJECTED")
+        assert by[svc]["deadLetters"] == sum(v for k, v in dead.items() if k[0] == svc)
 
 
 def test_health_and_readiness_answers(drill):
