@@ -26,6 +26,7 @@
 #include "ll/dlq.h"
 #include "ll/kclient.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/rules.h"
 #include "ll/topics.h"
 
@@ -65,6 +66,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"fault.crash_after_db_commits", "0", false,
      "TESTING: kill -9 self after N database commits, before the Kafka commit"},
     {"log.level", "info", false, "debug, info, warn or error"},
+    LL_OBS_KEYS,
     {NULL, NULL, false, NULL}};
 
 int64_t ll_loop_now_ms(void)
@@ -72,6 +74,13 @@ int64_t ll_loop_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ll_loop_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- setup --------------------------------------------------------------------------------- */
@@ -284,9 +293,50 @@ json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_
 
 /* ---- the run loop --------------------------------------------------------------------------- */
 
+/* When the loop last observed what /metrics and /readyz show (ms, monotonic). */
+typedef struct observed {
+    int64_t idle_since, held_at;
+} observed;
+
+/* For /metrics and /readyz (obs.h): the batch size, whether the database answers, and (once a
+ * second, while the HTTP endpoint runs: the count is quadratic in a partition's held queue) the
+ * held messages and (partition, run) pairs. While no batch comes and the HTTP endpoint runs, the
+ * connection is checked every 5 s (a reconnect bounded by connect_timeout, or SELECT 1 bounded by
+ * statement_timeout) so that /readyz sees an outage without traffic. */
+static void observe_turn(ll_loop *l, size_t n, observed *o)
+{
+    int64_t now = ll_loop_now_ms();
+    int http = ll_obs_port() > 0;
+    if (n > 0) {
+        ll_obs_batch(n);
+        o->idle_since = now;
+    } else if (now - o->idle_since >= 5000 && http && !l->producer_broken && !l->rewind_pending) {
+        o->idle_since = now;
+        if (ll_db_ensure(&l->db) == LL_DB_OK)
+            ll_db_command(&l->db, "SELECT 1");
+    }
+    ll_obs_turn(l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK);
+    if (!http || now - o->held_at < 1000)
+        return;
+    o->held_at = now;
+    size_t msgs = 0, runs = 0;
+    for (size_t i = 0; i < l->n_parts; i++) {
+        const part_state *ps = l->parts[i];
+        msgs += ps->n_held;
+        for (size_t k = 0; k < ps->n_held; k++) {
+            size_t j = 0;
+            while (j < k && strcmp(ps->held[j]->run, ps->held[k]->run) != 0)
+                j++;
+            runs += j == k;
+        }
+    }
+    ll_obs_held(msgs, runs);
+}
+
 int ll_loop_run(ll_loop *l)
 {
     rd_kafka_message_t **batch = calloc((size_t)l->batch_max, sizeof *batch);
+    observed obs = {ll_loop_now_ms(), 0};
     while (!l->stop && !l->fatal) {
         int recovering = ll_loop_recover_step(l);
         size_t n = 0;
@@ -325,6 +375,7 @@ int ll_loop_run(ll_loop *l)
             rd_kafka_message_destroy(batch[i]);
         if (n == 0)
             ll_loop_commit_wait(l); /* idle: the last commit's outcome (a fence ends the process) */
+        observe_turn(l, n, &obs);
     }
     ll_loop_commit_wait(l); /* the last batch's commit, before the consumer leaves its group */
     free(batch);

@@ -35,6 +35,7 @@
 #include "kloop_int.h"
 #include "ll/pgarray.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 
 /* What became of one message in the database transaction. */
 typedef enum {
@@ -54,6 +55,7 @@ typedef struct out_item {
     char code[64];        /* dead-letter code, "" for a reply */
     char *reason;         /* dead-letter reason, owned */
     char run_id[128];
+    char outcome[16], reply_code[48]; /* a reply's labels for loadledger_inputs_total (obs.h) */
 } out_item;
 
 typedef struct batch {
@@ -344,6 +346,7 @@ static void out_push(batch *b, lmsg *m, json_t *reply, const char *code, const c
     if (reply) {
         char why[400];
         o->is_reply = 1;
+        ll_obs_reply_labels(reply, o->outcome, sizeof o->outcome, o->reply_code, sizeof o->reply_code);
         if (ll_encode(&m->io->eopts, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
             o->reply = NULL;
             o->encode_err = strdup(why);
@@ -724,6 +727,7 @@ static int flush_outs(batch *b)
                 if (ll_loop_produce(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1) !=
                     0)
                     rc = -1;
+                ll_obs_stage_input(m->io->topic, o->outcome, o->reply_code);
             }
         } else if (ll_loop_dead_letter_produce(l, m, o->code, o->reason) != 0) {
             rc = -1;

@@ -21,6 +21,7 @@
 
 #include "kloop_int.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 
 /* One commit in flight: what the thread needs, and what it found. */
 struct ll_commit_job {
@@ -30,11 +31,12 @@ struct ll_commit_job {
     rd_kafka_consumer_group_metadata_t *group; /* owned; NULL when no offsets */
     rd_kafka_error_t *err;                     /* owned; NULL: committed */
     const char *what;                          /* the call that failed */
-    int64_t started_ms, ms;                    /* when it started, how long it took (ms) */
+    int64_t started_us, us, ms;                /* when it started (µs), how long it took (µs, ms) */
 };
 
 int ll_loop_begin(ll_loop *l)
 {
+    ll_obs_stage_drop(); /* what an earlier transaction staged did not commit */
     rd_kafka_error_t *e = rd_kafka_begin_transaction(l->producer);
     return e ? ll_loop_txn_failed(l, e, "begin_transaction") : 0;
 }
@@ -63,7 +65,8 @@ static void *commit_thread(void *arg)
 {
     struct ll_commit_job *j = arg;
     commit_job_run(j);
-    j->ms = ll_loop_now_ms() - j->started_ms;
+    j->us = ll_loop_now_us() - j->started_us;
+    j->ms = j->us / 1000;
     return NULL;
 }
 
@@ -81,6 +84,10 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
     rd_kafka_error_t *e = j->err;
     const char *what = j->what;
     l->last_commit_ms = j->ms;
+    if (!e) {
+        ll_obs_kafka_commit((double)j->us / 1e6);
+        ll_obs_stage_commit(); /* the batch's replies and dead letters are visible now */
+    }
     commit_job_free(j);
     return e ? ll_loop_txn_failed(l, e, what) : 0;
 }
@@ -96,7 +103,7 @@ int ll_loop_commit_start(ll_loop *l, rd_kafka_topic_partition_list_t *offsets)
     j->producer = l->producer;
     j->offsets = offsets;
     j->group = offsets->cnt > 0 ? rd_kafka_consumer_group_metadata(l->consumer) : NULL;
-    j->started_ms = ll_loop_now_ms();
+    j->started_us = ll_loop_now_us();
     if (l->overlap_commit && pthread_create(&j->thread, NULL, commit_thread, j) == 0) {
         l->commit = j;
         return 0;

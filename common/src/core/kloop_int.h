@@ -119,6 +119,8 @@ struct ll_loop {
 
 /* Monotonic clock (ms). */
 int64_t ll_loop_now_ms(void);
+/* Monotonic clock (microseconds), for the latency metrics. */
+int64_t ll_loop_now_us(void);
 
 /* kloop_kafka.c */
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen);

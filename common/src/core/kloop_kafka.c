@@ -19,6 +19,7 @@
 #include "ll/dlq.h"
 #include "ll/kclient.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 
 /* ---- partitions ----------------------------------------------------------------------------- */
 
@@ -137,6 +138,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
          * producer, if broken, is still recreated before anything is applied) */
         l->rewind_pending = 0;
         rd_kafka_assign(rk, parts);
+        ll_obs_assigned(parts->cnt);
         if (l->producer_broken) {
             rd_kafka_pause_partitions(rk, parts);
             l->all_paused = 1;
@@ -147,6 +149,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         resume_paused(l); /* while still assigned */
         ll_loop_forget_parts(l);
         rd_kafka_assign(rk, NULL);
+        ll_obs_assigned(0);
     }
 }
 
@@ -312,6 +315,40 @@ static int fetch_bounds(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errle
                : 0;
 }
 
+/* The lag of one partition of a statistics sample: its end offset from librdkafka, its
+ * committed offset from the loop itself (the first offset not done); unassigned ones skipped. */
+static void lag_one(void *arg, const ll_obs_part_stats *p)
+{
+    ll_loop *l = arg;
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->partition == p->partition && strcmp(l->parts[i]->topic, p->topic) == 0)
+            ll_obs_lag_set(p->topic, p->partition, ll_obs_lag(p->end, l->parts[i]->track.base, p->lo));
+}
+
+/* librdkafka's statistics (the consumer lag per partition) for /metrics (obs.h): served by the
+ * consumer poll on the loop's thread, so l->parts may be read; the document is librdkafka's
+ * (returning 0 frees it). */
+static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    (void)rk;
+    ll_obs_lag_begin();
+    ll_obs_lag_parse(json, len, lag_one, opaque);
+    return 0;
+}
+
+/* With an HTTP endpoint (http.listen), statistics every 5 s unless kafka.statistics.interval.ms
+ * says otherwise. 0, or -1 with err. */
+static int stats_conf(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
+{
+    const char *listen = ll_config_get(l->cfg, "http.listen");
+    if (!listen || !*listen)
+        return 0;
+    rd_kafka_conf_set_stats_cb(cc, stats_cb);
+    return ll_config_get(l->cfg, "kafka.statistics.interval.ms")
+               ? 0
+               : conf_set(cc, "statistics.interval.ms", "5000", err, errlen);
+}
+
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
 {
     char host[128] = "host", e[512];
@@ -345,6 +382,10 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
         return -1;
     }
     rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
+    if (stats_conf(l, cc, err, errlen) != 0) {
+        rd_kafka_conf_destroy(cc);
+        return -1;
+    }
     rd_kafka_conf_set_opaque(cc, l);
     l->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, e, sizeof e);
     if (!l->consumer) {
@@ -468,6 +509,7 @@ static void producer_fatal(ll_loop *l)
                "transactional.id %s: %s: another instance took over (or access was denied); exiting", l->txid,
                why);
         l->fatal = 1;
+        ll_obs_fenced();
         return;
     }
     ll_log(LL_ERROR, NULL, "producer_recreate", "fatal producer error %s: %s; recreating the producer",
@@ -503,6 +545,7 @@ static void recreate_producer(ll_loop *l)
  * whose init_transactions aborts it instead); the caller rewinds. */
 static void abort_txn(ll_loop *l)
 {
+    ll_obs_stage_drop(); /* its replies and dead letters are not counted */
     for (int attempt = 0; attempt < 3; attempt++) {
         rd_kafka_error_t *ae = rd_kafka_abort_transaction(l->producer, 30000);
         if (!ae)
