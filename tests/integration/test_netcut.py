@@ -212,8 +212,10 @@ def test_services_recover_alone_from_cut_network_and_db_restart(cut):
             assert st.alive(i) and st.procs[i][0].pid == p, "%s was restarted" % i
         # all of the services' traffic went through the proxies
         ks, ps = kproxy.stats(), pproxy.stats()
-        assert ks["bytes_down"] > 0 and ks["bytes_up"] > 0 and ks["reset"] > 0, ks
-        assert ps["bytes_down"] > 0 and ps["bytes_up"] > 0 and ps["reset"] > 0, ps
+        assert ks["bytes_down"] > 0 and ks["bytes_up"] > 0, ks
+        assert ps["bytes_down"] > 0 and ps["bytes_up"] > 0, ps
+        if "drop" in FAULTS:
+            assert ks["reset"] > 0 and ps["reset"] > 0, (ks, ps)
         rc, checks = loadctl_verify(iso)
         assert rc == 0, {k: v for k, v in checks.items() if v.get("violations")}
     finally:

@@ -108,8 +108,7 @@ class Proxy:
         rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         for t in rest:
             t.cancel()
-        await asyncio.gather(*rest, return_exceptions=True)
-        await self._server.wait_closed()
+        await asyncio.wait(rest, timeout=5) if rest else None
 
     async def _stats(self):
         return dict(self.counters, open=len(self._conns), mode=self.mode)
