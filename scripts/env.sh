@@ -377,6 +377,20 @@ pg_stop() {
 k_ports_file=$K_DIR/ports
 k_port() { cut -d' ' -f1 "$k_ports_file" 2>/dev/null || true; }
 k_controller_port() { cut -d' ' -f2 "$k_ports_file" 2>/dev/null || true; }
+# The PROXIED listener (server.properties.in): "<broker port> <advertised proxy port>".
+k_proxied_file=$K_DIR/proxied_ports
+k_proxied_port() { cut -d' ' -f1 "$k_proxied_file" 2>/dev/null || true; }
+k_proxy_port() { cut -d' ' -f2 "$k_proxied_file" 2>/dev/null || true; }
+
+# Keeps the PROXIED ports of the last start (the proxy's may be in use by a drill: not checked),
+# or picks two free ones.
+pick_proxied_ports() {
+  local lp ap
+  read -r lp ap < <(cat "$k_proxied_file" 2>/dev/null || echo "")
+  [[ -n ${lp:-} ]] && { wait_ports_free "$lp" || true; }
+  if [[ -z ${lp:-} || -z ${ap:-} ]] || ! port_free "$lp"; then read -r lp ap < <(free_ports 2); fi
+  echo "$lp $ap" >"$k_proxied_file"
+}
 
 # The pid of our broker, if it runs (checked against its command line, never another process).
 kafka_pid() {
@@ -421,7 +435,9 @@ kafka_start() {
     read -r port cport < <(free_ports 2)
   fi
   echo "$port $cport" >"$k_ports_file"
+  pick_proxied_ports
   sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$cport|g" -e "s|@LOG_DIR@|$K_DIR/data|g" \
+    -e "s|@PROXIED_PORT@|$(k_proxied_port)|g" -e "s|@PROXY_PORT@|$(k_proxy_port)|g" \
     "$KAFKA_TPL_DIR/server.properties.in" >"$K_CONF"
   cp "$KAFKA_TPL_DIR/log4j2.xml" "$K_DIR/log4j2.xml"
   local jvm=("$java" "-Xms$LL_KAFKA_HEAP" "-Xmx$LL_KAFKA_HEAP" -XX:+UseG1GC
@@ -517,6 +533,8 @@ write_env() {
 # Stop:       $SCRIPT_DIR/env.sh down
 export LL_RUN_DIR='$LL_RUN_DIR'
 export LL_KAFKA_BOOTSTRAP='127.0.0.1:$kp'
+export LL_KAFKA_PROXIED_PORT='$(k_proxied_port)'
+export LL_KAFKA_PROXY_PORT='$(k_proxy_port)'
 export LL_TOPIC_PREFIX='$LL_TOPIC_PREFIX'
 export LL_PG_HOST='127.0.0.1'
 export LL_PG_PORT='$pp'

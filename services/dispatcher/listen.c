@@ -20,6 +20,9 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The longest wait for the server's answer to the LISTEN set-up (ms); then it is retried later. */
+#define LISTEN_ANSWER_MS 10000
+
 /* Connects and LISTENs. true when a new connection was made. */
 static bool connect_listener(listener *l)
 {
@@ -29,7 +32,7 @@ static bool connect_listener(listener *l)
     static const char *const keys[] = {"connect_timeout", "dbname", "application_name", NULL};
     const char *vals[] = {"10", l->conninfo, "dispatcher-listen", NULL};
     l->conn = PQconnectdbParams(keys, vals, 1);
-    if (PQstatus(l->conn) == CONNECTION_OK && ll_db_conn_pooled(l->conn) == 1) {
+    if (PQstatus(l->conn) == CONNECTION_OK && ll_db_conn_pooled(l->conn, LISTEN_ANSWER_MS) == 1) {
         /* a transaction pooler hands the session to others after the LISTEN: nothing would come */
         ll_log(LL_WARN, NULL, "listen_pooled",
                "db.listen_conninfo (default db.conninfo) reaches PostgreSQL through a transaction "
@@ -41,8 +44,9 @@ static bool connect_listener(listener *l)
         return false;
     }
     if (PQstatus(l->conn) == CONNECTION_OK) {
-        PGresult *r = PQexec(l->conn, "LISTEN load_dispatch");
-        bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+        bool late = false;
+        PGresult *r = ll_pq_exec_bounded(l->conn, "LISTEN load_dispatch", LISTEN_ANSWER_MS, &late);
+        bool ok = !late && PQresultStatus(r) == PGRES_COMMAND_OK;
         PQclear(r);
         if (ok) {
             ll_log(LL_INFO, NULL, "listen_connected", "listening on channel load_dispatch");

@@ -55,9 +55,29 @@ int ll_db_pooler_parse(const char *text, ll_db_pooler *out);
 bool ll_db_pooler_decide(ll_db_pooler mode, int key_pid, long long server_pid);
 /*
  * Asks an open connection whether a pooler answered it (ll_db_pooler_decide with mode AUTO and one
- * unnamed SELECT pg_backend_pid()). 1 = pooled, 0 = direct, -1 = the query failed.
+ * unnamed SELECT pg_backend_pid()), waiting at most timeout_ms for the answer (0 = no limit).
+ * 1 = pooled, 0 = direct, -1 = the query failed or no answer came in time.
  */
-int ll_db_conn_pooled(PGconn *conn);
+int ll_db_conn_pooled(PGconn *conn, int64_t timeout_ms);
+
+/*
+ * Bounded waits on a connection (db_wait.c, db.response_timeout). libpq's blocking calls wait for
+ * the server without a limit; these wait with poll() up to a deadline.
+ *
+ * ll_pq_await: the result of the statement just sent with a PQsend* call on conn, as PQexec would
+ * return it (the last result, an error kept over what follows; caller PQclear()s it), or NULL when
+ * the connection failed before any result. After timeout_ms (0 = no limit) it returns NULL with
+ * *timed_out set: the connection is then mid-statement and must be PQfinish()ed.
+ * ll_pq_exec_bounded: PQsendQuery(sql) then ll_pq_await (NULL also when it could not be sent).
+ */
+PGresult *ll_pq_await(PGconn *conn, int64_t timeout_ms, bool *timed_out);
+PGresult *ll_pq_exec_bounded(PGconn *conn, const char *sql, int64_t timeout_ms, bool *timed_out);
+/* Whether db.response_timeout (ms) is acceptable next to db.statement_timeout (ms, 0 = none): above
+ * 0, and above the statement timeout so that the server's own limit answers first. 0 or -1. Pure. */
+int ll_db_response_timeout_check(int64_t statement_timeout_ms, int64_t response_timeout_ms);
+/* The next poll() wait in ms before deadline_ms (both monotonic ms): -1 = no deadline
+ * (deadline_ms <= 0), 0 = the deadline has passed, else the time left (capped at INT_MAX). Pure. */
+int ll_db_wait_slice_ms(int64_t now_ms, int64_t deadline_ms);
 
 /* A connection and its prepared-statement cache. */
 typedef struct ll_db {
@@ -72,13 +92,18 @@ typedef struct ll_db {
      * statement_timeout, lock_timeout, idle_in_transaction_session_timeout. Every wait on the
      * database is bounded (issue 7 §6); a timeout is SQLSTATE 57014 or 55P03 (ll_db_err_is_busy). */
     int64_t statement_timeout_ms, lock_timeout_ms, idle_tx_timeout_ms;
+    /* db.response_timeout in ms: the longest wait for any answer on the connection, measured here
+     * (0 = none, the default until ll_db_configure_timeouts); past it the connection is dropped
+     * and the call fails as unavailable (SQLSTATE 08006). */
+    int64_t response_timeout_ms;
     ll_db_pooler pooler; /* db.pooler; AUTO until ll_db_configure_timeouts reads it */
     bool pooled;         /* this connection goes through a transaction pooler (decided per connection) */
     bool announce;       /* log (db_pooled) when a connection turns out pooled: set for services */
 } ll_db;
 
 /* The database keys every service reads (db.statement_timeout, db.lock_timeout,
- * db.idle_in_transaction_timeout, db.pooler), for a service's key table; {NULL}-terminated. */
+ * db.idle_in_transaction_timeout, db.response_timeout, db.pooler), for a service's key table;
+ * {NULL}-terminated. */
 extern const ll_config_key LL_DB_TIMEOUT_KEYS[];
 
 /* Outcome of a database call. */
@@ -96,7 +121,8 @@ void ll_db_close(ll_db *db);
 /* Reconnects when the connection is bad. Returns LL_DB_OK or LL_DB_UNAVAILABLE. */
 ll_db_rc ll_db_ensure(ll_db *db);
 /*
- * Reads db.statement_timeout, db.lock_timeout and db.idle_in_transaction_timeout (durations) and
+ * Reads db.statement_timeout, db.lock_timeout, db.idle_in_transaction_timeout, db.response_timeout
+ * (durations) and
  * db.pooler into db and applies them to an open connection at once (and to every later
  * reconnection). Call it right after ll_db_open. Returns 0, or -1 with err naming the key (bad
  * duration, a lock timeout not below the statement timeout, an unknown db.pooler).

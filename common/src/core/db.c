@@ -19,6 +19,10 @@ const ll_config_key LL_DB_TIMEOUT_KEYS[] = {
      "longest wait for a row lock (lock_timeout); a timeout holds the message and retries"},
     {"db.idle_in_transaction_timeout", "PT60S", false,
      "a transaction left idle longer is ended by the server (idle_in_transaction_session_timeout)"},
+    {"db.response_timeout", "PT15S", false,
+     "longest wait for an answer of PostgreSQL on an open connection, measured by the service "
+     "(a black-holed or half-open connection is dropped and reconnected after it); above "
+     "db.statement_timeout"},
     {"db.pooler", "auto", false,
      "auto | none | transaction: a transaction pooler (PgBouncer pool_mode=transaction) in front "
      "means unnamed statements and limits per transaction; auto detects it per connection"},
@@ -59,9 +63,12 @@ bool ll_db_pooler_decide(ll_db_pooler mode, int key_pid, long long server_pid)
     return (long long)key_pid != server_pid;
 }
 
-int ll_db_conn_pooled(PGconn *conn)
+int ll_db_conn_pooled(PGconn *conn, int64_t timeout_ms)
 {
-    PGresult *res = PQexecParams(conn, SQL_BACKEND_PID, 0, NULL, NULL, NULL, NULL, 0);
+    bool late = false;
+    PGresult *res = NULL;
+    if (PQsendQueryParams(conn, SQL_BACKEND_PID, 0, NULL, NULL, NULL, NULL, 0))
+        res = ll_pq_await(conn, timeout_ms, &late);
     int rc = -1;
     if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
         rc = ll_db_pooler_decide(LL_DB_POOLER_AUTO, PQbackendPID(conn), atoll(PQgetvalue(res, 0, 0)));
@@ -104,6 +111,36 @@ static void forget_prepared(ll_db *db)
     db->n_prepared = 0;
 }
 
+/*
+ * The answer to the statement just sent (sent: what PQsend* returned), awaited at most
+ * db.response_timeout. NULL with db->err filled when nothing could be sent or no answer came in
+ * time; in the latter case the connection is dropped (the next ll_db_ensure reconnects), since
+ * whatever it carries next would wait behind the lost answer.
+ */
+static PGresult *await_answer(ll_db *db, int sent)
+{
+    if (!sent) {
+        set_conn_err(db, "08006");
+        return NULL;
+    }
+    bool late = false;
+    PGresult *res = ll_pq_await(db->conn, db->response_timeout_ms, &late);
+    if (late) {
+        char msg[160];
+        snprintf(msg, sizeof msg,
+                 "no answer from PostgreSQL within db.response_timeout (%lld ms): connection dropped",
+                 (long long)db->response_timeout_ms);
+        set_err(db, "08006", "", msg);
+        PQfinish(db->conn);
+        db->conn = NULL;
+        forget_prepared(db);
+        return NULL;
+    }
+    if (!res)
+        set_conn_err(db, "08006");
+    return res;
+}
+
 ll_db_rc ll_db_open(ll_db *db, const char *conninfo, const char *app, int tx_attempts)
 {
     memset(db, 0, sizeof *db);
@@ -138,7 +175,9 @@ static int apply_timeouts(ll_db *db, const char *sql)
     snprintf(lk, sizeof lk, "%lld", (long long)db->lock_timeout_ms);
     snprintf(idle, sizeof idle, "%lld", (long long)db->idle_tx_timeout_ms);
     const char *params[3] = {st, lk, idle};
-    PGresult *res = PQexecParams(db->conn, sql, 3, NULL, params, NULL, NULL, 0);
+    PGresult *res = await_answer(db, PQsendQueryParams(db->conn, sql, 3, NULL, params, NULL, NULL, 0));
+    if (!res)
+        return -1;
     int ok = PQresultStatus(res) == PGRES_TUPLES_OK;
     if (!ok)
         set_err_from_result(db, res);
@@ -154,11 +193,21 @@ static int apply_timeouts(ll_db *db, const char *sql)
  */
 static PGconn *connect_db(const ll_db *db)
 {
-    static const char *const keys[] = {
-        "connect_timeout",  "keepalives", "keepalives_idle",  "keepalives_interval",
-        "keepalives_count", "dbname",     "application_name", NULL};
-    const char *vals[] = {"10", "1", "30", "10", "3", db->conninfo, db->app, NULL};
-    return PQconnectdbParams(keys, vals, 1);
+    static const char *const keys[] = {"connect_timeout",
+                                       "keepalives",
+                                       "keepalives_idle",
+                                       "keepalives_interval",
+                                       "keepalives_count",
+                                       "tcp_user_timeout",
+                                       "dbname",
+                                       "application_name",
+                                       NULL};
+    const char *vals[] = {"10", "1", "30", "10", "3", "10000", db->conninfo, db->app, NULL};
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    /* every later send goes through PQflush and poll() (db_wait.c): never blocked in send() */
+    if (c && PQstatus(c) == CONNECTION_OK)
+        PQsetnonblocking(c, 1);
+    return c;
 }
 
 /*
@@ -169,7 +218,7 @@ static int setup_session(ll_db *db)
 {
     bool was = db->pooled;
     if (db->pooler == LL_DB_POOLER_AUTO) {
-        int p = ll_db_conn_pooled(db->conn);
+        int p = ll_db_conn_pooled(db->conn, db->response_timeout_ms);
         if (p < 0) {
             set_conn_err(db, "08006");
             return -1;
@@ -210,11 +259,18 @@ ll_db_rc ll_db_ensure(ll_db *db)
 
 int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t errlen)
 {
-    int64_t st = 0, lk = 0, idle = 0;
+    int64_t st = 0, lk = 0, idle = 0, resp = 0;
     if (ll_config_duration_ms(cfg, "db.statement_timeout", &st, err, errlen) ||
         ll_config_duration_ms(cfg, "db.lock_timeout", &lk, err, errlen) ||
-        ll_config_duration_ms(cfg, "db.idle_in_transaction_timeout", &idle, err, errlen))
+        ll_config_duration_ms(cfg, "db.idle_in_transaction_timeout", &idle, err, errlen) ||
+        ll_config_duration_ms(cfg, "db.response_timeout", &resp, err, errlen))
         return -1;
+    if (ll_db_response_timeout_check(st, resp) != 0) {
+        snprintf(err, errlen,
+                 "db.response_timeout (%lld ms) must be above 0 and above db.statement_timeout (%lld ms)",
+                 (long long)resp, (long long)st);
+        return -1;
+    }
     ll_db_pooler pooler = LL_DB_POOLER_AUTO;
     const char *pv = ll_config_get(cfg, "db.pooler");
     if (pv && ll_db_pooler_parse(pv, &pooler) != 0) {
@@ -224,6 +280,7 @@ int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t 
     db->statement_timeout_ms = st;
     db->lock_timeout_ms = lk;
     db->idle_tx_timeout_ms = idle;
+    db->response_timeout_ms = resp;
     db->pooler = pooler;
     db->announce = true; /* a service: its log says when a pooler is in front */
     db->pooled = false;
@@ -247,7 +304,9 @@ static int prepare(ll_db *db, const ll_stmt *st)
 {
     if (is_prepared(db, st->name))
         return 0;
-    PGresult *res = PQprepare(db->conn, st->name, st->sql, st->nparams, NULL);
+    PGresult *res = await_answer(db, PQsendPrepare(db->conn, st->name, st->sql, st->nparams, NULL));
+    if (!res)
+        return -1;
     if (PQresultStatus(res) != PGRES_COMMAND_OK) {
         set_err_from_result(db, res);
         PQclear(res);
@@ -271,12 +330,15 @@ static PGresult *exec_one(ll_db *db, const ll_stmt *st, const char *const *param
 {
     PGresult *res;
     if (db->pooled) {
-        res = PQexecParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0);
+        res =
+            await_answer(db, PQsendQueryParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0));
     } else {
         if (prepare(db, st) != 0)
             return NULL;
-        res = PQexecPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
+        res = await_answer(db, PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0));
     }
+    if (!res)
+        return NULL;
     ExecStatusType s = PQresultStatus(res);
     if (s == PGRES_COMMAND_OK || s == PGRES_TUPLES_OK)
         return res;
@@ -317,14 +379,17 @@ ll_db_rc ll_db_command(ll_db *db, const char *sql)
     struct timespec t0, t1;
     if (commit)
         clock_gettime(CLOCK_MONOTONIC, &t0);
-    PGresult *res = PQexec(db->conn, sql);
+    PGresult *res = await_answer(db, PQsendQuery(db->conn, sql));
+    if (!res)
+        return LL_DB_UNAVAILABLE;
     if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
         if (commit && clock_gettime(CLOCK_MONOTONIC, &t1) == 0)
             ll_obs_db_commit((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
         if (db->pooled && strncmp(sql, "BEGIN", 5) == 0 && apply_timeouts(db, SQL_SET_TIMEOUTS_LOCAL) != 0) {
             ll_db_error saved = db->err; /* the transaction is aborted: end it, keep the cause */
-            PQclear(PQexec(db->conn, "ROLLBACK"));
+            if (db->conn)
+                PQclear(await_answer(db, PQsendQuery(db->conn, "ROLLBACK")));
             db->err = saved;
             return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
         }

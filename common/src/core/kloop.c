@@ -359,7 +359,16 @@ int ll_loop_run(ll_loop *l)
         if (l->producer)
             rd_kafka_poll(l->producer, 0);
         if (recovering || l->producer_broken || l->rewind_pending) {
-            /* fetched before the pause took effect: it comes again from the committed offset */
+            /* fetched before the pause took effect: it comes again from the committed offset, by
+             * the rewind still owed. A rebalance during this poll may have settled that rewind (an
+             * eager assignment starts at the committed offsets) and yet handed out the new
+             * assignment's first messages, dropped here: rewind now, or they would be skipped
+             * until the next rebalance (found by the network-cut drill, test_netcut.py). */
+            if (n > 0 && gen != l->rebalance_gen && !l->producer_broken && !l->rewind_pending) {
+                ll_log(LL_INFO, NULL, "batch_dropped",
+                       "rebalance during a recovery: %zu messages dropped, rewinding", n);
+                ll_loop_rewind(l);
+            }
         } else if (gen == l->rebalance_gen) {
             ll_loop_batch(l, batch, n);
         } else if (n > 0) {
