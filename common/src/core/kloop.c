@@ -58,9 +58,9 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      "savepoints per database transaction (1..60): messages applied one by one, a savepoint each; a"
      " batch needing more commits in parts; those the set-based apply decides need none. 1 = one"
      " transaction per message, without the set-based apply"},
-    {"loop.overlap_commit", "true", false,
+    {"loop.overlap_commit", "false", false,
      "commit a batch's Kafka transaction on a thread of its own while the next batch's database work"
-     " runs (its database commit waits for it); false: commit before polling again"},
+     " runs (its database commit waits for it); for a broker whose commit is network wait"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
     {"fault.crash_after_db_commits", "0", false,

@@ -1,17 +1,19 @@
 /*
- * kloop_commit.c - the batch's Kafka transaction: begun before its first reply, committed (its
- * offsets sent with it) on a thread of its own while the loop polls and applies the next batch.
+ * kloop_commit.c - the batch's Kafka transaction: begun before its first record, committed (its
+ * offsets sent with it) on the loop's thread, or, with loop.overlap_commit, on a thread of its own
+ * while the loop polls and applies the next batch (docs/design.md §3).
  *
  * Why a thread (issue 8: time outside PostgreSQL): the commit of a batch's Kafka transaction
- * (AddOffsetsToTxn, TxnOffsetCommit, EndTxn: 20-30 ms a batch on this machine) was a quarter of
- * a batch's wall time, spent waiting for the broker. The next batch's poll and database work
- * (all but its COMMIT) need nothing from that commit, so they run beside it; the loop waits for
- * it (ll_loop_commit_wait) before anything durable of the next batch: its database COMMIT, its
- * first record produced, a rewind, a rebalance, the exit. The durable order is therefore the one
- * of docs/design.md §3 (database commit k, Kafka commit k, database commit k+1, ...): only work
- * that a crash or a failed commit throws away (the next batch's uncommitted statements) is
- * overlapped. A failed commit is handled as before (abort, rewind to the committed offsets), and
- * the next batch's database transaction, still open, is rolled back by the caller.
+ * (AddOffsetsToTxn, TxnOffsetCommit, EndTxn: 20-30 ms a batch on the test machine) is waiting for
+ * the broker. The next batch's poll and database work (all but its COMMIT) need nothing from that
+ * commit, so they may run beside it; the loop waits for it (ll_loop_commit_wait) before anything
+ * durable of the next batch: its database COMMIT, its first record produced, a rewind, a
+ * rebalance, the exit. The durable order is therefore the same (database commit k, Kafka commit
+ * k, database commit k+1, ...): only work that a crash or a failed commit throws away (the next
+ * batch's uncommitted statements) is overlapped. A failed commit is handled as before (abort,
+ * rewind to the committed offsets), and the next batch's database transaction, still open, is
+ * rolled back by the caller. Off by default: with the broker on the same 2 cores it gained
+ * nothing (docs/performance.md).
  *
  * The thread touches only the producer (librdkafka's handles are thread-safe) and the job it was
  * given; every decision on the loop's state stays on the loop's thread.
