@@ -53,6 +53,8 @@ def parse():
     ap.add_argument("--dup-rate", type=float, default=0.15, help="share of events sent twice")
     ap.add_argument("--rival-rate", type=float, default=0.05, help="share of partitions claimed by two workers")
     ap.add_argument("--timeout", type=float, help="give up after this many seconds (mode's default)")
+    ap.add_argument("--stall", type=float, default=120,
+                    help="give up when no run moved for this many seconds after the last kill due")
     ap.add_argument("--keep", action="store_true", help="keep the drill's database and topics")
     a = ap.parse_args()
     runs, kills, every, timeout = MODES[a.mode]
@@ -79,6 +81,9 @@ def drive(a, iso, work, killer):
             killer.stop_killing()
             killer.settle()
         if not killer.active and not killer.down and work.idle():
+            break
+        if killer.total() >= a.kills and work.pending_runs() and time.time() - work.progress > a.stall:
+            say("  no run moved for %.0f s: giving up" % (time.time() - work.progress))
             break
         if time.time() - last >= 10:
             last = time.time()
@@ -118,7 +123,6 @@ def main():
     killer = Killer(iso.stack, rnd, a.kill_every)
     ok = False
     verdict = "NOT RUN"
-    codes = {}
     try:
         killer.start_all()
         duration = drive(a, iso, work, killer)
@@ -131,9 +135,11 @@ def main():
             say("loadctl verify: %s" % bad)
             for n in bad:
                 say("  %s: %s" % (n, checks[n].get("examples", [])[:3]))
-        cur = iso.stack.db().cursor()
-        cur.execute("SELECT status, count(*) FROM nifi_ops.load_run GROUP BY status ORDER BY status")
-        statuses = dict(cur.fetchall())
+        conn = iso.stack.db()
+        with conn.cursor() as cur:
+            cur.execute("SELECT status, count(*) FROM nifi_ops.load_run GROUP BY status ORDER BY status")
+            statuses = dict(cur.fetchall())
+        conn.close()
         for run_id, stage, secs in work.stuck():
             say("  stuck: run %s waits in %s for %.0f s" % (run_id, stage, secs))
         codes = iso.stack.stop_all()
@@ -141,7 +147,7 @@ def main():
         if unclean:
             say("instances that did not stop cleanly on SIGTERM: %s (logs in %s)" % (unclean, iso.stack.log_dir))
         if work.double_grants:
-            say("partitions granted to two workers (claim CAS broken): %s" % work.double_grants[:10])
+            say("partitions granted to two workers (claim CAS broken): %s" % sorted(work.double_grants)[:10])
         if killer.unexpected:
             say("instances that died without being killed: %s" % killer.unexpected)
         ok = (work.final() == a.runs and statuses.get("SUCCESS", 0) == a.runs and rc == 0 and left == 0

@@ -62,7 +62,7 @@ class Workload:
         self.dup_rate = dup_rate
         self.rival_rate = rival_rate
         self.rival_claims = 0
-        self.double_grants = []  # (run id, partition): two tokens granted
+        self.double_grants = set()  # (run id, partition) granted to two tokens
         self.runs = [ChaosRun(rnd, i, seed) for i in range(runs)]
         self.by_id = {r.run.run_id: r for r in self.runs}
         self.admit = sorted((spread * i / max(1, runs), i) for i in range(runs))
@@ -76,6 +76,7 @@ class Workload:
         self.longest_gap = 0.0  # s without any reply while runs were pending
         self.longest_wait = 0.0  # s the slowest stage of one run took (event sent -> its answer)
         self.t0 = None
+        self.progress = None  # when a run last moved to its next stage
         self.consumer = self._open_replies()
 
     # -- Kafka -----------------------------------------------------------------------------------
@@ -109,6 +110,7 @@ class Workload:
     def begin(self):
         self.t0 = time.time()
         self.last_reply = self.t0
+        self.progress = self.t0
 
     def step(self, poll=0.05):
         now = time.time()
@@ -150,6 +152,7 @@ class Workload:
             self.longest_wait = max(self.longest_wait, now - r.since)
         r.stage = stage
         r.since = now
+        self.progress = now
 
     def _on_reply(self, r, logical, v):
         outcome = v.get("outcome")
@@ -217,7 +220,7 @@ class Workload:
             return
         won = r.winner.setdefault(pid, token)
         if won != token:
-            self.double_grants.append((r.run.run_id, pid))
+            self.double_grants.add((r.run.run_id, pid))
             return
         if pid not in r.pending:
             return  # a replayed grant of the winner
