@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# scripts/drill.sh DRILL [options]: runs one fault drill against the environment of scripts/env.sh
+# (docs/operations.md "Drills"). A drill is tools/nifisim/drill_<DRILL>.py; its options follow
+# (`scripts/drill.sh DRILL --help`). Drills today:
+#   chaos   100 runs through their whole life with delays, duplicates and reorderings while a
+#           random instance of every service (two each) is killed -9 and restarted; then every
+#           run SUCCESS and `loadctl verify --topics` passes (--mode short|medium|long, --seed N)
+#
+# The environment is started when it does not run (and then stopped again at the end, unless
+# --keep-env); LL_BUILD_DIR names a build to use as it is, else the tree is built in build/.
+# Exit status: the drill's (0 = passed).
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+usage() {
+  echo "usage: scripts/drill.sh DRILL [--keep-env] [drill options]; DRILL one of:" \
+    "$(cd "$root/tools/nifisim" && ls drill_*.py | sed 's/^drill_//; s/\.py$//' | tr '\n' ' ')"
+}
+[ $# -ge 1 ] || { usage >&2; exit 1; }
+case "$1" in -h|--help) usage; exit 0 ;; esac
+drill=$1
+shift
+script=$root/tools/nifisim/drill_$drill.py
+[[ "$drill" =~ ^[a-z0-9_]+$ && -f "$script" ]] || { echo "drill.sh: no drill '$drill'" >&2; usage >&2; exit 1; }
+keep_env=0
+args=()
+for a in "$@"; do
+  case "$a" in
+    --keep-env) keep_env=1 ;;
+    -h|--help) exec /usr/bin/python3 "$script" --help ;;
+    *) args+=("$a") ;;
+  esac
+done
+
+if ! "$root/scripts/env.sh" status >/dev/null 2>&1; then
+  "$root/scripts/env.sh" up >/dev/null
+  if [ "$keep_env" = 0 ]; then
+    trap '"$root/scripts/env.sh" down >/dev/null 2>&1 || true' EXIT
+  fi
+fi
+if [ -z "${LL_BUILD_DIR:-}" ]; then
+  export LL_BUILD_DIR=$root/build
+  echo "== building loadledger in $LL_BUILD_DIR" >&2
+  cmake -S "$root" -B "$LL_BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLL_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$LL_BUILD_DIR" -j"$(nproc)" >/dev/null
+fi
+/usr/bin/python3 "$script" "${args[@]+"${args[@]}"}"
