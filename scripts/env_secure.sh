@@ -35,6 +35,8 @@ SEC_ACLS_CONF=$REPO_ROOT/config/kafka-acls.conf
 if [[ $LL_SECURE == 1 ]]; then
   export PGSSLMODE=verify-full PGSSLROOTCERT=$SEC_DIR/ca.crt PGPASSFILE=$SEC_DIR/pgpass
   export LL_KAFKA_CLIENT_CONFIG=$SEC_DIR/kafka/admin.librdkafka.properties
+else
+  unset LL_KAFKA_CLIENT_CONFIG  # a secure env file sourced earlier: not for this run dir
 fi
 
 sec_pw() { cat "$SEC_PW_DIR/$1"; }

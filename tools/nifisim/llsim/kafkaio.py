@@ -7,12 +7,19 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from . import avroframe
+from .stack import read_env
 
 
 def client_conf(conf):
-    """conf plus the librdkafka settings in $LL_KAFKA_CLIENT_CONFIG (a properties file: the secure
-    environment's SASL_SSL user `nifi`, scripts/env_secure.sh), when it is set."""
+    """conf plus the librdkafka settings in $LL_KAFKA_CLIENT_CONFIG, else in the one the env file of
+    $LL_RUN_DIR names (a properties file: the secure environment's SASL_SSL user `nifi`,
+    scripts/env_secure.sh); conf alone when neither is set."""
     path = os.environ.get("LL_KAFKA_CLIENT_CONFIG")
+    if not path:
+        try:
+            path = read_env().get("LL_KAFKA_CLIENT_CONFIG")
+        except OSError:
+            path = None
     if path:
         with open(path) as f:
             for line in f:
