@@ -593,6 +593,7 @@ prepare_run_dir() {
 cmd_up() {
   cmd_install
   take_lock
+  sec_check_mode
   if [[ -f $ENV_FILE ]] && pg_ready && kafka_ready; then
     log "already up"
     if [[ $LL_PGBOUNCER == 1 ]] && ! pgb_ready; then
@@ -613,7 +614,6 @@ cmd_up() {
     return 0
   fi
   prepare_run_dir
-  sec_check_mode
   # From here a failure (die, a failed command under set -e, a signal) stops both servers of
   # this run dir again: a failed `up` leaves nothing running.
   trap up_failed EXIT

@@ -229,8 +229,8 @@ sec_kafka_acls() {
   [[ $LL_SECURE == 1 ]] || return 0
   local java src=$SCRIPT_DIR/secure/LlKafkaAcls.java cls stamp
   java=$(java_bin)
-  stamp=$(cat "$src" | sha256sum | cut -c1-16)
-  cls=$LL_CACHE_DIR/llkafkaacls-$stamp
+  stamp=$(sha256sum <"$src" | cut -c1-16)
+  cls=$LL_CACHE_DIR/llkafkaacls-$LL_KAFKA_VERSION-$stamp
   if [[ ! -f $cls/LlKafkaAcls.class ]]; then
     have javac || die "javac not found (install default-jdk-headless: scripts/env.sh install)"
     mkdir -p "$cls.tmp.$$"
