@@ -1,7 +1,7 @@
 # loadledger services and loadctl on Debian 12, built from this checkout.
 FROM debian:bookworm-slim AS build
 RUN apt-get update && apt-get install -y --no-install-recommends build-essential cmake pkg-config \
-      librdkafka-dev libpq-dev libavro-dev uuid-dev libcurl4-openssl-dev libssl-dev libjansson-dev libncurses-dev \
+      librdkafka-dev libpq-dev libavro-dev uuid-dev libcurl4-openssl-dev libssl-dev libjansson-dev libncurses-dev libmicrohttpd-dev \
     && rm -rf /var/lib/apt/lists/*
 COPY . /src
 RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLL_BUILD_TESTS=OFF \
@@ -9,6 +9,6 @@ RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLL_BUILD_TESTS=O
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends librdkafka1 libpq5 libavro23 \
-      libuuid1 libcurl4 libjansson4 libncursesw6 && rm -rf /var/lib/apt/lists/*
+      libuuid1 libcurl4 libjansson4 libncursesw6 libmicrohttpd12 && rm -rf /var/lib/apt/lists/*
 COPY --from=build /usr/local /usr/local
 USER nobody

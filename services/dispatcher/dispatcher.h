@@ -48,6 +48,9 @@ ll_db_rc outbox_build(ll_db *db, leased *rows, size_t n);
  * failure in one transaction with each backoff / DEAD (and its event). Counts into the three. */
 ll_db_rc outbox_settle(ll_db *db, const dispatch_settings *s, leased *rows, size_t n, long *sent,
                        long *retried, long *dead);
+/* The outbox backlog for /metrics: PENDING rows and the age of the oldest in seconds (0: none),
+ * by one statement that commits on its own. */
+ll_db_rc outbox_backlog(ll_db *db, double *pending, double *oldest_age_s);
 
 /* The Kafka sink: one idempotent producer and the two command topics. */
 typedef struct kafka_sink {

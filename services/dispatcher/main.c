@@ -13,6 +13,7 @@
 #include "ll/daemon.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/svc.h"
 #include "ll/topics.h"
 
@@ -180,6 +181,11 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
         crash_point(rows, n, s);
         long sent = 0, retried = 0, dead = 0;
         rc = outbox_settle(db, s, rows, n, &sent, &retried, &dead);
+        if (rc == LL_DB_OK) {
+            ll_obs_dispatch("sent", sent);
+            ll_obs_dispatch("retried", retried);
+            ll_obs_dispatch("dead", dead);
+        }
         int64_t t3 = mono_ms();
         ll_log_json(LL_DEBUG, NULL, "dispatch_batch",
                     json_pack("{s:I,s:I,s:I,s:I}", "rows", (json_int_t)n, "leaseMs", (json_int_t)(t1 - t0),
@@ -208,6 +214,20 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
     }
 }
 
+/* For /metrics and /healthz (obs.h): the loop turned; the outbox backlog at most once a second
+ * while the HTTP endpoint runs (no query without it). */
+static void observe(ll_db *db, int64_t *backlog_at)
+{
+    double pending = 0, age = 0;
+    int64_t now = mono_ms();
+    if (now >= *backlog_at && ll_obs_port() > 0) {
+        *backlog_at = now + 1000;
+        if (ll_db_ensure(db) == LL_DB_OK && outbox_backlog(db, &pending, &age) == LL_DB_OK)
+            ll_obs_outbox(pending, age);
+    }
+    ll_obs_turn(db->conn && PQstatus(db->conn) == CONNECTION_OK);
+}
+
 int main(int argc, char **argv)
 {
     ll_daemon d;
@@ -225,8 +245,11 @@ int main(int argc, char **argv)
         close_sink(&sink);
         return ll_daemon_fail(&d, err);
     }
-    if (ll_daemon_open_db(&d, err, sizeof err) != 0)
+    if (ll_daemon_open_db(&d, err, sizeof err) != 0 ||
+        ll_obs_start("dispatcher", sink.http ? LL_OBS_PLAIN : LL_OBS_PRODUCER, d.cfg, err, sizeof err) != 0) {
+        close_sink(&sink);
         return ll_daemon_fail(&d, err);
+    }
     const char *lc = ll_config_get(d.cfg, "db.listen_conninfo");
     listener lis = {NULL, NULL, 0};
     if (!lc && d.db.pooler == LL_DB_POOLER_TRANSACTION) {
@@ -250,16 +273,18 @@ int main(int argc, char **argv)
     rc = 0;
     char fatal[512];
     drain(&d.db, &sink, &s);
-    int64_t drain_at = mono_ms() + next_wait_ms(&d.db, &s);
+    int64_t drain_at = mono_ms() + next_wait_ms(&d.db, &s), backlog_at = 0;
     while (!ll_daemon_stopping) {
         if (!sink.http && rd_kafka_fatal_error(sink.kafka.producer, fatal, sizeof fatal)) {
             /* the idempotent producer cannot deliver any more: let the supervisor restart us;
              * the leased rows come due again after their lease */
             ll_log(LL_ERROR, NULL, "kafka_fatal", "producer: %s", fatal);
+            ll_obs_fenced();
             rc = 2;
             break;
         }
         int64_t now = mono_ms();
+        observe(&d.db, &backlog_at);
         if (now < drain_at) {
             int64_t slice = drain_at - now < 1000 ? drain_at - now : 1000;
             if (!listener_wait(&lis, slice))

@@ -335,3 +335,22 @@ ll_db_rc outbox_settle(ll_db *db, const dispatch_settings *s, leased *rows, size
     *dead = a.dead;
     return rc;
 }
+
+/* The outbox backlog (obs.h): one index-free count of the PENDING rows; the outbox holds the
+ * rows of active runs, so it stays small. */
+static const ll_stmt ST_BACKLOG = {
+    "outbox_backlog",
+    "SELECT count(*), COALESCE(EXTRACT(EPOCH FROM clock_timestamp() - min(created_at))::float8, 0)"
+    " FROM nifi_ops.load_dispatch WHERE status = 'PENDING'",
+    0};
+
+ll_db_rc outbox_backlog(ll_db *db, double *pending, double *oldest_age_s)
+{
+    PGresult *r = ll_db_exec(db, &ST_BACKLOG, NULL);
+    if (!r)
+        return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
+    *pending = atof(PQgetvalue(r, 0, 0));
+    *oldest_age_s = atof(PQgetvalue(r, 0, 1));
+    PQclear(r);
+    return LL_DB_OK;
+}

@@ -12,6 +12,7 @@
 #include "ll/config.h"
 #include "ll/daemon.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/topics.h"
 #include "sweeper.h"
 
@@ -73,25 +74,29 @@ static void report(const sweep_counts *c)
         return;
     json_t *f = json_object();
     const struct {
-        const char *k;
+        const char *rule, *k;
         long v;
-    } items[] = {{"reissue_partition", c->reissue_partition},
-                 {"timeout_stale_partition", c->timeout_stale_partition},
-                 {"timeout_run_deadline", c->timeout_run_deadline},
-                 {"requeue_dispatch", c->requeue_dispatch},
-                 {"dead_dispatch", c->dead_dispatch},
-                 {"abandon_dispatch", c->abandon_dispatch},
-                 {"stale_alert", c->stale_alert},
-                 {"publish_unknown", c->publish_unknown}};
-    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++)
+    } items[] = {{"stale_partitions", "reissue_partition", c->reissue_partition},
+                 {"stale_partitions", "timeout_stale_partition", c->timeout_stale_partition},
+                 {"run_deadline", "timeout_run_deadline", c->timeout_run_deadline},
+                 {"unacked_dispatches", "requeue_dispatch", c->requeue_dispatch},
+                 {"unacked_dispatches", "dead_dispatch", c->dead_dispatch},
+                 {"unacked_dispatches", "abandon_dispatch", c->abandon_dispatch},
+                 {"stale_alerts", "stale_alert", c->stale_alert},
+                 {"stalled_publish", "publish_unknown", c->publish_unknown}};
+    for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+        ll_obs_sweep(items[i].rule, items[i].k, items[i].v);
         if (items[i].v)
             json_object_set_new(f, items[i].k, json_integer(items[i].v));
+    }
     ll_log_json(LL_WARN, NULL, "sweeper_actions", f, "sweeper acted on %ld rows", total);
 }
 
-static void sleep_ms(int64_t ms)
+/* Sleeps ms in steps of 200 ms (a stop signal ends it), the loop turning for /healthz. */
+static void sleep_ms(ll_db *db, int64_t ms)
 {
     while (ms > 0 && !ll_daemon_stopping) {
+        ll_obs_turn(db->conn && PQstatus(db->conn) == CONNECTION_OK);
         int64_t step = ms < 200 ? ms : 200;
         struct timespec ts = {step / 1000, (step % 1000) * 1000000L};
         nanosleep(&ts, NULL);
@@ -110,7 +115,8 @@ int main(int argc, char **argv)
     sweep_settings s;
     if (read_settings(d.cfg, &s, err, sizeof err) != 0)
         return ll_daemon_fail(&d, err);
-    if (ll_daemon_open_db(&d, err, sizeof err) != 0)
+    if (ll_daemon_open_db(&d, err, sizeof err) != 0 ||
+        ll_obs_start("sweeper", LL_OBS_PLAIN, d.cfg, err, sizeof err) != 0)
         return ll_daemon_fail(&d, err);
     ll_log(LL_INFO, NULL, "service_started", "sweeper started (mode %s, interval %lld ms)",
            ll_config_get(d.cfg, "recovery.mode"), (long long)s.interval_ms);
@@ -121,7 +127,7 @@ int main(int argc, char **argv)
             ll_log(LL_WARN, NULL, "sweeper_error", "tick failed: %s %s", d.db.err.sqlstate, d.db.err.message);
         else if (acted)
             report(&c);
-        sleep_ms(s.interval_ms);
+        sleep_ms(&d.db, s.interval_ms);
     }
     ll_log(LL_INFO, NULL, "service_stopped", "sweeper stopped");
     ll_daemon_end(&d);

@@ -34,7 +34,7 @@ dpkg-deb -x "$deb" "$root"
 # --- control fields
 [[ $(dpkg-deb -f "$deb" Package) == loadledger ]] || bad "package name is not loadledger"
 depends=$(dpkg-deb -f "$deb" Depends)
-for p in librdkafka1 libpq5 libavro23 libjansson4 libuuid1 libcurl4 libssl3 libncursesw6 libc6 adduser; do
+for p in librdkafka1 libpq5 libavro23 libjansson4 libuuid1 libcurl4 libssl3 libncursesw6 libmicrohttpd12 libc6 adduser; do
   [[ ", $depends," == *", $p"[\ ,]* ]] || bad "Depends lacks $p: $depends"
 done
 ctl=$(mktemp -d /tmp/ll-deb-ctl.XXXXXX)

@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -13,7 +14,7 @@
 static const char USAGE[] =
     "usage: loadctl monitor [--job KEY] [--refresh D] [--stale D] [--validation-stale D]\n"
     "                       [--alert-limit N] [--max-runs N] [--run RUN] [retention options]\n"
-    "                       [--once [--json]]\n\n"
+    "                       [--once [--json] [--services HOST:PORT,...]]\n\n"
     "A terminal dashboard of the ledger: active runs by status with partition progress, the\n"
     "selected run's partitions and validation metrics, the dispatch backlog and the alerts\n"
     "(PUBLISH_UNKNOWN, DISPATCH_DEAD, RUN_FAILED in 24 h, RUN_STALE, CLEANUP_FAILED).\n"
@@ -27,6 +28,9 @@ static const char USAGE[] =
     "  --run RUN             select this run and show its detail\n"
     "  --once                print one frame on stdout without ncurses and exit (--json: one\n"
     "                        object like GET /v1/monitor/summary, plus runs and run)\n"
+    "  --services LIST       with --once: also each service's /metrics and /readyz (http.listen\n"
+    "                        of each, comma-separated host:port, at most 16): state, inputs,\n"
+    "                        rejected, dead letters, held runs, largest lag, outbox, RSS\n"
     "The retention options only feed the \"cleanup due\" count:\n" LC_RETENTION_USAGE;
 
 /* Reads the duration option `name` into *ms (at least min_ms). LC_CONTINUE or LC_USAGE. */
@@ -60,9 +64,11 @@ static int parse_cfg(const lc_opts *o, lc_monitor_cfg *cfg, const char *refresh,
 }
 
 /* --once: one frame on stdout. */
-static int print_once(const lc_opts *o, ll_db *db, const lc_monitor_cfg *cfg, const char *run_id)
+static int print_once(const lc_opts *o, ll_db *db, lc_monitor_cfg *cfg, const char *run_id)
 {
     lc_snapshot s;
+    if (cfg->svc)
+        lc_services_probe(cfg->svc, cfg->n_svc);
     if (lc_snapshot_load(db, cfg, run_id, &s) != 0)
         return lc_fail_db(o, db, "monitor");
     if (o->json)
@@ -79,10 +85,11 @@ int lc_monitor(const lc_opts *go, int argc, char **argv)
     lc_monitor_cfg cfg;
     memset(&cfg, 0, sizeof cfg);
     const char *pos[1], *refresh = "5", *stale = "PT90M", *vstale = "PT2H", *alerts = "100", *runs = "200",
-                        *run = NULL;
+                        *run = NULL, *services = NULL;
     bool once = false;
     int npos;
-    lc_optspec specs[12] = {{"job", &cfg.job, NULL},
+    lc_optspec specs[13] = {{"job", &cfg.job, NULL},
+                            {"services", &services, NULL},
                             {"refresh", &refresh, NULL},
                             {"stale", &stale, NULL},
                             {"validation-stale", &vstale, NULL},
@@ -90,8 +97,8 @@ int lc_monitor(const lc_opts *go, int argc, char **argv)
                             {"max-runs", &runs, NULL},
                             {"run", &run, NULL},
                             {"once", NULL, &once}};
-    lc_retention_options(&cfg.rt, specs + 8);
-    specs[11] = (lc_optspec){NULL, NULL, NULL};
+    lc_retention_options(&cfg.rt, specs + 9);
+    specs[12] = (lc_optspec){NULL, NULL, NULL};
     int rc = lc_args(o, USAGE, argc, argv, specs, pos, 0, 0, &npos);
     if (rc != LC_CONTINUE || (rc = parse_cfg(o, &cfg, refresh, stale, vstale, alerts, runs)) != LC_CONTINUE)
         return rc;
@@ -104,11 +111,19 @@ int lc_monitor(const lc_opts *go, int argc, char **argv)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--json needs --once (the dashboard is for people)");
     if (!once && (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)))
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "the dashboard needs a terminal; use monitor --once");
+    if (services && !once)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--services needs --once");
+    char err[300];
+    if (services && lc_services_parse(services, &cfg.svc, &cfg.n_svc, err, sizeof err) != 0)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "%s", err);
     ll_db db;
-    if ((rc = lc_db_open(o, &db)) != LC_OK)
+    if ((rc = lc_db_open(o, &db)) != LC_OK) {
+        free(cfg.svc);
         return rc;
+    }
     rc =
         once ? print_once(o, &db, &cfg, run ? run_id : NULL) : lc_monitor_tui(&db, &cfg, run ? run_id : NULL);
     ll_db_close(&db);
+    free(cfg.svc);
     return rc;
 }

@@ -16,10 +16,34 @@
 #ifndef LOADCTL_MONITOR_H
 #define LOADCTL_MONITOR_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "retention.h"
+
+/* Targets of --services at most. */
+#define LC_SERVICES_MAX 16
+
+/* One service's /metrics and /readyz, summed (monitor_services.c). */
+typedef struct lc_service_probe {
+    char target[128]; /* host:port */
+    int up;           /* /metrics answered 200 */
+    int ready_status; /* HTTP status of /readyz (200 ready), 0 when not asked */
+    double inputs, rejected, dead, held_runs, max_lag, outbox, rss;
+    char error[160]; /* why it is down */
+} lc_service_probe;
+
+/* Parses "host:port,host:port" (at most LC_SERVICES_MAX) into a calloc'd array the caller
+ * frees. 0, or -1 with err. */
+int lc_services_parse(const char *list, lc_service_probe **out, size_t *n, char *err, size_t errlen);
+/* Reads each service's /metrics and /readyz (1 s to connect, 2 s per request, 4 MiB at most). */
+void lc_services_probe(lc_service_probe *p, size_t n);
+/* Prints the services section of `monitor --once`. */
+void lc_services_print_text(const lc_service_probe *p, size_t n);
+/* The services as a JSON array (new reference). */
+json_t *lc_services_json(const lc_service_probe *p, size_t n);
 
 /* The monitor's settings (contract §9 recovery.stale, recovery.validation_stale, monitor.*). */
 typedef struct lc_monitor_cfg {
@@ -31,6 +55,8 @@ typedef struct lc_monitor_cfg {
     long max_runs;               /* --max-runs, default 200 */
     lc_retention rt;             /* for the cleanup-due count */
     const char *job;             /* --job: only this job's runs, alerts and counts (NULL = all) */
+    lc_service_probe *svc;       /* --services (with --once): probed before printing, or NULL */
+    size_t n_svc;
     char stale_param[24], vstale_param[24], alert_param[24], runs_param[24];
 } lc_monitor_cfg;
 

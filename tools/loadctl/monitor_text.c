@@ -77,6 +77,8 @@ void lc_monitor_print_text(const lc_snapshot *s, const lc_monitor_cfg *cfg)
                PQgetisnull(s->alerts, i, MA_DISPATCH) ? "" : PQgetvalue(s->alerts, i, MA_DISPATCH));
     if (s->run)
         print_detail(s);
+    if (cfg->svc)
+        lc_services_print_text(cfg->svc, cfg->n_svc);
     printf("\nthresholds: stale %llds, validation stale %llds\n", (long long)(cfg->stale_ms / 1000),
            (long long)(cfg->validation_stale_ms / 1000));
 }
@@ -144,6 +146,8 @@ void lc_monitor_print_json(const lc_snapshot *s, const lc_monitor_cfg *cfg)
         }
         json_object_set_new(o, "run", d);
     }
+    if (cfg->svc)
+        json_object_set_new(o, "services", lc_services_json(cfg->svc, cfg->n_svc));
     json_object_set_new(o, "thresholds",
                         json_pack("{s:I,s:I}", "staleMs", (json_int_t)cfg->stale_ms, "validationStaleMs",
                                   (json_int_t)cfg->validation_stale_ms));

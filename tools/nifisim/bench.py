@@ -578,6 +578,11 @@ def report(res):
         say("  %-34s %12.3f %12.3f" % ("wall ms/event", a["ms_per_event"], b["ms_per_event"]))
         say("  %-34s %12s %12s" % ("VmHWM completion KiB", a["vm_hwm_kib"]["completion"],
                                    b["vm_hwm_kib"]["completion"]))
+        c = res.get("no_overlap")
+        if c:
+            say("  loop.overlap_commit=false (each batch's Kafka commit before the next poll): %.0f events/s"
+                " first→last, %.0f start→last; default/this %.2f" % (
+                    c["eps_first_last"], c["eps_start_last"], a["eps_first_last"] / c["eps_first_last"]))
         say("  statements of the default run, most server time first (calls, total ms):")
         for c, ms, q in a["top_statements"]:
             say("    %7d %9.1f  %s" % (c, ms, q))
@@ -616,7 +621,7 @@ def report(res):
             " %.0f ms with (+%.0f ms); its last chunk → command %.0f / %.0f ms" % (
                 h["hold_s"], h["without_ms"], h["with_ms"], h["added_ms"], h["without_last_ms"], h["with_last_ms"]))
     hw = {}
-    for k in ("default", "batch1", "cost10", "cost10k", "latency"):
+    for k in ("default", "no_overlap", "batch1", "cost10", "cost10k", "latency"):
         for svc, v in ((res.get(k) or {}).get("vm_hwm_kib") or {}).items():
             if v:
                 hw[svc] = max(hw.get(svc, 0), v)
@@ -647,7 +652,7 @@ def main():
     ap.add_argument("--batch1-seconds", type=float, default=90,
                     help="stop the loop.batch_max=1 phase after this long (0: never) and time what was answered")
     ap.add_argument("--timeout", type=float, default=600)
-    ap.add_argument("--skip", default="", help="comma list of phases to skip: pgbench,cost,latency,held")
+    ap.add_argument("--skip", default="", help="comma list of phases to skip: pgbench,overlap,cost,latency,held")
     ap.add_argument("--json")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -665,6 +670,9 @@ def main():
                                                 args.pgbench_bulk_batch, "bbbbbbbd")]
         finally:
             iso.close()  # its services too, also when pgbench fails
+    if "overlap" not in skip:
+        res["no_overlap"], _ = throughput(args, "loop.overlap_commit=false", args.runs, args.partitions,
+                                          args.chunks, {"loop.overlap_commit": "false"})
     res["batch1"], _ = throughput(args, "loop.batch_max=1", args.runs, args.partitions, args.chunks,
                                   {"loop.batch_max": "1"}, max_seconds=args.batch1_seconds or None)
     if "cost" not in skip:

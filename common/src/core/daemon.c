@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/svc.h"
 #include "ll/topics.h"
 
@@ -16,6 +17,7 @@ const ll_config_key LL_DAEMON_CONFIG_KEYS[] = {
     {"db.conninfo", NULL, true, "libpq conninfo of the service's own PostgreSQL role (ll_<service>)"},
     {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
     {"log.level", "info", false, "debug, info, warn or error"},
+    LL_OBS_KEYS,
     {NULL, NULL, false, NULL}};
 
 /* The extra help lines (open-ended keys, e.g. kafka.<property>) as "# line" comments into a
@@ -122,6 +124,7 @@ int ll_daemon_open_db(ll_daemon *d, char *err, size_t errlen)
 
 void ll_daemon_end(ll_daemon *d)
 {
+    ll_obs_stop();
     if (d->db_opened)
         ll_db_close(&d->db);
     d->db_opened = false;

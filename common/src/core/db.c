@@ -5,6 +5,7 @@
  */
 #include "ll/db.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/redact.h"
 
 #include <stdio.h>
@@ -312,9 +313,15 @@ ll_db_rc ll_db_command(ll_db *db, const char *sql)
         set_err(db, "08003", "", "no connection");
         return LL_DB_UNAVAILABLE;
     }
+    int commit = strcmp(sql, "COMMIT") == 0;
+    struct timespec t0, t1;
+    if (commit)
+        clock_gettime(CLOCK_MONOTONIC, &t0);
     PGresult *res = PQexec(db->conn, sql);
     if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
+        if (commit && clock_gettime(CLOCK_MONOTONIC, &t1) == 0)
+            ll_obs_db_commit((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
         if (db->pooled && strncmp(sql, "BEGIN", 5) == 0 && apply_timeouts(db, SQL_SET_TIMEOUTS_LOCAL) != 0) {
             ll_db_error saved = db->err; /* the transaction is aborted: end it, keep the cause */
             PQclear(PQexec(db->conn, "ROLLBACK"));

@@ -26,6 +26,7 @@
 #include "ll/dlq.h"
 #include "ll/kclient.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/rules.h"
 #include "ll/topics.h"
 
@@ -57,11 +58,15 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      "savepoints per database transaction (1..60): messages applied one by one, a savepoint each; a"
      " batch needing more commits in parts; those the set-based apply decides need none. 1 = one"
      " transaction per message, without the set-based apply"},
+    {"loop.overlap_commit", "true", false,
+     "commit a batch's Kafka transaction on a thread of its own while the next batch's database work"
+     " runs (its database commit waits for it); false: commit before polling again"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
     {"fault.crash_after_db_commits", "0", false,
      "TESTING: kill -9 self after N database commits, before the Kafka commit"},
     {"log.level", "info", false, "debug, info, warn or error"},
+    LL_OBS_KEYS,
     {NULL, NULL, false, NULL}};
 
 int64_t ll_loop_now_ms(void)
@@ -69,6 +74,13 @@ int64_t ll_loop_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ll_loop_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 /* ---- setup --------------------------------------------------------------------------------- */
@@ -169,6 +181,7 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_config_duration_ms(cfg, "loop.retry_backoff_max", &l->backoff_max_ms, err, errlen) ||
         ll_config_int(cfg, "loop.max_held", &l->max_held, err, errlen) ||
         ll_config_int(cfg, "loop.db_batch_max", &l->db_batch_max, err, errlen) ||
+        ll_config_bool(cfg, "loop.overlap_commit", &l->overlap_commit, err, errlen) ||
         ll_config_int(cfg, "fault.crash_after_db_commits", &l->crash_after, err, errlen) ||
         ll_config_int(cfg, "db.tx_attempts", &attempts, err, errlen) || load_io(l, inputs, n, err, errlen)) {
         ll_loop_free(l);
@@ -230,6 +243,7 @@ void ll_loop_free(ll_loop *l)
 {
     if (!l)
         return;
+    ll_loop_commit_wait(l);
     if (l->consumer) {
         rd_kafka_consumer_close(l->consumer);
         rd_kafka_destroy(l->consumer);
@@ -279,9 +293,50 @@ json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_
 
 /* ---- the run loop --------------------------------------------------------------------------- */
 
+/* When the loop last observed what /metrics and /readyz show (ms, monotonic). */
+typedef struct observed {
+    int64_t idle_since, held_at;
+} observed;
+
+/* For /metrics and /readyz (obs.h): the batch size, whether the database answers, and (once a
+ * second, while the HTTP endpoint runs: the count is quadratic in a partition's held queue) the
+ * held messages and (partition, run) pairs. While no batch comes and the HTTP endpoint runs, the
+ * connection is checked every 5 s (a reconnect bounded by connect_timeout, or SELECT 1 bounded by
+ * statement_timeout) so that /readyz sees an outage without traffic. */
+static void observe_turn(ll_loop *l, size_t n, observed *o)
+{
+    int64_t now = ll_loop_now_ms();
+    int http = ll_obs_port() > 0;
+    if (n > 0) {
+        ll_obs_batch(n);
+        o->idle_since = now;
+    } else if (now - o->idle_since >= 5000 && http && !l->producer_broken && !l->rewind_pending) {
+        o->idle_since = now;
+        if (ll_db_ensure(&l->db) == LL_DB_OK)
+            ll_db_command(&l->db, "SELECT 1");
+    }
+    ll_obs_turn(l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK);
+    if (!http || now - o->held_at < 1000)
+        return;
+    o->held_at = now;
+    size_t msgs = 0, runs = 0;
+    for (size_t i = 0; i < l->n_parts; i++) {
+        const part_state *ps = l->parts[i];
+        msgs += ps->n_held;
+        for (size_t k = 0; k < ps->n_held; k++) {
+            size_t j = 0;
+            while (j < k && strcmp(ps->held[j]->run, ps->held[k]->run) != 0)
+                j++;
+            runs += j == k;
+        }
+    }
+    ll_obs_held(msgs, runs);
+}
+
 int ll_loop_run(ll_loop *l)
 {
     rd_kafka_message_t **batch = calloc((size_t)l->batch_max, sizeof *batch);
+    observed obs = {ll_loop_now_ms(), 0};
     while (!l->stop && !l->fatal) {
         int recovering = ll_loop_recover_step(l);
         size_t n = 0;
@@ -318,7 +373,11 @@ int ll_loop_run(ll_loop *l)
         }
         for (size_t i = 0; i < n; i++)
             rd_kafka_message_destroy(batch[i]);
+        if (n == 0)
+            ll_loop_commit_wait(l); /* idle: the last commit's outcome (a fence ends the process) */
+        observe_turn(l, n, &obs);
     }
+    ll_loop_commit_wait(l); /* the last batch's commit, before the consumer leaves its group */
     free(batch);
     return l->fatal ? 2 : 0;
 }

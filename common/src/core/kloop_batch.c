@@ -35,6 +35,7 @@
 #include "kloop_int.h"
 #include "ll/pgarray.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 
 /* What became of one message in the database transaction. */
 typedef enum {
@@ -54,6 +55,7 @@ typedef struct out_item {
     char code[64];        /* dead-letter code, "" for a reply */
     char *reason;         /* dead-letter reason, owned */
     char run_id[128];
+    char outcome[16], reply_code[48]; /* a reply's labels for loadledger_inputs_total (obs.h) */
 } out_item;
 
 typedef struct batch {
@@ -69,10 +71,11 @@ typedef struct batch {
     lmsg **done_held; /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
     int in_tx, use_savepoints, kafka_open;
-    int savepoints; /* savepoints made in the open transaction */
-    int tx_msgs;    /* messages applied in it (with or without a savepoint) */
-    size_t n_bulk;  /* messages the set-based part applied in this batch */
-    int bulk_on;    /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
+    int kafka_failed; /* the previous batch's Kafka commit failed: aborted and rewound already */
+    int savepoints;   /* savepoints made in the open transaction */
+    int tx_msgs;      /* messages applied in it (with or without a savepoint) */
+    size_t n_bulk;    /* messages the set-based part applied in this batch */
+    int bulk_on;      /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
 } batch;
 
 int64_t ll_loop_now_ms(void);
@@ -343,6 +346,7 @@ static void out_push(batch *b, lmsg *m, json_t *reply, const char *code, const c
     if (reply) {
         char why[400];
         o->is_reply = 1;
+        ll_obs_reply_labels(reply, o->outcome, sizeof o->outcome, o->reply_code, sizeof o->reply_code);
         if (ll_encode(&m->io->eopts, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
             o->reply = NULL;
             o->encode_err = strdup(why);
@@ -673,9 +677,34 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
 
 /* Produces the replies and dead letters of the committed transaction and marks their offsets
  * done. 0, or -1 when the Kafka transaction must be aborted. */
+/*
+ * Before this batch's first record: the previous batch's Kafka commit is over (it ran beside
+ * this batch's database work, kloop_commit.c), then this batch's Kafka transaction begins.
+ * 0, or -1: the previous commit failed (aborted and rewound: b->kafka_failed) or the begin did.
+ */
+static int kafka_ready(batch *b)
+{
+    if (b->kafka_open)
+        return 0;
+    if (ll_loop_commit_wait(b->l) != 0) {
+        b->kafka_failed = 1;
+        return -1;
+    }
+    if (ll_loop_begin(b->l) != 0) {
+        b->kafka_failed = 1;
+        return -1;
+    }
+    b->kafka_open = 1;
+    return 0;
+}
+
+/* Produces the queued results into the batch's Kafka transaction and marks their offsets done.
+ * 0, or -1 (the caller undoes the batch). */
 static int flush_outs(batch *b)
 {
     ll_loop *l = b->l;
+    if (b->n_outs > 0 && kafka_ready(b) != 0)
+        return -1;
     int rc = 0;
     for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
         out_item *o = &b->outs[i];
@@ -698,6 +727,7 @@ static int flush_outs(batch *b)
                 if (ll_loop_produce(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1) !=
                     0)
                     rc = -1;
+                ll_obs_stage_input(m->io->topic, o->outcome, o->reply_code);
             }
         } else if (ll_loop_dead_letter_produce(l, m, o->code, o->reason) != 0) {
             rc = -1;
@@ -723,6 +753,12 @@ static int tx_commit(batch *b)
     }
     if (touch_runs(b) != 0)
         return -1; /* still in the (failed) transaction: undo_batch rolls it back */
+    /* the previous batch's Kafka commit ends before this database commit: the durable steps
+     * keep their order (kloop_commit.c); if it failed, this transaction is rolled back */
+    if (ll_loop_commit_wait(l) != 0) {
+        b->kafka_failed = 1;
+        return -1;
+    }
     b->in_tx = 0;
     if (db_cmd(b, "COMMIT") != 0)
         return -1;
@@ -770,7 +806,7 @@ static void undo_batch(batch *b)
     outs_clear(b);
     if (b->kafka_open)
         ll_loop_abort(l);
-    if (!l->fatal && !l->producer_broken) {
+    if (!l->fatal && !l->producer_broken && !b->kafka_failed) {
         ll_log(LL_WARN, NULL, "db_unavailable", "batch undone: %s %s (retrying from the committed offsets)",
                l->db.err.sqlstate, l->db.err.message);
         l->rewind_pending = 1;
@@ -829,9 +865,6 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         touched |= l->parts[i]->touched == l->batch_no;
     if (b.n_work == 0 && !touched)
         goto out;
-    if (ll_loop_begin(l) != 0)
-        goto out;
-    b.kafka_open = 1;
     b.use_savepoints = b.n_work > 1 && l->db_batch_max > 1;
     b.bulk_on = l->db_batch_max > 1;
     run_waits held_runs = {0}; /* partitions where the current run has a message held */
@@ -866,17 +899,18 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         if (b.bulk_on && m->state != 2 && run_waits_after(&b, i) && bulk_step(&b, i + 1, m->run) != 0)
             goto out;
     }
-    if (tx_commit(&b) != 0) {
+    if (tx_commit(&b) != 0 || kafka_ready(&b) != 0) {
         undo_batch(&b);
         goto out;
     }
-    rd_kafka_topic_partition_list_t *offsets = offsets_of(l);
     int64_t t_db = ll_loop_now_ms();
-    ll_loop_commit(l, offsets); /* a failure aborts and rewinds inside */
     ll_log(LL_DEBUG, NULL, "batch_done",
-           "%zu messages (%zu polled, %zu set-based): database and replies %lld ms, Kafka commit %lld ms",
-           b.n_work, n, b.n_bulk, (long long)(t_db - now), (long long)(ll_loop_now_ms() - t_db));
-    rd_kafka_topic_partition_list_destroy(offsets);
+           "%zu messages (%zu polled, %zu set-based): database and replies %lld ms; the previous Kafka "
+           "commit took %lld ms",
+           b.n_work, n, b.n_bulk, (long long)(t_db - now), (long long)l->last_commit_ms);
+    /* the commit runs beside the next batch (a failure aborts and rewinds when it is waited for,
+     * or here when loop.overlap_commit is off) */
+    ll_loop_commit_start(l, offsets_of(l));
     for (size_t i = 0; i < l->n_parts; i++)
         if (l->parts[i]->stopped && (int64_t)l->parts[i]->n_held <= l->max_held / 2)
             ll_loop_resume_partition(l, l->parts[i]);

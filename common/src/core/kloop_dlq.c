@@ -14,6 +14,7 @@
 #include "kloop_int.h"
 #include "ll/dlq.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/rules.h"
 
 static const ll_stmt ST_DEAD_LETTER_EVENT = {
@@ -127,6 +128,7 @@ int ll_loop_dead_letter_produce(ll_loop *l, const lmsg *m, const char *code, con
         rd_kafka_header_add(h, "ll.headers.omitted", -1, "original headers omitted (size)", -1);
     if (!fit.keep_key && m->key)
         rd_kafka_header_add(h, "ll.key.omitted", -1, "original key omitted (size)", -1);
+    ll_obs_stage_dead_letter(m->io->topic, code); /* counted when the transaction commits */
     return ll_loop_produce(l, l->dlq_topic, fit.keep_key ? m->key : NULL, fit.keep_key ? m->key_len : 0,
                            fit.keep_value ? (void *)m->value : NULL, fit.keep_value ? m->len : 0, h, 0);
 }

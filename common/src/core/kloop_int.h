@@ -7,6 +7,8 @@
  *   kloop_batch.c  one batch: held runs, the database transaction with a savepoint per message,
  *                  replies, the done offsets
  *   kloop_dlq.c    dead letters: the ledger event and the record that always fits
+ *   kloop_commit.c the batch's Kafka transaction: begin, and the commit on a thread of its own
+ *                  beside the next batch's database work
  *
  * The unit of work is the poll batch (one database transaction, or a few of at most
  * LL_BATCH_SAVEPOINTS savepoints each, then one Kafka transaction); the unit of ordering is the
@@ -20,6 +22,7 @@
 #define LL_KLOOP_INT_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ll/kloop.h"
@@ -107,10 +110,17 @@ struct ll_loop {
      * member), and the step is retried with backoff from recover_at_ms. */
     int producer_broken, rewind_pending, all_paused;
     int64_t recover_at_ms, recover_backoff_ms;
+    /* The previous batch's Kafka commit, in flight on its own thread (kloop_commit.c); NULL when
+     * none. loop.overlap_commit = false commits on the loop's thread. */
+    struct ll_commit_job *commit;
+    bool overlap_commit;
+    int64_t last_commit_ms; /* how long the last Kafka commit took (ms) */
 };
 
 /* Monotonic clock (ms). */
 int64_t ll_loop_now_ms(void);
+/* Monotonic clock (microseconds), for the latency metrics. */
+int64_t ll_loop_now_us(void);
 
 /* kloop_kafka.c */
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen);
@@ -118,9 +128,10 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
 void ll_loop_forget_parts(ll_loop *l);
 int ll_loop_produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
                     rd_kafka_headers_t *hdrs, int free_val);
-int ll_loop_commit(ll_loop *l, rd_kafka_topic_partition_list_t *offsets);
-int ll_loop_begin(ll_loop *l);
 void ll_loop_abort(ll_loop *l);
+/* A transactional call failed (e is consumed): fatal → the producer is recreated or the process
+ * exits; otherwise the transaction is aborted and the assignment rewound. Returns -1. */
+int ll_loop_txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what);
 int ll_loop_rewind(ll_loop *l);
 void ll_loop_pause_all(ll_loop *l);
 void ll_loop_recover_later(ll_loop *l, int64_t delay_ms);
@@ -133,6 +144,18 @@ void ll_loop_resume_partition(ll_loop *l, part_state *ps);
 int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, const char *code,
                               const char *reason);
 int ll_loop_dead_letter_produce(ll_loop *l, const lmsg *m, const char *code, const char *reason);
+
+/* kloop_commit.c */
+/* Begins the Kafka transaction. 0, or -1 after ll_loop_txn_failed. */
+int ll_loop_begin(ll_loop *l);
+/* Sends offsets (owned from here; partitions with their done-offset metadata) to the open
+ * transaction and commits it, on a thread of its own while the loop goes on (or at once with
+ * loop.overlap_commit = false). The loop must call ll_loop_commit_wait before its next durable
+ * step. 0 (started, or committed), or -1 after ll_loop_txn_failed. */
+int ll_loop_commit_start(ll_loop *l, rd_kafka_topic_partition_list_t *offsets);
+/* Waits for the commit in flight, if any, and takes its outcome: 0 (committed, or none), or -1
+ * after ll_loop_txn_failed (aborted and rewound, or the producer to be recreated). */
+int ll_loop_commit_wait(ll_loop *l);
 
 /* kloop_batch.c */
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **batch, size_t n);

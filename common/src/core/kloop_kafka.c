@@ -19,6 +19,7 @@
 #include "ll/dlq.h"
 #include "ll/kclient.h"
 #include "ll/log.h"
+#include "ll/obs.h"
 
 /* ---- partitions ----------------------------------------------------------------------------- */
 
@@ -115,6 +116,10 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
 {
     ll_loop *l = opaque;
     l->rebalance_gen++;
+    /* the previous batch's commit (its offsets are of this generation) ends before the
+     * assignment changes; a failure aborts it and its batch comes again from the committed
+     * offsets (of the new assignment, for what stays assigned) */
+    ll_loop_commit_wait(l);
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",
                     parts->cnt);
@@ -133,6 +138,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
          * producer, if broken, is still recreated before anything is applied) */
         l->rewind_pending = 0;
         rd_kafka_assign(rk, parts);
+        ll_obs_assigned(parts->cnt);
         if (l->producer_broken) {
             rd_kafka_pause_partitions(rk, parts);
             l->all_paused = 1;
@@ -143,6 +149,7 @@ static void rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic
         resume_paused(l); /* while still assigned */
         ll_loop_forget_parts(l);
         rd_kafka_assign(rk, NULL);
+        ll_obs_assigned(0);
     }
 }
 
@@ -308,6 +315,40 @@ static int fetch_bounds(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errle
                : 0;
 }
 
+/* The lag of one partition of a statistics sample: its end offset from librdkafka, its
+ * committed offset from the loop itself (the first offset not done); unassigned ones skipped. */
+static void lag_one(void *arg, const ll_obs_part_stats *p)
+{
+    ll_loop *l = arg;
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->partition == p->partition && strcmp(l->parts[i]->topic, p->topic) == 0)
+            ll_obs_lag_set(p->topic, p->partition, ll_obs_lag(p->end, l->parts[i]->track.base, p->lo));
+}
+
+/* librdkafka's statistics (the consumer lag per partition) for /metrics (obs.h): served by the
+ * consumer poll on the loop's thread, so l->parts may be read; the document is librdkafka's
+ * (returning 0 frees it). */
+static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    (void)rk;
+    ll_obs_lag_begin();
+    ll_obs_lag_parse(json, len, lag_one, opaque);
+    return 0;
+}
+
+/* With an HTTP endpoint (http.listen), statistics every 5 s unless kafka.statistics.interval.ms
+ * says otherwise. 0, or -1 with err. */
+static int stats_conf(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
+{
+    const char *listen = ll_config_get(l->cfg, "http.listen");
+    if (!listen || !*listen)
+        return 0;
+    rd_kafka_conf_set_stats_cb(cc, stats_cb);
+    return ll_config_get(l->cfg, "kafka.statistics.interval.ms")
+               ? 0
+               : conf_set(cc, "statistics.interval.ms", "5000", err, errlen);
+}
+
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
 {
     char host[128] = "host", e[512];
@@ -341,6 +382,10 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
         return -1;
     }
     rd_kafka_conf_set_rebalance_cb(cc, rebalance_cb);
+    if (stats_conf(l, cc, err, errlen) != 0) {
+        rd_kafka_conf_destroy(cc);
+        return -1;
+    }
     rd_kafka_conf_set_opaque(cc, l);
     l->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, e, sizeof e);
     if (!l->consumer) {
@@ -464,6 +509,7 @@ static void producer_fatal(ll_loop *l)
                "transactional.id %s: %s: another instance took over (or access was denied); exiting", l->txid,
                why);
         l->fatal = 1;
+        ll_obs_fenced();
         return;
     }
     ll_log(LL_ERROR, NULL, "producer_recreate", "fatal producer error %s: %s; recreating the producer",
@@ -499,6 +545,7 @@ static void recreate_producer(ll_loop *l)
  * whose init_transactions aborts it instead); the caller rewinds. */
 static void abort_txn(ll_loop *l)
 {
+    ll_obs_stage_drop(); /* its replies and dead letters are not counted */
     for (int attempt = 0; attempt < 3; attempt++) {
         rd_kafka_error_t *ae = rd_kafka_abort_transaction(l->producer, 30000);
         if (!ae)
@@ -528,8 +575,7 @@ void ll_loop_abort(ll_loop *l)
         ll_loop_rewind(l);
 }
 
-/* A transactional call failed: fatal → producer_fatal; otherwise abort and rewind. Returns -1. */
-static int txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
+int ll_loop_txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
 {
     ll_log(LL_ERROR, NULL, "kafka_txn_error", "%s: %s", what, rd_kafka_error_string(e));
     int fatal = rd_kafka_error_is_fatal(e);
@@ -541,40 +587,14 @@ static int txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
     return -1;
 }
 
-int ll_loop_begin(ll_loop *l)
-{
-    rd_kafka_error_t *e = rd_kafka_begin_transaction(l->producer);
-    return e ? txn_failed(l, e, "begin_transaction") : 0;
-}
-
-int ll_loop_commit(ll_loop *l, rd_kafka_topic_partition_list_t *offsets)
-{
-    rd_kafka_error_t *e;
-    if (offsets->cnt > 0) {
-        rd_kafka_consumer_group_metadata_t *gm = rd_kafka_consumer_group_metadata(l->consumer);
-        e = rd_kafka_send_offsets_to_transaction(l->producer, offsets, gm, 30000);
-        rd_kafka_consumer_group_metadata_destroy(gm);
-        if (e)
-            return txn_failed(l, e, "send_offsets_to_transaction");
-    }
-    for (int attempt = 0;; attempt++) {
-        e = rd_kafka_commit_transaction(l->producer, 60000);
-        if (!e)
-            return 0;
-        if (rd_kafka_error_is_retriable(e) && attempt < 5) {
-            rd_kafka_error_destroy(e);
-            continue;
-        }
-        return txn_failed(l, e, "commit_transaction");
-    }
-}
-
 /* The recovery step that is due, if any. Returns 1 while a recovery is still owed (nothing may
  * be applied: the poll only keeps this member in its group). */
 int ll_loop_recover_step(ll_loop *l)
 {
     if (!l->producer_broken && !l->rewind_pending)
         return 0;
+    /* a rewind reads the committed offsets: the commit in flight first */
+    ll_loop_commit_wait(l);
     if (ll_loop_now_ms() >= l->recover_at_ms) {
         if (l->producer_broken)
             recreate_producer(l);

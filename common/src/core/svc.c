@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ll/log.h"
+#include "ll/obs.h"
 #include "ll/topics.h"
 
 static ll_loop *g_loop;
@@ -128,7 +129,8 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
         fprintf(stderr, "ll-%s: missing required configuration key 'kafka.bootstrap.servers'\n", svc->name);
     } else if (svc->init && svc->init(svc->state, cfg, err, sizeof err) != 0) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
-    } else if (!(g_loop =
+    } else if (ll_obs_start(svc->name, LL_OBS_CONSUMER, cfg, err, sizeof err) != 0 ||
+               !(g_loop =
                      ll_loop_new(svc->name, cfg, svc->inputs, svc->n_inputs, svc->state, err, sizeof err))) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
     } else {
@@ -145,6 +147,7 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
         ll_loop_free(g_loop);
         g_loop = NULL;
     }
+    ll_obs_stop();
     ll_config_free(cfg);
     free(keys);
     return rc;

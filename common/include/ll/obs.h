@@ -1,0 +1,116 @@
+/*
+ * obs.h - what a running service shows an operator over HTTP (issue 10 §1): its Prometheus
+ * metrics (the families docs/operations.md lists), /healthz (the main loop turns) and /readyz
+ * (database reachable, partitions assigned, producer not fenced). One process-wide registry;
+ * the HTTP server (http.h) is started only when `http.listen` is set.
+ *
+ * The hooks below are cheap and safe to call when ll_obs_start has not run (they do nothing).
+ * They are called from the service's main thread; the HTTP server reads from its own thread.
+ *
+ * Label bounds: topic = the broker names of the service's input topics (at most 8 per service); outcome =
+ * ACCEPTED, REPLAY, REJECTED or OTHER; code = an upper-case contract code of at most 40
+ * characters, else OTHER; 64 topic/outcome/code sets at most (then "_other"); 256 partitions for
+ * the lag; rule/action from the sweeper's fixed table. metrics.h bounds each family.
+ */
+#ifndef LL_OBS_H
+#define LL_OBS_H
+
+#include <jansson.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ll/config.h"
+
+/* The keys of the HTTP endpoint (http.listen, http.stall_after), for the services' key tables. */
+#define LL_OBS_KEYS                                                                                          \
+    {"http.listen", NULL, false,                                                                             \
+     "host:port of /metrics, /healthz, /readyz (IPv4, e.g. 127.0.0.1:9464; port 0: any free port, "          \
+     "logged as http_listening); unset: no HTTP endpoint"},                                                  \
+    {                                                                                                        \
+        "http.stall_after", "PT30S", false,                                                                  \
+            "/healthz answers 503 when the main loop has not turned for this long"                           \
+    }
+
+/* What a service's readiness needs besides a reachable database. */
+typedef enum ll_obs_kind {
+    LL_OBS_CONSUMER = 0, /* a Kafka consumer: partitions assigned, producer not fenced */
+    LL_OBS_PRODUCER,     /* dispatcher: producer not fenced */
+    LL_OBS_PLAIN         /* sweeper: the database only */
+} ll_obs_kind;
+
+/*
+ * Sets up the registry for `service` and, when http.listen is set, starts the HTTP server (its
+ * own thread, bounded connections and timeouts). 0, or -1 with err (a bad http.listen or
+ * http.stall_after, a port in use). Call once, before the main loop; ll_obs_stop at the end.
+ */
+int ll_obs_start(const char *service, ll_obs_kind kind, const ll_config *cfg, char *err, size_t errlen);
+/* Stops the HTTP server and frees the registry. */
+void ll_obs_stop(void);
+/* The HTTP server's port (the one bound for port 0), or 0 when none runs. */
+int ll_obs_port(void);
+
+/* The main loop turned (health); db_ok: its database connection is up (readiness). */
+void ll_obs_turn(int db_ok);
+/* The consumer's assignment changed: n partitions now (0 on revocation). */
+void ll_obs_assigned(int n);
+/* The producer was fenced or hit a fatal error: not ready any more. */
+void ll_obs_fenced(void);
+
+/* The outcome ("ACCEPTED", ...) and code ("" when none) of a reply record, sanitised to the
+ * bounded label sets, into the given buffers (outcome >= 16 bytes, code >= 48 bytes). */
+void ll_obs_reply_labels(const json_t *reply, char *outcome, size_t olen, char *code, size_t clen);
+/* Stages one reply (input topic, outcome, code) or one dead letter (topic, code) of the
+ * open Kafka transaction; counted by ll_obs_stage_commit when it commits, dropped by
+ * ll_obs_stage_drop when it aborts (so a redone batch is not counted twice). */
+void ll_obs_stage_input(const char *topic, const char *outcome, const char *code);
+void ll_obs_stage_dead_letter(const char *topic, const char *code);
+void ll_obs_stage_commit(void);
+void ll_obs_stage_drop(void);
+
+/* One poll batch of n messages (n > 0). */
+void ll_obs_batch(size_t n);
+/* Messages held now (all partitions) and the distinct runs they belong to. */
+void ll_obs_held(size_t msgs, size_t runs);
+/* Durations of a database COMMIT and of a Kafka commit (send offsets + commit), in seconds. */
+void ll_obs_db_commit(double seconds);
+void ll_obs_kafka_commit(double seconds);
+/* A fresh lag sample begins: the lag gauges are emptied (revoked partitions disappear). */
+void ll_obs_lag_begin(void);
+/* The consumer lag of one assigned partition (messages). */
+void ll_obs_lag_set(const char *topic, int32_t partition, int64_t lag);
+/* The dispatcher's outbox: PENDING rows and the age of the oldest (seconds; 0 when none). */
+void ll_obs_outbox(double pending, double oldest_age_s);
+/* The dispatcher settled n rows with result "sent", "retried" or "dead". */
+void ll_obs_dispatch(const char *result, long n);
+/* The sweeper's rule acted n times with action (e.g. "stale_partitions", "reissue_partition"). */
+void ll_obs_sweep(const char *rule, const char *action, long n);
+
+/* ---- pure parts (unit-tested) ---------------------------------------------------------------- */
+
+/* One partition of a librdkafka statistics document (borrowed for the callback's duration). */
+typedef struct ll_obs_part_stats {
+    const char *topic;
+    int32_t partition;
+    int64_t end; /* the last stable offset (read_committed), else the high watermark */
+    int64_t lo;  /* the log start offset, -1 when unknown */
+} ll_obs_part_stats;
+/* Called once per partition this consumer fetches. */
+typedef void (*ll_obs_lag_fn)(void *arg, const ll_obs_part_stats *p);
+/* Reads every partition of a librdkafka statistics document (statistics.interval.ms) that this
+ * consumer fetches (desired, a real partition, a known end offset). Number of partitions
+ * reported, or -1 when the document does not parse. librdkafka's own consumer_lag is not used:
+ * it counts from the consumer's commits, and the loop commits through its producer's
+ * transaction, which the consumer's statistics never see. */
+int ll_obs_lag_parse(const char *json, size_t len, ll_obs_lag_fn fn, void *arg);
+/* The lag of a partition: end - max(committed, lo) (messages not yet done), at least 0; committed
+ * is the loop's own first offset not done. */
+int64_t ll_obs_lag(int64_t end, int64_t committed, int64_t lo);
+/* 1 when s is a label value of the code set: [A-Z0-9_]{1,40}. */
+int ll_obs_code_ok(const char *s);
+/* /healthz: 200 when the loop turned within stall_ms before now_ms (last 0: never), else 503. */
+int ll_obs_health_status(int64_t last_turn_ms, int64_t now_ms, int64_t stall_ms);
+/* /readyz: 200 when the database is up, a consumer has partitions, the producer is not fenced;
+ * else 503. */
+int ll_obs_ready_status(ll_obs_kind kind, int db_ok, int assigned, int fenced);
+
+#endif

@@ -1,0 +1,418 @@
+/*
+ * obs.c - the loadledger metric families, health and readiness, and the HTTP handler (obs.h).
+ *
+ * The main thread counts into one process-wide registry (metrics.h, its own mutex); the flags of
+ * health and readiness are C11 atomics; the HTTP thread renders the registry and reads the flags.
+ * Replies and dead letters are staged per Kafka transaction and counted only when it commits,
+ * so the counts match what a read_committed reader sees.
+ */
+#include "ll/obs.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ll/http.h"
+#include "ll/log.h"
+#include "ll/metrics.h"
+
+/* Bounds of the label sets (obs.h). */
+#define OBS_INPUT_SERIES 64
+#define OBS_LAG_SERIES   256
+#define OBS_STAGE_MAX    8192
+
+static const double LATENCY_BOUNDS[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                        0.1,    0.25,  0.5,    1,     2.5,  5,     10};
+static const double BATCH_BOUNDS[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+
+static struct {
+    ll_metrics *reg;
+    ll_http *http;
+    ll_obs_kind kind;
+    int64_t stall_ms;
+    ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
+        *outbox_age, *dispatches, *sweeps, *turns, *rss, *start_time, *ready_g;
+} g;
+
+static atomic_llong last_turn_ms;
+static atomic_int db_up, n_assigned, fenced;
+
+/* A staged reply or dead letter of the open Kafka transaction. */
+typedef struct staged {
+    int dead;
+    char topic[48], outcome[16], code[48];
+} staged;
+static staged *stage;
+static size_t n_stage, cap_stage;
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- pure parts ----------------------------------------------------------------------------- */
+
+int ll_obs_code_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if (!((s[n] >= 'A' && s[n] <= 'Z') || (s[n] >= '0' && s[n] <= '9') || s[n] == '_') || n >= 40)
+            return 0;
+    return n > 0;
+}
+
+int ll_obs_health_status(int64_t last_turn_ms_, int64_t now_ms, int64_t stall_ms)
+{
+    return last_turn_ms_ > 0 && now_ms - last_turn_ms_ <= stall_ms ? 200 : 503;
+}
+
+int ll_obs_ready_status(ll_obs_kind kind, int db_ok, int assigned, int fenced_)
+{
+    if (!db_ok || (kind != LL_OBS_PLAIN && fenced_) || (kind == LL_OBS_CONSUMER && assigned <= 0))
+        return 503;
+    return 200;
+}
+
+int ll_obs_lag_parse(const char *json, size_t len, ll_obs_lag_fn fn, void *arg)
+{
+    json_error_t e;
+    json_t *doc = json_loadb(json, len, 0, &e);
+    if (!doc)
+        return -1;
+    int n = 0;
+    const char *tname, *pname;
+    json_t *t, *p;
+    json_object_foreach(json_object_get(doc, "topics"), tname, t)
+    {
+        json_object_foreach(json_object_get(t, "partitions"), pname, p)
+        {
+            json_t *part = json_object_get(p, "partition"), *ls = json_object_get(p, "ls_offset"),
+                   *hi = json_object_get(p, "hi_offset"), *lo = json_object_get(p, "lo_offset");
+            ll_obs_part_stats s = {tname, 0, -1, json_is_integer(lo) ? (int64_t)json_integer_value(lo) : -1};
+            if (json_is_integer(ls) && json_integer_value(ls) >= 0)
+                s.end = (int64_t)json_integer_value(ls);
+            else if (json_is_integer(hi) && json_integer_value(hi) >= 0)
+                s.end = (int64_t)json_integer_value(hi);
+            if (!json_is_integer(part) || json_integer_value(part) < 0 || s.end < 0 ||
+                !json_is_true(json_object_get(p, "desired")))
+                continue;
+            s.partition = (int32_t)json_integer_value(part);
+            fn(arg, &s);
+            n++;
+        }
+    }
+    json_decref(doc);
+    return n;
+}
+
+int64_t ll_obs_lag(int64_t end, int64_t committed, int64_t lo)
+{
+    int64_t from = committed > lo ? committed : lo;
+    return end > from ? end - from : 0;
+}
+
+void ll_obs_reply_labels(const json_t *reply, char *outcome, size_t olen, char *code, size_t clen)
+{
+    const char *o = json_string_value(json_object_get(reply, "outcome"));
+    const char *c = json_string_value(json_object_get(reply, "code"));
+    if (o && (strcmp(o, "ACCEPTED") == 0 || strcmp(o, "REPLAY") == 0 || strcmp(o, "REJECTED") == 0))
+        snprintf(outcome, olen, "%s", o);
+    else
+        snprintf(outcome, olen, "OTHER");
+    if (!c || !*c)
+        snprintf(code, clen, "%s", "");
+    else
+        snprintf(code, clen, "%s", ll_obs_code_ok(c) ? c : "OTHER");
+}
+
+/* ---- the registry ----------------------------------------------------------------------------- */
+
+static int families(void)
+{
+    ll_metrics *r = g.reg;
+    size_t nl = sizeof LATENCY_BOUNDS / sizeof LATENCY_BOUNDS[0];
+    g.inputs = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_inputs_total",
+                              "Input messages answered, by input topic, reply outcome and code (counted "
+                              "when the Kafka transaction with the reply commits)",
+                              "topic,outcome,code", OBS_INPUT_SERIES, NULL, 0);
+    g.dead = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_dead_letters_total",
+                            "Input messages dead-lettered, by input topic and code", "topic,code",
+                            OBS_INPUT_SERIES, NULL, 0);
+    g.held_msgs = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_held_messages",
+                                 "Messages held in memory because their run waits", "", 1, NULL, 0);
+    g.held_runs =
+        ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_held_runs", "Runs with held messages", "", 1, NULL, 0);
+    g.batch = ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_batch_messages", "Messages per poll batch",
+                             "", 1, BATCH_BOUNDS, sizeof BATCH_BOUNDS / sizeof BATCH_BOUNDS[0]);
+    g.db_commit = ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_db_commit_duration_seconds",
+                                 "Duration of a database COMMIT", "", 1, LATENCY_BOUNDS, nl);
+    g.kafka_commit = ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_kafka_commit_duration_seconds",
+                                    "Duration of a Kafka transaction commit (offsets sent and committed)", "",
+                                    1, LATENCY_BOUNDS, nl);
+    g.lag = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_consumer_lag_messages",
+                           "Messages between the committed offset and the end of each assigned partition "
+                           "(librdkafka statistics)",
+                           "topic,partition", OBS_LAG_SERIES, NULL, 0);
+    g.outbox = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_outbox_pending_dispatches",
+                              "Outbox rows (load_dispatch) in status PENDING (dispatcher)", "", 1, NULL, 0);
+    g.outbox_age =
+        ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_outbox_oldest_pending_age_seconds",
+                       "Age of the oldest PENDING outbox row, 0 when none (dispatcher)", "", 1, NULL, 0);
+    g.dispatches = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_dispatches_total",
+                                  "Outbox rows settled by the dispatcher, by result (sent, retried, dead)",
+                                  "result", 4, NULL, 0);
+    g.sweeps = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_sweeper_actions_total",
+                              "Rows the sweeper acted on, by rule and action", "rule,action", 16, NULL, 0);
+    g.turns = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_loop_turns_total",
+                             "Iterations of the service's main loop", "", 1, NULL, 0);
+    g.ready_g = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_ready",
+                               "1 when /readyz answers 200 (database up, partitions assigned, producer not "
+                               "fenced)",
+                               "", 1, NULL, 0);
+    g.rss = ll_metrics_add(r, LL_METRIC_GAUGE, "process_resident_memory_bytes",
+                           "Resident memory size in bytes", "", 1, NULL, 0);
+    g.start_time =
+        ll_metrics_add(r, LL_METRIC_GAUGE, "process_start_time_seconds",
+                       "Start time of the process since the Unix epoch in seconds", "", 1, NULL, 0);
+    return g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit && g.kafka_commit &&
+                   g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps && g.turns && g.ready_g &&
+                   g.rss && g.start_time
+               ? 0
+               : -1;
+}
+
+static int ready_now(void)
+{
+    return ll_obs_ready_status(g.kind, atomic_load(&db_up), atomic_load(&n_assigned), atomic_load(&fenced));
+}
+
+/* Resident set size from /proc/self/statm (bytes), 0 when unreadable. */
+static double rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, res = 0;
+    if (!f)
+        return 0;
+    int ok = fscanf(f, "%lu %lu", &size, &res) == 2;
+    fclose(f);
+    return ok ? (double)res * (double)sysconf(_SC_PAGESIZE) : 0;
+}
+
+static char *text(const char *s, size_t *len)
+{
+    char *b = strdup(s);
+    *len = b ? strlen(b) : 0;
+    return b;
+}
+
+/* The HTTP handler (http.h): called on the server's thread. */
+static int handle(void *arg, const char *path, char **body, size_t *len, const char **ctype)
+{
+    (void)arg;
+    if (strcmp(path, "/metrics") == 0) {
+        ll_metric_set(g.rss, NULL, rss_bytes());
+        ll_metric_set(g.ready_g, NULL, ready_now() == 200);
+        *body = ll_metrics_render(g.reg, len);
+        *ctype = "text/plain; version=0.0.4; charset=utf-8";
+        return *body ? 200 : 500;
+    }
+    if (strcmp(path, "/healthz") == 0) {
+        int64_t last = atomic_load(&last_turn_ms), now = mono_ms();
+        int st = ll_obs_health_status(last, now, g.stall_ms);
+        char b[160];
+        snprintf(b, sizeof b, "%s: main loop last turned %lld ms ago (limit %lld ms)\n",
+                 st == 200 ? "ok" : "stalled", last ? (long long)(now - last) : -1LL, (long long)g.stall_ms);
+        *body = text(b, len);
+        return st;
+    }
+    if (strcmp(path, "/readyz") == 0) {
+        int st = ready_now();
+        char b[200];
+        snprintf(b, sizeof b, "%s\ndatabase: %s\npartitions assigned: %d\nproducer: %s\n",
+                 st == 200 ? "ready" : "not ready", atomic_load(&db_up) ? "up" : "unreachable",
+                 atomic_load(&n_assigned), atomic_load(&fenced) ? "fenced" : "ok");
+        *body = text(b, len);
+        return st;
+    }
+    *body = text("not found: /metrics, /healthz, /readyz\n", len);
+    return 404;
+}
+
+int ll_obs_start(const char *service, ll_obs_kind kind, const ll_config *cfg, char *err, size_t errlen)
+{
+    ll_obs_stop();
+    g.kind = kind;
+    g.stall_ms = 30000;
+    if (ll_config_get(cfg, "http.stall_after") &&
+        ll_config_duration_ms(cfg, "http.stall_after", &g.stall_ms, err, errlen) != 0)
+        return -1;
+    if (!(g.reg = ll_metrics_new()) || families() != 0) {
+        snprintf(err, errlen, "metrics registry: out of memory");
+        ll_obs_stop();
+        return -1;
+    }
+    ll_metric_set(g.start_time, NULL, (double)time(NULL));
+    atomic_store(&last_turn_ms, mono_ms());
+    const char *listen = ll_config_get(cfg, "http.listen");
+    if (listen && *listen) {
+        if (!(g.http = ll_http_start(listen, handle, NULL, err, errlen))) {
+            ll_obs_stop();
+            return -1;
+        }
+        ll_log_json(LL_INFO, NULL, "http_listening",
+                    json_pack("{s:s,s:i}", "listen", listen, "port", ll_http_port(g.http)),
+                    "%s serves /metrics, /healthz, /readyz on port %d", service, ll_http_port(g.http));
+    }
+    return 0;
+}
+
+void ll_obs_stop(void)
+{
+    ll_http_stop(g.http); /* first: its thread reads the registry */
+    g.http = NULL;
+    ll_metrics_free(g.reg);
+    memset(&g, 0, sizeof g);
+    free(stage);
+    stage = NULL;
+    n_stage = cap_stage = 0;
+    atomic_store(&db_up, 0);
+    atomic_store(&n_assigned, 0);
+    atomic_store(&fenced, 0);
+}
+
+int ll_obs_port(void)
+{
+    return ll_http_port(g.http);
+}
+
+/* ---- hooks ------------------------------------------------------------------------------------ */
+
+void ll_obs_turn(int db_ok)
+{
+    atomic_store(&last_turn_ms, mono_ms());
+    atomic_store(&db_up, db_ok ? 1 : 0);
+    ll_metric_add(g.turns, NULL, 1);
+}
+
+void ll_obs_assigned(int n)
+{
+    atomic_store(&n_assigned, n);
+}
+
+void ll_obs_fenced(void)
+{
+    atomic_store(&fenced, 1);
+}
+
+static void stage_push(int dead, const char *topic, const char *outcome, const char *code)
+{
+    if (!g.reg)
+        return;
+    if (n_stage == cap_stage && cap_stage < OBS_STAGE_MAX) {
+        size_t cap = cap_stage ? cap_stage * 2 : 64;
+        staged *s = realloc(stage, cap * sizeof *s);
+        if (s) {
+            stage = s;
+            cap_stage = cap;
+        }
+    }
+    if (n_stage == cap_stage) { /* beyond the bound: counted at once rather than lost */
+        const char *v[3] = {topic, dead ? code : outcome, code};
+        ll_metric_add(dead ? g.dead : g.inputs, v, 1);
+        return;
+    }
+    staged *s = &stage[n_stage++];
+    s->dead = dead;
+    snprintf(s->topic, sizeof s->topic, "%s", topic ? topic : "");
+    snprintf(s->outcome, sizeof s->outcome, "%s", outcome ? outcome : "");
+    snprintf(s->code, sizeof s->code, "%s", code ? code : "");
+}
+
+void ll_obs_stage_input(const char *topic, const char *outcome, const char *code)
+{
+    stage_push(0, topic, outcome, code);
+}
+
+void ll_obs_stage_dead_letter(const char *topic, const char *code)
+{
+    stage_push(1, topic, NULL, ll_obs_code_ok(code) ? code : "OTHER");
+}
+
+void ll_obs_stage_commit(void)
+{
+    for (size_t i = 0; i < n_stage; i++) {
+        const staged *s = &stage[i];
+        if (s->dead) {
+            const char *v[2] = {s->topic, s->code};
+            ll_metric_add(g.dead, v, 1);
+        } else {
+            const char *v[3] = {s->topic, s->outcome, s->code};
+            ll_metric_add(g.inputs, v, 1);
+        }
+    }
+    n_stage = 0;
+}
+
+void ll_obs_stage_drop(void)
+{
+    n_stage = 0;
+}
+
+void ll_obs_batch(size_t n)
+{
+    ll_metric_observe(g.batch, NULL, (double)n);
+}
+
+void ll_obs_held(size_t msgs, size_t runs)
+{
+    ll_metric_set(g.held_msgs, NULL, (double)msgs);
+    ll_metric_set(g.held_runs, NULL, (double)runs);
+}
+
+void ll_obs_db_commit(double seconds)
+{
+    ll_metric_observe(g.db_commit, NULL, seconds);
+}
+
+void ll_obs_kafka_commit(double seconds)
+{
+    ll_metric_observe(g.kafka_commit, NULL, seconds);
+}
+
+void ll_obs_lag_begin(void)
+{
+    ll_metric_reset(g.lag);
+}
+
+void ll_obs_lag_set(const char *topic, int32_t partition, int64_t lag)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%d", (int)partition);
+    const char *v[2] = {topic, p};
+    ll_metric_set(g.lag, v, (double)lag);
+}
+
+void ll_obs_outbox(double pending, double oldest_age_s)
+{
+    ll_metric_set(g.outbox, NULL, pending);
+    ll_metric_set(g.outbox_age, NULL, oldest_age_s);
+}
+
+void ll_obs_dispatch(const char *result, long n)
+{
+    const char *v[1] = {result};
+    if (n > 0)
+        ll_metric_add(g.dispatches, v, (double)n);
+}
+
+void ll_obs_sweep(const char *rule, const char *action, long n)
+{
+    const char *v[2] = {rule, action};
+    if (n > 0)
+        ll_metric_add(g.sweeps, v, (double)n);
+}
