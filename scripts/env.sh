@@ -26,7 +26,8 @@
 # (fsync, synchronous_commit and full_page_writes on; default off, a throwaway cluster) and
 # LL_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded: top-level statements, utility ones included).
 # Both are read when PostgreSQL starts. LL_PGBOUNCER=1: `up` starts PgBouncer too
-# (LL_PGBOUNCER_POOL_SIZE, 10).
+# (LL_PGBOUNCER_POOL_SIZE, 10). LL_SECURE=1: `up` makes a secure environment (TLS + SCRAM on
+# PostgreSQL and Kafka, one user per service, Kafka ACLs; scripts/env_secure.sh).
 # A failed `up` stops what runs in the run dir (PostgreSQL and Kafka) before it exits.
 set -euo pipefail
 
@@ -72,12 +73,15 @@ RUN_MARKER=$LL_RUN_DIR/.loadledger-run
 APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-dev uuid-dev
   libcurl4-openssl-dev libssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
   python3-avro python3-confluent-kafka python3-psycopg2 python3-pytest python3-prometheus-client docker-compose tmux
-  valgrind clang-format clang libclang-rt-14-dev default-jre-headless maven pgbouncer spin)
+  valgrind clang-format clang libclang-rt-14-dev default-jre-headless maven pgbouncer spin
+  default-jdk-headless openssl)
 
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 LC_ALL=C.UTF-8
 
 # shellcheck source=scripts/env_pgbouncer.sh
 . "$SCRIPT_DIR/env_pgbouncer.sh"
+# shellcheck source=scripts/env_secure.sh
+. "$SCRIPT_DIR/env_secure.sh"
 
 log() { printf 'env.sh: %s\n' "$*" >&2; }
 die() { printf 'env.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -166,6 +170,7 @@ missing_packages() {
     case $p in
       default-jre-headless) have java && continue ;;
       maven) have mvn && continue ;;
+      default-jdk-headless) have javac && have keytool && continue ;;
     esac
     [[ ${st[$p]:-} == ii* ]] || printf '%s\n' "$p"
   done
@@ -304,6 +309,7 @@ pg_stat_statements.track_utility = on
 pg_stat_statements.max = 10000
 EOF
   fi
+  sec_pg_conf
 }
 
 pg_start() {
@@ -320,8 +326,10 @@ pg_start() {
     rm -rf "$PG_DATA"
     log "PostgreSQL: initdb $PG_DATA ..."
     as_pg mkdir -p "$PG_SOCK"
+    local sec_args
+    mapfile -t sec_args < <(sec_initdb_args)
     as_pg "$PG_BIN/initdb" -D "$PG_DATA" -U postgres --auth-local=trust --auth-host=trust \
-      -E UTF8 --locale=C.UTF-8 --no-sync >"$PG_DIR/initdb.log" 2>&1 ||
+      -E UTF8 --locale=C.UTF-8 --no-sync "${sec_args[@]}" >"$PG_DIR/initdb.log" 2>&1 ||
       { tail -n 20 "$PG_DIR/initdb.log" >&2; die "initdb failed (log: $PG_DIR/initdb.log)"; }
     echo "include_if_exists = 'loadledger.conf'" | as_pg tee -a "$PG_DATA/postgresql.conf" >/dev/null
   fi
@@ -439,6 +447,7 @@ kafka_start() {
   sed -e "s|@PORT@|$port|g" -e "s|@CONTROLLER_PORT@|$cport|g" -e "s|@LOG_DIR@|$K_DIR/data|g" \
     -e "s|@PROXIED_PORT@|$(k_proxied_port)|g" -e "s|@PROXY_PORT@|$(k_proxy_port)|g" \
     "$KAFKA_TPL_DIR/server.properties.in" >"$K_CONF"
+  sec_kafka_conf "$port" "$cport" >>"$K_CONF"
   cp "$KAFKA_TPL_DIR/log4j2.xml" "$K_DIR/log4j2.xml"
   local jvm=("$java" "-Xms$LL_KAFKA_HEAP" "-Xmx$LL_KAFKA_HEAP" -XX:+UseG1GC
     -XX:MaxGCPauseMillis=20 -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true -Djava.net.preferIPv4Stack=true
@@ -453,8 +462,10 @@ kafka_start() {
     log "Kafka: formatting $K_DIR/data (cluster id $cluster_id) ..."
     # --cluster-id=ID in one word: a random id starts with '-' once in 64 times, and as a word
     # of its own the tool would read it as an option ("expected one argument").
+    local sec_args
+    mapfile -t sec_args < <(sec_format_args)
     if ! "${jvm[@]}" kafka.tools.StorageTool format "--cluster-id=$cluster_id" -c "$K_CONF" \
-      --ignore-formatted >"$K_DIR/format.log" 2>&1 </dev/null 9>&-; then
+      --ignore-formatted "${sec_args[@]}" >"$K_DIR/format.log" 2>&1 </dev/null 9>&-; then
       cat "$K_DIR/format.log" >&2
       die "kafka-storage format failed"
     fi
@@ -540,12 +551,13 @@ export LL_PG_HOST='127.0.0.1'
 export LL_PG_PORT='$pp'
 export LL_PG_USER='postgres'
 export LL_PG_DB='loadledger'
-export LL_PG_CONNINFO='host=127.0.0.1 port=$pp dbname=loadledger user=postgres'
+export LL_PG_CONNINFO='host=127.0.0.1 port=$pp dbname=loadledger user=postgres$(sec_pg_connopts)'
 export LL_PG_BINDIR='$PG_BIN'
 export LL_KAFKA_HOME='$KAFKA_HOME'
 export LL_CONF_DIR='$CONF_DIR'
 EOF
   pgb_env_lines >>"$ENV_FILE.new"
+  sec_env_lines >>"$ENV_FILE.new"
   mv -f "$ENV_FILE.new" "$ENV_FILE"
   write_service_confs
 }
@@ -559,13 +571,14 @@ service_conf() {
 # ll-$svc against the environment of scripts/env.sh up in $LL_RUN_DIR (rewritten by every up).
 # Run: build/services/ll-$svc --config $CONF_DIR/$svc.conf   (stop: Ctrl-C or SIGTERM)
 # Every key, its default and its meaning: ll-$svc --config-keys
-db.conninfo = host=127.0.0.1 port=$(pg_port) dbname=loadledger user=ll_$svc
+db.conninfo = host=127.0.0.1 port=$(pg_port) dbname=loadledger user=ll_$svc$(sec_pg_connopts)
 service.instance_id = $svc-byhand
 log.level = info
 EOF
   # the sweeper talks to the database only
   [[ $svc == sweeper ]] ||
     printf 'kafka.bootstrap.servers = 127.0.0.1:%s\ntopic.prefix = %s\n' "$(k_port)" "$LL_TOPIC_PREFIX"
+  [[ $svc == sweeper ]] || sec_service_kafka_lines "$svc"
 }
 
 # The configuration files of every service into $CONF_DIR (each written whole, then renamed).
@@ -573,7 +586,7 @@ write_service_confs() {
   local svc
   mkdir -p "$CONF_DIR"
   for svc in "${SERVICE_NAMES[@]}"; do
-    service_conf "$svc" >"$CONF_DIR/$svc.conf.new"
+    (umask 077; service_conf "$svc" >"$CONF_DIR/$svc.conf.new")
     mv -f "$CONF_DIR/$svc.conf.new" "$CONF_DIR/$svc.conf"
   done
 }
@@ -598,6 +611,7 @@ prepare_run_dir() {
 cmd_up() {
   cmd_install
   take_lock
+  sec_check_mode
   if [[ -f $ENV_FILE ]] && pg_ready && kafka_ready; then
     log "already up"
     if [[ $LL_PGBOUNCER == 1 ]] && ! pgb_ready; then
@@ -623,10 +637,13 @@ cmd_up() {
   trap up_failed EXIT
   trap 'exit 130' INT
   trap 'exit 143' TERM HUP
+  [[ $LL_SECURE == 1 ]] && sec_prepare
   pg_start
+  sec_pg_roles
   [[ $LL_PGBOUNCER == 1 ]] && pgb_start
   kafka_start
   create_topics
+  sec_kafka_acls
   write_env
   trap - EXIT INT TERM HUP
   print_env

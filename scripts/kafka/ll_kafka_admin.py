@@ -29,9 +29,23 @@ def log(msg):
     print("ll_kafka_admin: " + msg, file=sys.stderr, flush=True)
 
 
+def client_conf(conf):
+    """conf plus the settings of $LL_KAFKA_CLIENT_CONFIG (a librdkafka properties file: the secure
+    mode's SASL_SSL user, scripts/env_secure.sh), if set."""
+    path = os.environ.get("LL_KAFKA_CLIENT_CONFIG")
+    if path:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if line and not line.startswith("#") and "=" in line:
+                    k, v = line.split("=", 1)
+                    conf[k.strip()] = v.strip()
+    return conf
+
+
 def admin(bootstrap):
-    return AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000,
-                        "log_level": 0})
+    return AdminClient(client_conf({"bootstrap.servers": bootstrap, "socket.timeout.ms": 10000,
+                                    "log_level": 0}))
 
 
 def read_topics_conf(path):
@@ -183,7 +197,7 @@ def cmd_topics(args):
     # offset requests yet: wait until every partition of every topic does (a loaded machine may
     # need a while; the wait ends as soon as they answer).
     from confluent_kafka import Consumer
-    probe = Consumer({"bootstrap.servers": args.bootstrap, "group.id": "ll-env-ready"})
+    probe = Consumer(client_conf({"bootstrap.servers": args.bootstrap, "group.id": "ll-env-ready"}))
     deadline = time.monotonic() + 180
     ready = set()
     while True:
@@ -224,7 +238,7 @@ def roundtrip(bootstrap, topic, transactional, quiet=False):
         pconf["log_level"] = 3
     if transactional:
         pconf["transactional.id"] = "ll-env-check-" + uuid.uuid4().hex
-    p = Producer(pconf)
+    p = Producer(client_conf(pconf))
     value = uuid.uuid4().hex.encode()
     if transactional:
         p.init_transactions(60)
@@ -245,7 +259,7 @@ def roundtrip(bootstrap, topic, transactional, quiet=False):
                   "partition.assignment.strategy": "range"}
     if quiet:
         cconf["log_level"] = 3
-    c = Consumer(cconf)
+    c = Consumer(client_conf(cconf))
     try:
         c.subscribe([topic])
         seen = []

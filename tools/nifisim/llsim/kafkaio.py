@@ -1,4 +1,5 @@
 """Producing NiFi's events and reading loadledger's replies on the real broker."""
+import os
 import time
 import uuid
 
@@ -6,6 +7,27 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from . import avroframe
+from .stack import read_env
+
+
+def client_conf(conf):
+    """conf plus the librdkafka settings in $LL_KAFKA_CLIENT_CONFIG, else in the one the env file of
+    $LL_RUN_DIR names (a properties file: the secure environment's SASL_SSL user `nifi`,
+    scripts/env_secure.sh); conf alone when neither is set."""
+    path = os.environ.get("LL_KAFKA_CLIENT_CONFIG")
+    if not path:
+        try:
+            path = read_env().get("LL_KAFKA_CLIENT_CONFIG")
+        except OSError:
+            path = None
+    if path:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith("#") and "=" in line:
+                    k, v = line.split("=", 1)
+                    conf[k.strip()] = v.strip()
+    return conf
 
 # logical topic -> (schema of its records)
 SCHEMAS = {
@@ -30,7 +52,8 @@ class Nifi:
     def __init__(self, bootstrap, prefix="loadledger."):
         self.bootstrap = bootstrap
         self.prefix = prefix
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+        self.producer = Producer(client_conf({"bootstrap.servers": bootstrap, "enable.idempotence": True,
+                                              "linger.ms": 5}))
 
     def topic(self, logical):
         return self.prefix + logical
@@ -56,8 +79,8 @@ class Reader:
     def __init__(self, bootstrap, topic, schema, from_beginning=False):
         self.topic = topic
         self.schema = schema
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "llsim-" + str(uuid.uuid4()),
-                                  "enable.auto.commit": False, "isolation.level": "read_committed"})
+        self.consumer = Consumer(client_conf({"bootstrap.servers": bootstrap, "group.id": "llsim-" + str(uuid.uuid4()),
+                                              "enable.auto.commit": False, "isolation.level": "read_committed"}))
         md = self.consumer.list_topics(topic, timeout=10)
         parts = []
         for p in md.topics[topic].partitions:
@@ -109,7 +132,7 @@ class Reader:
 
 def topic_offsets(bootstrap, topic):
     """High watermark of every partition of a topic."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "llsim-offsets"})
+    c = Consumer(client_conf({"bootstrap.servers": bootstrap, "group.id": "llsim-offsets"}))
     md = c.list_topics(topic, timeout=10)
     out = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in md.topics[topic].partitions}
     c.close()

@@ -51,11 +51,12 @@ class Stack:
 
     # -- database ---------------------------------------------------------------------------
     def conninfo(self, user="postgres", port=None):
-        return "host=%s port=%d dbname=%s user=%s" % (self.pg["host"], port or self.pg["port"], self.pg["dbname"],
-                                                      user)
+        """libpq conninfo of a role; in a secure environment with its TLS and passfile words."""
+        return "host=%s port=%d dbname=%s user=%s%s" % (self.pg["host"], port or self.pg["port"], self.pg["dbname"],
+                                                        user, self.env.get("LL_PG_CONNOPTS", ""))
 
     def db(self, user="postgres"):
-        c = psycopg2.connect(host=self.pg["host"], port=self.pg["port"], dbname=self.pg["dbname"], user=user)
+        c = psycopg2.connect(self.conninfo(user))
         c.autocommit = True
         return c
 
@@ -84,9 +85,14 @@ class Stack:
         else:
             lines += ["loop.prerequisite_wait = PT30S", "kafka.session.timeout.ms = 10000",
                       "kafka.topic.metadata.refresh.interval.ms = 2000"]
+        sec = self.env.get("LL_SECURE_DIR")
+        if sec and service != "sweeper":
+            # the service's own Kafka user (scripts/env_secure.sh), as kafka.* passthrough keys
+            with open(os.path.join(sec, "kafka", "ll-%s.librdkafka.properties" % service)) as f:
+                lines += ["kafka." + ln.strip().replace("=", " = ", 1) for ln in f if "=" in ln]
         for k, v in settings.items():
             lines.append("%s = %s" % (k, v))
-        with open(path, "w") as f:
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             f.write("\n".join(lines) + "\n")
         return path
 
