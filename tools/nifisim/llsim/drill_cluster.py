@@ -126,6 +126,7 @@ class Drill:
         self.life = Lifecycle(self.flow)
         self.runs = []
         self.kills = []
+        self.down = None  # the node killed and not yet back
 
     def txid(self, service, instance=None):
         return "%s.%s" % (self.iso.groups[service], instance or service + "-0")
@@ -165,6 +166,7 @@ class Drill:
                 what = "transaction coordinator of %s (__transaction_state[%d])" % (self.txid("completion"), tp)
             k0 = self.k0 = time.time()
             self.cluster.kill(node)
+            self.down = node
             say("kill -9 node %d, %s, run %d" % (node, what, len(self.runs)))
         self.send_chunks(chunks[half:])
         self.flow.reply("chunk-outcomes", run.run_id, count=half + 1, timeout=t)
@@ -185,6 +187,7 @@ class Drill:
         for _ in range(self.args.down_runs):
             self.run()
         self.cluster.start(node)
+        self.down = None
         s0 = time.time()
         wait_until(lambda: self.cluster.in_sync(self.iso.topic(t) for t in self.iso.topics), self.args.isr_timeout,
                    "every replica in sync again", 0.5)
@@ -250,6 +253,9 @@ def main(argv=None):
         d.workload()
     except (TimeoutError, AssertionError) as e:
         bad.append("workload: %s" % e)
+        if d.down is not None:  # the check needs the whole cluster: the node comes back first
+            say("node %d back for the checks" % d.down)
+            d.cluster.start(d.down)
     try:
         bad += d.check()
     finally:
