@@ -78,6 +78,10 @@ class Cluster:
         md = self.admin.list_topics(topic, timeout=10).topics[topic]
         return md.partitions[partition].leader
 
+    def port(self, node):
+        """The broker port of a node (from the cluster's metadata)."""
+        return self.admin.list_topics(timeout=10).brokers[node].port
+
     def pid(self, node):
         path = os.path.join(self.nodes_dir, "node%d" % node)
         with open(os.path.join(path, "kafka.pid")) as f:
@@ -164,6 +168,9 @@ class Drill:
                 tp = txn_partition(self.txid("completion"))
                 node = self.cluster.leader("__transaction_state", tp)
                 what = "transaction coordinator of %s (__transaction_state[%d])" % (self.txid("completion"), tp)
+            port = self.cluster.port(node)
+            log = self.iso.stack.log_path("completion-0")
+            seen = os.path.getsize(log)
             k0 = self.k0 = time.time()
             self.cluster.kill(node)
             self.down = node
@@ -172,6 +179,12 @@ class Drill:
         self.flow.reply("chunk-outcomes", run.run_id, count=half + 1, timeout=t)
         first = time.time()
         self.flow.reply("chunk-outcomes", run.run_id, count=len(chunks), timeout=t)
+        if kill == "coordinator":
+            # librdkafka names the coordinator it lost: proof the node killed was the one
+            with open(log, errors="replace") as f:
+                f.seek(seen)
+                lost = "TxnCoordinator: 127.0.0.1:%d" % port
+                assert lost in f.read(), "completion-0 did not lose its coordinator (%s)" % lost
         cmd = self.flow.validate_commands(run, timeout=t)[0]
         self.life.to_success(run, cmd["dispatchId"])
         if kill:
