@@ -12,6 +12,9 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 run_dir=${LL_RUN_DIR:-/tmp/loadledger-run}
 build=${LL_BUILD_DIR:-$root/build}
+case " $* " in *" -h "* | *" --help "*)
+  cd "$root/tools/nifisim" && exec /usr/bin/python3 -m llsim.drill_cluster --help ;;
+esac
 for b in services/ll-registrar services/ll-claimer services/ll-completion services/ll-dispatcher tools/loadctl; do
   [[ -x $build/$b ]] || { echo "drill cluster: $build/$b missing: build first (or set LL_BUILD_DIR)" >&2; exit 2; }
 done

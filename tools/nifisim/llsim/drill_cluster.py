@@ -28,7 +28,7 @@ import uuid
 from confluent_kafka.admin import AdminClient
 
 from . import avroframe
-from .drills import Isolated, lag, loadctl_verify, wait_until
+from .drills import Isolated, env_sh, lag, loadctl_verify, wait_until
 from .flow import Flow
 from .kafkaio import SCHEMAS, Nifi
 from .lifecycle import Lifecycle
@@ -99,7 +99,6 @@ class Cluster:
 
     def start(self, node):
         """Brings a node back (env.sh start broker N: it waits until all three answer)."""
-        from .drills import env_sh
         env_sh(self.stack, "start", "broker", str(node))
 
     def in_sync(self, topics):
@@ -120,6 +119,9 @@ def _zombie(pid):
 
 
 class Drill:
+    """The workload of one drill: its own database and topics (llsim.drills.Isolated) on the
+    cluster, the four services, NiFi's side; the runs made and the kills with their figures."""
+
     def __init__(self, args):
         self.args = args
         self.iso = Isolated("cluster")
@@ -133,6 +135,7 @@ class Drill:
         self.down = None  # the node killed and not yet back
 
     def txid(self, service, instance=None):
+        """The transactional.id of a service instance (<group>.<instance>, kloop_kafka.c)."""
         return "%s.%s" % (self.iso.groups[service], instance or service + "-0")
 
     def send_chunks(self, chunks):
@@ -196,6 +199,8 @@ class Drill:
         return node
 
     def kill_cycle(self, what):
+        """One kill ("leader" or "coordinator"), runs while the node is down, the node back and
+        every replica in sync again."""
         node = self.run(kill=what)
         for _ in range(self.args.down_runs):
             self.run()
@@ -209,6 +214,7 @@ class Drill:
             node, time.time() - s0, time.time() - self.k0))
 
     def workload(self):
+        """--cycles times: plain runs, the leader's kill cycle, plain runs, the coordinator's."""
         for _ in range(self.args.cycles):
             for _ in range(self.args.runs_between):
                 self.run()
@@ -241,12 +247,15 @@ class Drill:
         return bad
 
     def close(self):
+        """Stops the services, drops the drill's database and topics; returns the services that
+        did not exit 0 ({instance: code})."""
         self.flow.close()
         codes = self.iso.close()
         return {k: v for k, v in codes.items() if v != 0}
 
 
 def main(argv=None):
+    """Runs the drill; exit status 0 when every run reached SUCCESS and verify passed, else 1."""
     ap = argparse.ArgumentParser(prog="drill.sh cluster", description=__doc__.split("\n\n")[0])
     ap.add_argument("--short", action="store_true", help="CI mode: 1 cycle (2 kills), 1 run between")
     ap.add_argument("--cycles", type=int, default=5, help="kill cycles (leader, then coordinator): 5")
