@@ -10,5 +10,5 @@ cmd=${1:-}
 [[ $# -gt 0 ]] && shift
 case $cmd in
   cluster) exec "$here/drill_cluster.sh" "$@" ;;
-  *) sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
