@@ -5,6 +5,8 @@
 #   chaos   100 runs through their whole life with delays, duplicates and reorderings while a
 #           random instance of every service (two each) is killed -9 and restarted; then every
 #           run SUCCESS and `loadctl verify --topics` passes (--mode short|medium|long, --seed N)
+#   cluster 3-broker KRaft cluster: kill -9 of a partition leader and of a transaction
+#           coordinator mid-workload; it makes its own environment (scripts/drill_cluster.sh)
 #
 # The environment is started when it does not run (and then stopped again at the end, unless
 # --keep-env); LL_BUILD_DIR names a build to use as it is, else the tree is built in build/.
@@ -13,12 +15,14 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage() {
   echo "usage: scripts/drill.sh DRILL [--keep-env] [drill options]; DRILL one of:" \
-    "$(cd "$root/tools/nifisim" && ls drill_*.py | sed 's/^drill_//; s/\.py$//' | tr '\n' ' ')"
+    "cluster $(cd "$root/tools/nifisim" && ls drill_*.py | sed 's/^drill_//; s/\.py$//' | tr '\n' ' ')"
 }
 [ $# -ge 1 ] || { usage >&2; exit 1; }
 case "$1" in -h|--help) usage; exit 0 ;; esac
 drill=$1
 shift
+# the cluster drill brings up a cluster environment of its own
+[ "$drill" != cluster ] || exec "$root/scripts/drill_cluster.sh" "$@"
 script=$root/tools/nifisim/drill_$drill.py
 [[ "$drill" =~ ^[a-z0-9_]+$ && -f "$script" ]] || { echo "drill.sh: no drill '$drill'" >&2; usage >&2; exit 1; }
 keep_env=0

@@ -13,6 +13,7 @@
 #   env.sh check            PostgreSQL select 1 + Kafka transactional round trip
 #   env.sh stop  pg|kafka   stop one of them, keep its data and port (failure tests)
 #   env.sh start pg|kafka   start it again on the same port
+#   env.sh stop|start broker N  one node (1-3) of the LL_KAFKA_BROKERS=3 cluster
 #   env.sh start pgbouncer  PgBouncer (pool_mode=transaction) in front of PostgreSQL; `stop
 #                           pgbouncer` stops it; `down` always does (scripts/env_pgbouncer.sh)
 #
@@ -28,6 +29,8 @@
 # Both are read when PostgreSQL starts. LL_PGBOUNCER=1: `up` starts PgBouncer too
 # (LL_PGBOUNCER_POOL_SIZE, 10). LL_SECURE=1: `up` makes a secure environment (TLS + SCRAM on
 # PostgreSQL and Kafka, one user per service, Kafka ACLs; scripts/env_secure.sh).
+# LL_KAFKA_BROKERS=3: `up` makes a 3-node KRaft cluster instead of the single broker
+# (replication 3, min.insync.replicas 2; scripts/env_kafka_cluster.sh).
 # A failed `up` stops what runs in the run dir (PostgreSQL and Kafka) before it exits.
 set -euo pipefail
 
@@ -82,6 +85,8 @@ export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 LC_ALL=C.UTF-8
 . "$SCRIPT_DIR/env_pgbouncer.sh"
 # shellcheck source=scripts/env_secure.sh
 . "$SCRIPT_DIR/env_secure.sh"
+# shellcheck source=scripts/env_kafka_cluster.sh
+. "$SCRIPT_DIR/env_kafka_cluster.sh"
 
 log() { printf 'env.sh: %s\n' "$*" >&2; }
 die() { printf 'env.sh: error: %s\n' "$*" >&2; exit 1; }
@@ -402,6 +407,7 @@ pick_proxied_ports() {
 
 # The pid of our broker, if it runs (checked against its command line, never another process).
 kafka_pid() {
+  if kc_on; then kc_pids; return; fi
   local pid
   pid=$(cat "$K_PIDFILE" 2>/dev/null) || return 1
   [[ $pid =~ ^[0-9]+$ ]] || return 1
@@ -411,6 +417,7 @@ kafka_pid() {
 }
 
 kafka_ready() {
+  if kc_on; then kc_ready; return; fi
   local p
   p=$(k_port)
   [[ -n $p ]] && kafka_pid >/dev/null && port_answers "$p"
@@ -425,6 +432,7 @@ kafka_log_tail() {
 
 kafka_start() {
   local fresh_word="existing data" port cport pid java
+  if kc_on; then kc_start; return; fi
   if kafka_ready; then return 0; fi
   if pid=$(kafka_pid); then
     log "Kafka: pid $pid runs but its port does not answer: restarting it"
@@ -495,6 +503,7 @@ kafka_start() {
 
 kafka_stop() {
   local pid i
+  if kc_on; then kc_stop; return; fi
   pid=$(kafka_pid) || return 0
   log "Kafka: stopping pid $pid ..."
   kill -TERM "$pid" 2>/dev/null || true
@@ -521,10 +530,10 @@ create_topics() {
     LL_TOPIC_PREFIX=$(env_file_prefix)
     LL_TOPIC_PREFIX=${LL_TOPIC_PREFIX:-loadledger.}
   fi
-  port=$(k_port)
-  if [[ -z $port ]] || ! kafka_ready; then die "Kafka is not running: scripts/env.sh up"; fi
+  kafka_ready || die "Kafka is not running: scripts/env.sh up"
+  port=$(k_bootstrap)
   [[ -f $TOPICS_CONF ]] || die "$TOPICS_CONF not found"
-  "$PY" "$KAFKA_TPL_DIR/ll_kafka_admin.py" topics --bootstrap "127.0.0.1:$port" \
+  "$PY" "$KAFKA_TPL_DIR/ll_kafka_admin.py" topics --bootstrap "$port" \
     --file "$TOPICS_CONF" --prefix "$LL_TOPIC_PREFIX" "$@" || die "topic creation failed"
 }
 
@@ -532,18 +541,18 @@ create_topics() {
 # env file
 
 write_env() {
-  local kp pp
-  kp=$(k_port)
+  local kb pp
+  kb=$(k_bootstrap)
   pp=$(pg_port)
   cat >"$ENV_FILE.new" <<EOF
 # loadledger test environment, written by scripts/env.sh up ($(date -u +%Y-%m-%dT%H:%M:%SZ)).
 # Source it:  . $ENV_FILE
-# Kafka:      /usr/bin/python3 -c 'from confluent_kafka.admin import AdminClient; print(AdminClient({"bootstrap.servers": "127.0.0.1:$kp"}).list_topics(timeout=5).topics)'
-#             broker log: $K_LOG
+# Kafka:      /usr/bin/python3 -c 'from confluent_kafka.admin import AdminClient; print(AdminClient({"bootstrap.servers": "$kb"}).list_topics(timeout=5).topics)'
+#             broker log: $(k_logs)
 # PostgreSQL: psql "\$LL_PG_CONNINFO"   (trust auth on 127.0.0.1, any role; log: $PG_LOG)
 # Stop:       $SCRIPT_DIR/env.sh down
 export LL_RUN_DIR='$LL_RUN_DIR'
-export LL_KAFKA_BOOTSTRAP='127.0.0.1:$kp'
+export LL_KAFKA_BOOTSTRAP='$kb'
 export LL_KAFKA_PROXIED_PORT='$(k_proxied_port)'
 export LL_KAFKA_PROXY_PORT='$(k_proxy_port)'
 export LL_TOPIC_PREFIX='$LL_TOPIC_PREFIX'
@@ -558,6 +567,7 @@ export LL_CONF_DIR='$CONF_DIR'
 EOF
   pgb_env_lines >>"$ENV_FILE.new"
   sec_env_lines >>"$ENV_FILE.new"
+  kc_env_lines >>"$ENV_FILE.new"
   mv -f "$ENV_FILE.new" "$ENV_FILE"
   write_service_confs
 }
@@ -577,7 +587,7 @@ log.level = info
 EOF
   # the sweeper talks to the database only
   [[ $svc == sweeper ]] ||
-    printf 'kafka.bootstrap.servers = 127.0.0.1:%s\ntopic.prefix = %s\n' "$(k_port)" "$LL_TOPIC_PREFIX"
+    printf 'kafka.bootstrap.servers = %s\ntopic.prefix = %s\n' "$(k_bootstrap)" "$LL_TOPIC_PREFIX"
   [[ $svc == sweeper ]] || sec_service_kafka_lines "$svc"
 }
 
@@ -689,9 +699,9 @@ cmd_status() {
     log "PostgreSQL: not running"; rc=3
   fi
   if kafka_ready; then
-    log "Kafka: running on 127.0.0.1:$(k_port) (pid $(kafka_pid), data $K_DIR/data)"
+    log "Kafka: running on $(k_bootstrap) (pid $(kafka_pid), data $(k_data_dirs))"
   elif pid=$(kafka_pid); then
-    log "Kafka: pid $pid runs but 127.0.0.1:$(k_port) does not answer"; rc=3
+    log "Kafka: pid $pid runs but $(k_bootstrap) does not answer"; rc=3
   else
     log "Kafka: not running"; rc=3
   fi
@@ -712,12 +722,12 @@ cmd_check() {
   [[ $("$PG_BIN/psql" -X -h 127.0.0.1 -p "$port" -U postgres -d loadledger -tAc 'select 1') == 1 ]] ||
     die "PostgreSQL select 1 failed"
   log "postgres ok: select 1 on 127.0.0.1:$port/loadledger"
-  "$PY" "$KAFKA_TPL_DIR/ll_kafka_admin.py" check --bootstrap "127.0.0.1:$(k_port)" ||
+  "$PY" "$KAFKA_TPL_DIR/ll_kafka_admin.py" check --bootstrap "$(k_bootstrap)" ||
     die "Kafka check failed"
 }
 
 usage() {
-  sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
 }
 
 main() {
@@ -739,8 +749,10 @@ main() {
       case ${1:-} in
         pg | postgres) if [[ $cmd == stop ]]; then pg_stop; else pg_start && pgb_follow_pg; fi ;;
         kafka) if [[ $cmd == stop ]]; then kafka_stop; else kafka_start; fi ;;
+        broker) kc_on || die "env.sh $cmd broker N: a cluster only (LL_KAFKA_BROKERS=3)"
+          if [[ $cmd == stop ]]; then kc_node_stop "${2:-}"; else kc_node_start "${2:-}" && kc_wait; fi ;;
         pgbouncer) if [[ $cmd == stop ]]; then pgb_stop; else pgb_start; fi ;;
-        *) die "usage: env.sh $cmd pg|kafka|pgbouncer" ;;
+        *) die "usage: env.sh $cmd pg|kafka|pgbouncer|broker N" ;;
       esac
       write_env
       ;;

@@ -4,7 +4,8 @@
 Runs with Debian's /usr/bin/python3 and python3-confluent-kafka (1.7.0 on librdkafka 2.0.2).
 Messages go to stderr, prefixed "ll_kafka_admin:". Exit codes: 0 ok, 1 failure, 2 usage.
 
-  wait     --bootstrap B [--timeout S] [--pid PID]   until the broker answers metadata
+  wait     --bootstrap B [--timeout S] [--pid PID] [--brokers N]
+                                                     until the broker answers metadata (N brokers)
   topics   --bootstrap B --file topics.conf [--prefix P] [--reset]
   warmup   --bootstrap B                             create __consumer_offsets/__transaction_state
   check    --bootstrap B                             transactional produce + read_committed consume
@@ -111,9 +112,9 @@ def cmd_wait(args):
             if a is None:
                 a = admin(args.bootstrap)
             md = a.list_topics(timeout=3)
-            if md.brokers:
+            if len(md.brokers) >= args.brokers:
                 return 0
-            last = "metadata without brokers"
+            last = "metadata with %d of %d brokers" % (len(md.brokers), args.brokers)
         except KafkaException as exc:
             last = str(exc)
         time.sleep(0.5)
@@ -172,7 +173,9 @@ def cmd_topics(args):
         present = existing_topics(a)
         for name in [n for n in todo if n in present]:
             kept.append((name, todo.pop(name), len(present[name].partitions)))
-        new = [NewTopic(n, num_partitions=p, replication_factor=1, config=wanted_configs[n])
+        # replication -1: the broker's default.replication.factor (1 for the single broker, 3 for
+        # the LL_KAFKA_BROKERS=3 cluster: scripts/kafka/*.properties.in)
+        new = [NewTopic(n, num_partitions=p, replication_factor=-1, config=wanted_configs[n])
                for n, p in todo.items()]
         if new:
             for name, fut in a.create_topics(new, operation_timeout=30).items():
@@ -337,6 +340,7 @@ def main(argv):
     w.add_argument("--bootstrap", required=True)
     w.add_argument("--timeout", type=int, default=90)
     w.add_argument("--pid", type=int, default=0)
+    w.add_argument("--brokers", type=int, default=1, help="wait until this many brokers are registered")
     t = sub.add_parser("topics")
     t.add_argument("--bootstrap", required=True)
     t.add_argument("--file", required=True)

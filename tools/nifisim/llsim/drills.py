@@ -91,7 +91,8 @@ class Isolated:
 
     def _create_topics(self, topics):
         conf = topic_configs()
-        new = [NewTopic(self.topic(t), num_partitions=n, replication_factor=1, config=conf.get(t, {}))
+        # replication -1: the broker's default.replication.factor (3 on the LL_KAFKA_BROKERS=3 cluster)
+        new = [NewTopic(self.topic(t), num_partitions=n, replication_factor=-1, config=conf.get(t, {}))
                for t, n in topics.items()]
         for t, f in self.admin.create_topics(new, operation_timeout=30).items():
             f.result()
