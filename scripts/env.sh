@@ -76,7 +76,7 @@ RUN_MARKER=$LL_RUN_DIR/.loadledger-run
 APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-dev uuid-dev
   libcurl4-openssl-dev libssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
   python3-avro python3-confluent-kafka python3-psycopg2 python3-pytest python3-prometheus-client docker-compose tmux
-  valgrind clang-format clang libclang-rt-14-dev default-jre-headless maven pgbouncer spin
+  valgrind clang-format clang-tidy clang libclang-rt-14-dev default-jre-headless maven pgbouncer spin
   default-jdk-headless openssl)
 
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 LC_ALL=C.UTF-8

@@ -283,14 +283,13 @@ static int read_files(bulk *k)
     k->n_files = (size_t)PQntuples(r);
     k->files = calloc(k->n_files + 1, sizeof *k->files);
     for (size_t i = 0; i < k->n_files; i++) {
-        const char *bytes = ll_db_text(r, (int)i, 6);
         k->files[i] = (bfile){.run = PQgetvalue(r, (int)i, 0),
                               .pid = PQgetvalue(r, (int)i, 1),
                               .index = ll_db_ll(r, (int)i, 2, -1),
                               .f = {.count = ll_db_ll(r, (int)i, 3, -1),
                                     .path = PQgetvalue(r, (int)i, 4),
                                     .records = ll_db_ll(r, (int)i, 5, -1),
-                                    .bytes = bytes ? atoll(bytes) : -1,
+                                    .bytes = ll_db_ll(r, (int)i, 6, -1),
                                     .written = ll_db_bool(r, (int)i, 7)}};
         bfile *f = &k->files[i];
         snprintf(f->key, sizeof f->key, "%s|%s|%lld", f->run, f->pid, (long long)f->index);

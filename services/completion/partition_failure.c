@@ -47,8 +47,10 @@ static bool read_pfail(const json_t *v, pfail_in *f, ll_apply_out *out)
 {
     json_t *a = json_object_get(v, "attempt");
     f->attempt = json_is_integer(a) ? (int64_t)json_integer_value(a) : -1;
-    if (json_is_integer(a) && f->attempt < 0)
-        return ll_invalid(out, "attempt: must be ≥ 0");
+    if (json_is_integer(a) && f->attempt < 0) {
+        ll_invalid(out, "attempt: must be ≥ 0");
+        return false; /* said outright: the analyser does not see that ll_invalid returns false */
+    }
     bool ok =
         ll_need_uuid(out, v, "runId", f->run_id) &&
         ll_need_str(out, v, "partitionId", ll_is_partition_id, "^([0-9]{4}|NULL)$", 4, 4, &f->partition_id) &&

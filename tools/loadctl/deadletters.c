@@ -136,6 +136,8 @@ int dl_find(const lc_opts *o, dl_ctx *c, const dl_bounds *b, const char *coord, 
     char topic[256], err[512] = "";
     int32_t partition;
     int64_t offset;
+    *own = false;
+    *count = 0;
     if (ll_coord_parse(coord, topic, sizeof topic, &partition, &offset) != 0)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "'%s' is not TOPIC:PARTITION:OFFSET", coord);
     *own = strcmp(topic, c->dlq) == 0;

@@ -23,7 +23,9 @@ static const char *kind_of(int code)
 
 json_t *lc_json_str(const char *s)
 {
-    json_t *j = json_string(s ? s : "");
+    if (!s)
+        s = "";
+    json_t *j = json_string(s);
     if (j)
         return j;
     /* Not UTF-8 (an argument as typed): keep the ASCII, mark the rest. */

@@ -163,9 +163,13 @@ typedef ll_db_rc (*ll_tx_fn)(ll_db *db, void *arg);
  */
 ll_db_rc ll_db_transaction(ll_db *db, ll_tx_fn fn, void *arg);
 
-/* Cell helpers: the text of (row, col) or NULL for SQL NULL; integer parse with default. */
+/* Cell helpers: the text of (row, col) or NULL for SQL NULL; ll_db_ll: the cell as an integer,
+ * dflt for SQL NULL or a text that is not one whole decimal integer (ll_db_parse_ll). */
 const char *ll_db_text(const PGresult *res, int row, int col);
 long long ll_db_ll(const PGresult *res, int row, int col, long long dflt);
+/* Parses text as one whole base-10 integer (optional sign, no spaces, no trailing characters, in
+ * the range of long long) into *out: 0, or -1 with *out untouched. NULL text is -1. */
+int ll_db_parse_ll(const char *text, long long *out);
 bool ll_db_bool(const PGresult *res, int row, int col);
 
 #endif

@@ -59,7 +59,7 @@ int ll_decimal_text(const unsigned char *b, size_t n, int precision, int scale, 
     }
     /* digits holds the unscaled value least significant first; at least scale + 1 are shown */
     int shown = nd > scale ? nd : scale + 1;
-    size_t need = (size_t)(neg + shown + (scale > 0) + 1);
+    size_t need = (size_t)neg + (size_t)shown + (scale > 0) + 1;
     if (need > outlen) {
         ll_codec_err(err, errlen, "decimal text too long");
         return -1;

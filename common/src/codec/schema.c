@@ -78,13 +78,11 @@ static int is_id(const char *s)
 static char *qualify(const char *name, const char *ns)
 {
     if (ns != NULL && strchr(name, '.') == NULL) {
-        size_t a = strlen(ns), b = strlen(name);
-        char *r = malloc(a + b + 2);
+        size_t len = strlen(ns) + strlen(name) + 2;
+        char *r = malloc(len);
         if (r == NULL)
             return NULL;
-        memcpy(r, ns, a);
-        r[a] = '.';
-        memcpy(r + a + 1, name, b + 1);
+        snprintf(r, len, "%s.%s", ns, name);
         return r;
     }
     return strdup(name);
@@ -512,8 +510,8 @@ static int expand(ll_node *n, ll_counter *c, int depth, int dyn, char *err, size
         n->walking = 0;
         return rc;
     case LLT_ARRAY:
-    case LLT_MAP:
-        return expand(n->items, c, depth + 1, depth + 1, err, errlen);
+    case LLT_MAP: /* parse_type never returns an array or map without items */
+        return n->items ? expand(n->items, c, depth + 1, depth + 1, err, errlen) : 0;
     case LLT_UNION:
         for (size_t i = 0; i < n->n && rc == 0; i++)
             rc = expand(n->branches[i], c, depth + 1, depth + 1, err, errlen);

@@ -102,7 +102,7 @@ static int key_allowed(const ll_config *c, const char *key, const char *const *t
 {
     if (known_key(c->known, key))
         return 1;
-    if (strncmp(key, "kafka.", 6) == 0 && key[6] != '\0')
+    if (strncmp(key, "kafka.", 6) == 0 && strlen(key) > 6)
         return 1;
     return is_topic_key(key, topics);
 }

@@ -8,6 +8,8 @@
 #include "ll/obs.h"
 #include "ll/redact.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +72,10 @@ int ll_db_conn_pooled(PGconn *conn, int64_t timeout_ms)
     if (PQsendQueryParams(conn, SQL_BACKEND_PID, 0, NULL, NULL, NULL, NULL, 0))
         res = ll_pq_await(conn, timeout_ms, &late);
     int rc = -1;
-    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1)
-        rc = ll_db_pooler_decide(LL_DB_POOLER_AUTO, PQbackendPID(conn), atoll(PQgetvalue(res, 0, 0)));
+    long long server_pid;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+        ll_db_parse_ll(PQgetvalue(res, 0, 0), &server_pid) == 0)
+        rc = ll_db_pooler_decide(LL_DB_POOLER_AUTO, PQbackendPID(conn), server_pid);
     PQclear(res);
     return rc;
 }
@@ -402,8 +406,8 @@ ll_db_rc ll_db_command(ll_db *db, const char *sql)
 
 long ll_db_affected(const PGresult *res)
 {
-    const char *n = PQcmdTuples((PGresult *)res);
-    return n && *n ? atol(n) : 0;
+    long long n = 0;
+    return ll_db_parse_ll(PQcmdTuples((PGresult *)res), &n) == 0 ? (long)n : 0;
 }
 
 bool ll_db_err_is_retryable(const ll_db *db)
@@ -474,8 +478,21 @@ const char *ll_db_text(const PGresult *res, int row, int col)
 
 long long ll_db_ll(const PGresult *res, int row, int col, long long dflt)
 {
-    const char *v = ll_db_text(res, row, col);
-    return v ? atoll(v) : dflt;
+    long long v = dflt;
+    return ll_db_parse_ll(ll_db_text(res, row, col), &v) == 0 ? v : dflt;
+}
+
+int ll_db_parse_ll(const char *text, long long *out)
+{
+    if (text == NULL || !(isdigit((unsigned char)text[0]) || text[0] == '-' || text[0] == '+'))
+        return -1;
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
 }
 
 bool ll_db_bool(const PGresult *res, int row, int col)

@@ -69,7 +69,7 @@ void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_
         if (ctx->offset >= 0)
             json_object_set_new(o, "offset", json_integer(ctx->offset));
     }
-    if (fields && json_is_object(fields))
+    if (json_is_object(fields))
         json_object_update(o, fields);
     json_decref(fields);
     char *line = json_dumps(o, JSON_COMPACT);
