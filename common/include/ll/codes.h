@@ -43,7 +43,7 @@
     X(DUPLICATE_ACTIVE_RUN, LL_CW_REPLY, "C§5.1", "an active run of the same job and business key exists") \
     X(RUN_ID_CONFLICT, LL_CW_REPLY, "C§5.1", "the run id exists with another job or business key") \
     X(INVALID_HDFS_ROOT, LL_CW_REPLY, "C§5.1", "hdfsRoot has a '..' segment") \
-    X(RUN_STATUS_MISMATCH, LL_CW_REPLY, "C§5.2", "the run's status does not allow this transition (details: the status)") \
+    X(RUN_STATUS_MISMATCH, LL_CW_REPLY | LL_CW_LOADCTL, "C§5.2", "the run's status does not allow this transition (details: the status)") \
     X(MANIFEST_INVALID, LL_CW_REPLY | LL_CW_EVENT | LL_CW_ERROR, "C§5.2", "the manifest breaks a rule; the violations name which (event at ERROR)") \
     X(DUPLICATE_PARTITION_ID, LL_CW_REPLY, "C§5.2", "manifest violation: a partition id appears twice") \
     X(EMPTY_SOURCE_BLOCKED, LL_CW_REPLY, "C§5.2", "manifest violation: sourceCount 0 and allowEmptySource false") \
@@ -107,9 +107,9 @@
     X(RUN_TIMEOUT, LL_CW_ERROR, "C§7.2", "the run passed its deadline") \
     X(PUBLISH_STALE, LL_CW_ERROR, "C§7.5", "publishing stalled: the run became PUBLISH_UNKNOWN") \
     /* loadctl's JSON errors (tools/loadctl/README.md) and verify's invariants. */ \
-    X(USAGE, LL_CW_LOADCTL, "L", "bad command line (exit 2)") \
-    X(DATABASE_UNAVAILABLE, LL_CW_LOADCTL, "C§4.1", "PostgreSQL cannot be reached (exit 2)") \
-    X(DATABASE_ERROR, LL_CW_LOADCTL, "L", "PostgreSQL answered with an error") \
+    X(USAGE, LL_CW_LOADCTL, "L", "bad command line (exit 1)") \
+    X(DATABASE_UNAVAILABLE, LL_CW_LOADCTL, "C§4.1", "PostgreSQL cannot be reached (exit 3)") \
+    X(DATABASE_ERROR, LL_CW_LOADCTL, "L", "PostgreSQL answered with an error (exit 3)") \
     X(BROKER_UNAVAILABLE, LL_CW_LOADCTL, "L", "Kafka cannot be reached") \
     X(CONFIG_INVALID, LL_CW_LOADCTL, "L", "the configuration file is missing or wrong") \
     X(TOPICS_UNAVAILABLE, LL_CW_LOADCTL, "L", "verify --topics could not read the topics") \
