@@ -21,9 +21,9 @@ static const ll_input inputs[] = {
 
 int main(int argc, char **argv)
 {
-    ll_service svc = {"claimer", "ownership: partition claims and publish claims",
-                      inputs,    sizeof inputs / sizeof inputs[0],
-                      NULL,      NULL,
-                      NULL};
+    ll_service svc = {.name = "claimer",
+                      .summary = "ownership: partition claims and publish claims",
+                      .inputs = inputs,
+                      .n_inputs = sizeof inputs / sizeof inputs[0]};
     return ll_service_main(argc, argv, &svc);
 }

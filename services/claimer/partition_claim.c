@@ -99,8 +99,13 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_ru
         ll_run_touch(db, c->run_id) != LL_DB_OK)
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:I}", "workerNode", c->worker, "attempt", (json_int_t)attempt);
-    ll_event ev = {
-        "PARTITION_STARTED", "INFO", c->run_id, c->partition_id, -1, -1, NULL, NULL, NULL, details};
+    ll_event ev = {.name = "PARTITION_STARTED",
+                   .level = "INFO",
+                   .run_id = c->run_id,
+                   .partition_id = c->partition_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)

@@ -40,7 +40,12 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const char *run_id, const char
 {
     const char *p[2] = {run_id, token};
     json_t *details = json_pack("{s:s}", "publishToken", token);
-    ll_event ev = {"PUBLISH_STARTED", "INFO", run_id, NULL, -1, -1, NULL, NULL, NULL, details};
+    ll_event ev = {.name = "PUBLISH_STARTED",
+                   .level = "INFO",
+                   .run_id = run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .details = details};
     ll_db_rc rc = ll_exec(db, &ST_CLAIM, p);
     if (rc == LL_DB_OK)
         rc = ll_exec(db, &ST_TOKEN, p);

@@ -208,8 +208,13 @@ static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
         return LL_APPLY_DB;
     json_t *details =
         json_pack("{s:I,s:I}", "files", (json_int_t)agg->files, "bytes", (json_int_t)agg->bytes);
-    ll_event ev = {
-        "PARTITION_SUCCESS", "INFO", c->run_id, c->partition_id, -1, agg->rows, NULL, NULL, NULL, details};
+    ll_event ev = {.name = "PARTITION_SUCCESS",
+                   .level = "INFO",
+                   .run_id = c->run_id,
+                   .partition_id = c->partition_id,
+                   .chunk_index = -1,
+                   .row_count = agg->rows,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK || ll_run_complete_extract(db, c->run_id, won) != LL_DB_OK)
@@ -232,10 +237,22 @@ static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
         return LL_APPLY_DB;
     snprintf(run_status, len, "%s", PQgetvalue(r, 0, 0));
     PQclear(r);
-    ll_event pe = {"PARTITION_FAILED",   "ERROR", c->run_id, c->partition_id, -1, agg->rows, NULL,
-                   "ROW_COUNT_MISMATCH", msg,     NULL};
-    ll_event re = {"RUN_FAILED",         "ERROR", c->run_id, c->partition_id, -1, -1, NULL,
-                   "ROW_COUNT_MISMATCH", msg,     NULL};
+    ll_event pe = {.name = "PARTITION_FAILED",
+                   .level = "ERROR",
+                   .run_id = c->run_id,
+                   .partition_id = c->partition_id,
+                   .chunk_index = -1,
+                   .row_count = agg->rows,
+                   .error_code = "ROW_COUNT_MISMATCH",
+                   .message = msg};
+    ll_event re = {.name = "RUN_FAILED",
+                   .level = "ERROR",
+                   .run_id = c->run_id,
+                   .partition_id = c->partition_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = "ROW_COUNT_MISMATCH",
+                   .message = msg};
     if (ll_event_insert(db, &pe) != LL_DB_OK || ll_event_insert(db, &re) != LL_DB_OK)
         return LL_APPLY_DB;
     return LL_APPLY_COMMIT;

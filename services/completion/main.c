@@ -54,9 +54,9 @@ static const ll_input inputs[] = {
 
 int main(int argc, char **argv)
 {
-    ll_service svc = {"completion", "every gate after a claim: chunks, failures, validation, publish result",
-                      inputs,       sizeof inputs / sizeof inputs[0],
-                      NULL,         NULL,
-                      NULL};
+    ll_service svc = {.name = "completion",
+                      .summary = "every gate after a claim: chunks, failures, validation, publish result",
+                      .inputs = inputs,
+                      .n_inputs = sizeof inputs / sizeof inputs[0]};
     return ll_service_main(argc, argv, &svc);
 }

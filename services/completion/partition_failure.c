@@ -84,8 +84,16 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:o}", "stage", f->stage, "attempt",
                                 f->attempt >= 0 ? json_integer(f->attempt) : json_null());
-    ll_event pe = {"PARTITION_FAILED", "ERROR", f->run_id,  f->partition_id, -1, -1,
-                   f->error_class,     f->code, f->message, details};
+    ll_event pe = {.name = "PARTITION_FAILED",
+                   .level = "ERROR",
+                   .run_id = f->run_id,
+                   .partition_id = f->partition_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_class = f->error_class,
+                   .error_code = f->code,
+                   .message = f->message,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &pe);
     json_decref(details);
     if (rc != LL_DB_OK)
@@ -99,8 +107,15 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
             return LL_APPLY_DB;
         char msg[2100];
         snprintf(msg, sizeof msg, "partition %s: %s", f->partition_id, f->message);
-        ll_event re = {"RUN_FAILED", "ERROR", f->run_id, f->partition_id, -1, -1, f->error_class,
-                       f->code,      msg,     NULL};
+        ll_event re = {.name = "RUN_FAILED",
+                       .level = "ERROR",
+                       .run_id = f->run_id,
+                       .partition_id = f->partition_id,
+                       .chunk_index = -1,
+                       .row_count = -1,
+                       .error_class = f->error_class,
+                       .error_code = f->code,
+                       .message = msg};
         if (ll_event_insert(db, &re) != LL_DB_OK)
             return LL_APPLY_DB;
     }

@@ -74,8 +74,14 @@ static ll_apply record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply
                        : strcmp(p->outcome, "FAILED_PUBLISH") == 0 ? "RUN_FAILED"
                                                                    : "PUBLISH_UNKNOWN";
     json_t *details = json_pack("{s:s}", "publishToken", p->token);
-    ll_event ev = {name, published ? "INFO" : "ERROR", p->run_id,  NULL,   -1, -1,
-                   NULL, published ? NULL : code,      p->message, details};
+    ll_event ev = {.name = name,
+                   .level = published ? "INFO" : "ERROR",
+                   .run_id = p->run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = published ? NULL : code,
+                   .message = p->message,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)

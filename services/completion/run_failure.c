@@ -60,7 +60,14 @@ static ll_apply fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_app
 {
     const char *p[6] = {f->run_id, f->expected_s, f->fail_s, f->stage, f->code, f->message};
     json_t *details = json_pack("{s:s,s:s,s:s}", "stage", f->stage, "from", f->expected_s, "to", f->fail_s);
-    ll_event ev = {"RUN_FAILED", "ERROR", f->run_id, NULL, -1, -1, NULL, f->code, f->message, details};
+    ll_event ev = {.name = "RUN_FAILED",
+                   .level = "ERROR",
+                   .run_id = f->run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = f->code,
+                   .message = f->message,
+                   .details = details};
     ll_db_rc rc = ll_exec(db, &ST_FAIL, p);
     if (rc == LL_DB_OK)
         rc = ll_event_insert(db, &ev);

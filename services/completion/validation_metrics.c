@@ -110,7 +110,12 @@ static ll_db_rc failed_event(ll_db *db, const metrics_in *mi, PGresult *changed)
         char *msg = ll_strlist_join(&names, ", ");
         char name[40];
         snprintf(name, sizeof name, "%s_METRIC_FAILED", mi->stage);
-        ll_event ev = {name, "WARN", mi->run_id, NULL, -1, -1, NULL, NULL, msg, NULL};
+        ll_event ev = {.name = name,
+                       .level = "WARN",
+                       .run_id = mi->run_id,
+                       .chunk_index = -1,
+                       .row_count = -1,
+                       .message = msg};
         rc = ll_event_insert(db, &ev);
         free(msg);
     }

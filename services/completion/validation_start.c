@@ -104,8 +104,12 @@ static ll_apply start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, 
     if (won) {
         const char *w[3] = {v->run_id, v->dispatch_id, v->node};
         json_t *details = json_pack("{s:s,s:s}", "dispatchId", v->dispatch_id, "node", v->node);
-        ll_event ev = {
-            "STAGE_VALIDATION_STARTED", "INFO", v->run_id, NULL, -1, -1, NULL, NULL, NULL, details};
+        ll_event ev = {.name = "STAGE_VALIDATION_STARTED",
+                       .level = "INFO",
+                       .run_id = v->run_id,
+                       .chunk_index = -1,
+                       .row_count = -1,
+                       .details = details};
         ll_db_rc rc = ll_exec(db, &ST_RECORD_WINNER, w);
         if (rc == LL_DB_OK)
             rc = ll_event_insert(db, &ev);

@@ -267,8 +267,15 @@ static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
     json_t *details = json_pack(
         "{s:s,s:s,s:o,s:i}", "dispatchId", l->dispatch_id, "type", l->type, "httpStatus",
         l->recorded_http_status ? json_integer(l->recorded_http_status) : json_null(), "attempt", l->attempt);
-    ll_event ev = {"DISPATCH_DEAD", "ERROR", l->run_id, l->partition_id, -1, -1, NULL,
-                   "DISPATCH_DEAD", why,     details};
+    ll_event ev = {.name = "DISPATCH_DEAD",
+                   .level = "ERROR",
+                   .run_id = l->run_id,
+                   .partition_id = l->partition_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = "DISPATCH_DEAD",
+                   .message = why,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     return rc;

@@ -20,6 +20,9 @@ static const ll_input inputs[] = {
 
 int main(int argc, char **argv)
 {
-    ll_service svc = {"registrar", "run admission and manifest registration", inputs, 2, NULL, NULL, NULL};
+    ll_service svc = {.name = "registrar",
+                      .summary = "run admission and manifest registration",
+                      .inputs = inputs,
+                      .n_inputs = sizeof inputs / sizeof inputs[0]};
     return ll_service_main(argc, argv, &svc);
 }

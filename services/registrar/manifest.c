@@ -259,8 +259,13 @@ static ll_apply fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi,
     ll_apply a = LL_APPLY_DB;
     if (r) {
         PQclear(r);
-        ll_event ev = {"MANIFEST_INVALID", "ERROR", mi->run_id, NULL, -1, -1, NULL,
-                       "MANIFEST_INVALID", joined,  NULL};
+        ll_event ev = {.name = "MANIFEST_INVALID",
+                       .level = "ERROR",
+                       .run_id = mi->run_id,
+                       .chunk_index = -1,
+                       .row_count = -1,
+                       .error_code = "MANIFEST_INVALID",
+                       .message = joined};
         if (ll_event_insert(db, &ev) == LL_DB_OK) {
             json_t *vs = json_array();
             for (size_t i = 0; i < violations->n; i++)
@@ -304,8 +309,12 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
     free(metrics_s);
     json_t *details = json_pack("{s:i,s:i,s:o}", "partitions", (int)mi->plan.n_partitions, "empty", empty,
                                 "snapshotScn", mi->scn ? json_string(mi->scn) : json_null());
-    ll_event ev = {"MANIFEST_CREATED",    "INFO", mi->run_id, NULL, -1,
-                   mi->plan.source_count, NULL,   NULL,       NULL, details};
+    ll_event ev = {.name = "MANIFEST_CREATED",
+                   .level = "INFO",
+                   .run_id = mi->run_id,
+                   .chunk_index = -1,
+                   .row_count = mi->plan.source_count,
+                   .details = details};
     if (a == LL_APPLY_COMMIT && ll_event_insert(db, &ev) != LL_DB_OK)
         a = LL_APPLY_DB;
     json_decref(details);

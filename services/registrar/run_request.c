@@ -82,7 +82,14 @@ static ll_apply refuse(ll_db *db, const ll_msg *m, const run_request *rq, const 
         return LL_APPLY_DB;
     PQclear(r);
     json_t *details = json_pack("{s:s,s:s}", "jobKey", rq->job_key, "businessKey", rq->business_key);
-    ll_event ev = {"RUN_REJECTED", "WARN", rq->run_id, NULL, -1, -1, NULL, code, message, details};
+    ll_event ev = {.name = "RUN_REJECTED",
+                   .level = "WARN",
+                   .run_id = rq->run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = code,
+                   .message = message,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
@@ -167,7 +174,12 @@ ll_apply registrar_apply_run_request(void *svc, ll_db *db, const ll_msg *m, ll_a
     }
     PQclear(r);
     json_t *details = json_pack("{s:s,s:s}", "hdfsRunPath", path, "stageTable", table);
-    ll_event ev = {"RUN_STARTED", "INFO", rq.run_id, NULL, -1, -1, NULL, NULL, NULL, details};
+    ll_event ev = {.name = "RUN_STARTED",
+                   .level = "INFO",
+                   .run_id = rq.run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)

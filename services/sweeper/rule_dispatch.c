@@ -54,17 +54,17 @@ static ll_db_rc dead_event(ll_db *db, PGresult *r, int i, const char *name, cons
     json_t *details =
         json_pack("{s:s,s:s,s:n,s:I}", "dispatchId", PQgetvalue(r, i, 0), "type", PQgetvalue(r, i, 3),
                   "httpStatus", "attempt", (json_int_t)(PQnfields(r) > 5 ? ll_db_ll(r, i, 5, 0) : 0));
-    ll_event ev = {name,
-                   level,
-                   PQgetvalue(r, i, 1),
-                   ll_db_text(r, i, 2),
-                   -1,
-                   -1,
-                   NULL,
-                   name,
-                   PQnfields(r) > 6 ? ll_db_text(r, i, 6)
-                                    : "abandoned: the run ended before the command was acknowledged",
-                   details};
+    ll_event ev = {.name = name,
+                   .level = level,
+                   .run_id = PQgetvalue(r, i, 1),
+                   .partition_id = ll_db_text(r, i, 2),
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = name,
+                   .message = PQnfields(r) > 6
+                                  ? ll_db_text(r, i, 6)
+                                  : "abandoned: the run ended before the command was acknowledged",
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     return rc;
@@ -83,16 +83,12 @@ static ll_db_rc requeue_events(ll_db *db, PGresult *r)
                 first = false;
         if (!first)
             continue;
-        ll_event ev = {"DISPATCH_REQUEUED",
-                       "WARN",
-                       PQgetvalue(r, i, 1),
-                       NULL,
-                       -1,
-                       -1,
-                       NULL,
-                       NULL,
-                       "ack timeout, requeued by sweeper",
-                       NULL};
+        ll_event ev = {.name = "DISPATCH_REQUEUED",
+                       .level = "WARN",
+                       .run_id = PQgetvalue(r, i, 1),
+                       .chunk_index = -1,
+                       .row_count = -1,
+                       .message = "ack timeout, requeued by sweeper"};
         if (ll_event_insert(db, &ev) != LL_DB_OK)
             return LL_DB_ERROR;
     }

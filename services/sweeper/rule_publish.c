@@ -29,8 +29,13 @@ ll_db_rc rule_stalled_publish(ll_db *db, const sweep_settings *s, sweep_counts *
         return LL_DB_ERROR;
     ll_db_rc rc = LL_DB_OK;
     for (int i = 0; i < PQntuples(r) && rc == LL_DB_OK; i++, c->publish_unknown++) {
-        ll_event ev = {
-            "PUBLISH_UNKNOWN", "ERROR", PQgetvalue(r, i, 0), NULL, -1, -1, NULL, "PUBLISH_STALE", msg, NULL};
+        ll_event ev = {.name = "PUBLISH_UNKNOWN",
+                       .level = "ERROR",
+                       .run_id = PQgetvalue(r, i, 0),
+                       .chunk_index = -1,
+                       .row_count = -1,
+                       .error_code = "PUBLISH_STALE",
+                       .message = msg};
         rc = ll_event_insert(db, &ev);
     }
     PQclear(r);

@@ -75,7 +75,14 @@ ll_db_rc sweep_timeout_run(ll_db *db, const char *run_id, const char *reason, co
 {
     const char *p2[2] = {run_id, reason};
     const char *p3[3] = {run_id, reason, message};
-    ll_event ev = {"RUN_TIMED_OUT", "ERROR", run_id, NULL, -1, -1, NULL, reason, message, details};
+    ll_event ev = {.name = "RUN_TIMED_OUT",
+                   .level = "ERROR",
+                   .run_id = run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = reason,
+                   .message = message,
+                   .details = details};
     if (ll_exec(db, &ST_TIMEOUT_PARTITIONS, p2) != LL_DB_OK || ll_exec(db, &ST_TIMEOUT_RUN, p3) != LL_DB_OK)
         return LL_DB_ERROR;
     return ll_event_insert(db, &ev);
@@ -101,7 +108,14 @@ static ll_db_rc reissue(ll_db *db, const char *run_id, const char *pid, int atte
         return LL_DB_ERROR;
     json_t *details = json_pack("{s:i,s:i,s:s}", "attempt", attempt, "invalidatedFiles", (int)invalidated,
                                 "dispatchId", dispatch_id);
-    ll_event ev = {"RECOVERY_REISSUED", "WARN", run_id, pid, -1, -1, NULL, "HEARTBEAT_STALE", NULL, details};
+    ll_event ev = {.name = "RECOVERY_REISSUED",
+                   .level = "WARN",
+                   .run_id = run_id,
+                   .partition_id = pid,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = "HEARTBEAT_STALE",
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     return rc;

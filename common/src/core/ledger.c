@@ -194,7 +194,12 @@ ll_db_rc ll_run_complete_extract(ll_db *db, const char *run_id, bool *won)
         return LL_DB_ERROR;
     PQclear(r);
     json_t *details = json_pack("{s:s}", "dispatchId", dispatch_id);
-    ll_event ev = {"EXTRACT_VALIDATED", "INFO", run_id, NULL, -1, source_count, NULL, NULL, NULL, details};
+    ll_event ev = {.name = "EXTRACT_VALIDATED",
+                   .level = "INFO",
+                   .run_id = run_id,
+                   .chunk_index = -1,
+                   .row_count = source_count,
+                   .details = details};
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     return rc;
