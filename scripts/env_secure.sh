@@ -203,7 +203,8 @@ inter.broker.listener.name=SASL_SSL
 sasl.enabled.mechanisms=$(sec_kafka_mechanisms)
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$(sec_pw admin)";
-$(sec_plain_jaas)listener.name.controller.ssl.client.auth=required
+$(sec_plain_jaas)
+listener.name.controller.ssl.client.auth=required
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$k/broker.p12
 ssl.keystore.password=$ks
