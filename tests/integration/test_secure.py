@@ -2,10 +2,11 @@
 a second environment of its own, made by `LL_SECURE=1 scripts/env.sh up` in $LL_RUN_DIR-secure,
 PostgreSQL with TLS + scram-sha-256 only and Kafka 3.9 with SASL_SSL (SCRAM-SHA-512 only) and ACLs.
 The reference scenario runs to SUCCESS through it; every librdkafka client logs in with
-SCRAM-SHA-512 (the listener offers nothing else: a PLAIN login with the right password is refused); a service's Kafka user is refused another service's topics and
-transactional ids; PostgreSQL refuses plain TCP, a wrong password and a missing one; and no
-password appears in any log of the run (services, broker, database, env.sh). One module: the
-environment is brought up once (about a minute) and taken down at the end."""
+SCRAM-SHA-512 (the listener offers nothing else: a PLAIN login with the right password is
+refused); a service's Kafka user is refused another service's topics and transactional ids;
+PostgreSQL refuses plain TCP, a wrong password and a missing one; and no password appears in
+any log of the run (services, broker, database, env.sh). One module: the environment is brought
+up once (about a minute) and taken down at the end."""
 import glob
 import os
 import subprocess
