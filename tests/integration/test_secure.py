@@ -32,6 +32,7 @@ UP_LOG = RUN_DIR + ".env-sh.log"  # env.sh's own messages (outside the run dir, 
 def env_sh(cmd):
     env = dict(os.environ, LL_RUN_DIR=RUN_DIR, LL_SECURE="1")
     env.pop("LL_KAFKA_CLIENT_CONFIG", None)
+    env.pop("LL_KAFKA_VERSION", None)  # the secure mode's own broker version (3.9.x: SCRAM)
     with open(UP_LOG, "a") as log:
         return subprocess.run([ENV_SH, cmd], env=env, stdout=subprocess.DEVNULL, stderr=log, timeout=600).returncode
 
