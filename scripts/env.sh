@@ -21,7 +21,7 @@
 # `eval "$(scripts/env.sh up)"` works. See docs/environment.md.
 #
 # Settings (environment): LL_RUN_DIR (/tmp/loadledger-run), LL_CACHE_DIR
-# ($HOME/.cache/loadledger), LL_TOPIC_PREFIX (loadledger.), LL_KAFKA_VERSION (4.1.1),
+# ($HOME/.cache/loadledger), LL_TOPIC_PREFIX (loadledger.), LL_KAFKA_VERSION (4.1.1; 3.9.1 secure),
 # LL_KAFKA_HEAP (512m), LL_KAFKA_START_TIMEOUT (90); for tests only: LL_KAFKA_CLUSTER_ID (the
 # KRaft cluster id of a fresh broker, random by default); for scripts/bench.sh: LL_PG_DURABLE=1
 # (fsync, synchronous_commit and full_page_writes on; default off, a throwaway cluster) and
@@ -40,11 +40,15 @@ KAFKA_TPL_DIR=$SCRIPT_DIR/kafka
 TOPICS_CONF=$REPO_ROOT/config/topics.conf
 
 : "${HOME:=$(getent passwd "$(id -u)" | cut -d: -f6)}"
+LL_RUN_DIR=${LL_RUN_DIR:-/tmp/loadledger-run}
+# The secure mode's broker is Kafka 3.9 (SCRAM with Debian's librdkafka: scripts/env_secure.sh).
+if [[ ${LL_SECURE:-0} == 1 || -d $LL_RUN_DIR/secure ]]; then
+  LL_KAFKA_VERSION=${LL_KAFKA_VERSION:-3.9.1}
+fi
 LL_KAFKA_VERSION=${LL_KAFKA_VERSION:-4.1.1}
 LL_LOG4J_VERSION=${LL_LOG4J_VERSION:-2.25.3}
 LL_SLF4J_VERSION=${LL_SLF4J_VERSION:-2.0.17}
 LL_CACHE_DIR=${LL_CACHE_DIR:-$HOME/.cache/loadledger}
-LL_RUN_DIR=${LL_RUN_DIR:-/tmp/loadledger-run}
 LL_TOPIC_PREFIX_GIVEN=${LL_TOPIC_PREFIX:+yes}
 LL_TOPIC_PREFIX=${LL_TOPIC_PREFIX:-loadledger.}
 LL_KAFKA_HEAP=${LL_KAFKA_HEAP:-512m}

@@ -13,17 +13,24 @@
 #
 # PostgreSQL: pg_hba has one line, hostssl + scram-sha-256 from 127.0.0.1 for every role (no
 # socket, no plain TCP, no trust); clients use sslmode=verify-full with the CA and a passfile.
-# Kafka: SASL_SSL on the client port (SCRAM-SHA-512 and PLAIN; users admin, ll-registrar, ll-claimer, ll-completion,
-# ll-dispatcher, nifi), the controller listener SSL with client certificates (the broker's own
+# Kafka 3.9: SASL_SSL on the client port (SCRAM-SHA-512 only; PLAIN too with a 4.x broker, see
+# LL_SECURE_KAFKA_MECHANISM; users admin, ll-registrar, ll-claimer, ll-completion, ll-dispatcher, nifi), the controller listener SSL with client certificates (the broker's own
 # certificate, principal CN=broker), StandardAuthorizer, super users admin and CN=broker only,
 # the ACLs of config/kafka-acls.conf.
 
 LL_SECURE=${LL_SECURE:-0}
-# The SASL mechanism of the librdkafka clients (services, simulator, env.sh's helper): PLAIN over
-# TLS, because librdkafka before 2.6.1 (Debian 12 has 2.0.2) builds a SCRAM client-final-message
-# that Kafka 4.x brokers reject (a doubled nonce, librdkafka #4895: "invalid credentials"); with
-# a newer librdkafka set SCRAM-SHA-512. The broker offers both; the Java clients use SCRAM.
-LL_SECURE_KAFKA_MECHANISM=${LL_SECURE_KAFKA_MECHANISM:-PLAIN}
+# The SASL mechanism of the librdkafka clients (services, simulator, env.sh's helper). The secure
+# mode's broker is Kafka 3.9 (env.sh's LL_KAFKA_VERSION default when secure), so the clients use
+# SCRAM-SHA-512 and the listener offers nothing else: librdkafka before 2.6.1 (Debian 12 has
+# 2.0.2, also under python3-confluent-kafka) sends a SCRAM client-final-message with a doubled
+# nonce (librdkafka #4895), which Kafka 4.x brokers refuse ("invalid credentials") and 3.9 takes.
+# With a 4.x broker (LL_KAFKA_VERSION=4.x) the fallback is PLAIN over TLS: the listener then
+# offers SCRAM-SHA-512 and PLAIN and the librdkafka clients use PLAIN (the Java ones SCRAM).
+if [[ $LL_KAFKA_VERSION == 3.* ]]; then
+  LL_SECURE_KAFKA_MECHANISM=${LL_SECURE_KAFKA_MECHANISM:-SCRAM-SHA-512}
+else
+  LL_SECURE_KAFKA_MECHANISM=${LL_SECURE_KAFKA_MECHANISM:-PLAIN}
+fi
 SEC_DIR=$LL_RUN_DIR/secure
 SEC_PW_DIR=$SEC_DIR/passwords
 SEC_PG_ROLES=(postgres ll_registrar ll_claimer ll_completion ll_dispatcher ll_sweeper ll_operator)
@@ -45,6 +52,9 @@ sec_pw() { cat "$SEC_PW_DIR/$1"; }
 sec_check_mode() {
   if [[ $LL_SECURE == 1 && -f $PG_DATA/PG_VERSION && ! -d $SEC_DIR ]]; then
     die "LL_SECURE=1 but $LL_RUN_DIR was made without it: scripts/env.sh down first"
+  fi
+  if [[ $LL_SECURE == 1 && $LL_SECURE_KAFKA_MECHANISM != SCRAM-SHA-512 && $LL_SECURE_KAFKA_MECHANISM != PLAIN ]]; then
+    die "LL_SECURE_KAFKA_MECHANISM=$LL_SECURE_KAFKA_MECHANISM: SCRAM-SHA-512 or PLAIN"
   fi
   if [[ $LL_SECURE == 1 && $LL_PGBOUNCER == 1 ]]; then
     die "LL_SECURE=1 and LL_PGBOUNCER=1 together are not supported"
@@ -184,15 +194,16 @@ sec_kafka_conf() {
 
 # secure mode (scripts/env_secure.sh): SASL_SSL for clients, SSL with client certificates for
 # the controller, StandardAuthorizer; every user but the two super users needs an ACL. SCRAM
-# users live in the cluster metadata (kafka-storage format --add-scram), PLAIN users below.
+# users live in the cluster metadata (kafka-storage format --add-scram); the PLAIN fallback's
+# users (a 4.x broker only) in its JAAS line.
 listeners=SASL_SSL://127.0.0.1:$1,CONTROLLER://127.0.0.1:$2
 advertised.listeners=SASL_SSL://127.0.0.1:$1
 listener.security.protocol.map=SASL_SSL:SASL_SSL,CONTROLLER:SSL
 inter.broker.listener.name=SASL_SSL
-sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+sasl.enabled.mechanisms=$(sec_kafka_mechanisms)
 sasl.mechanism.inter.broker.protocol=SCRAM-SHA-512
 listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="$(sec_pw admin)";
-listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="$(sec_pw admin)"$(sec_plain_users);
+$(sec_plain_jaas)
 listener.name.controller.ssl.client.auth=required
 ssl.keystore.type=PKCS12
 ssl.keystore.location=$k/broker.p12
@@ -207,10 +218,20 @@ allow.everyone.if.no.acl.found=false
 EOF
 }
 
-# The PLAIN users of the broker's JAAS line: user_<name>="<password>" for every Kafka user.
-sec_plain_users() {
+# The listener's SASL mechanisms: SCRAM-SHA-512 alone, PLAIN too when the clients use PLAIN.
+sec_kafka_mechanisms() {
+  if [[ $LL_SECURE_KAFKA_MECHANISM == PLAIN ]]; then echo SCRAM-SHA-512,PLAIN; else echo SCRAM-SHA-512; fi
+}
+
+# The PLAIN JAAS line (its users: user_<name>="<password>" for every Kafka user), only when the
+# listener offers PLAIN; nothing otherwise.
+sec_plain_jaas() {
+  [[ $LL_SECURE_KAFKA_MECHANISM == PLAIN ]] || return 0
   local u
+  printf '%s' 'listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required'
+  printf ' username="admin" password="%s"' "$(sec_pw admin)"
   for u in "${SEC_KAFKA_USERS[@]}"; do printf ' user_%s="%s"' "$u" "$(sec_pw "$u")"; done
+  printf ';\n'
 }
 
 # kafka-storage format's extra arguments: every SCRAM user (salted, no cleartext), one a line.

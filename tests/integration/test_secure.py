@@ -1,10 +1,12 @@
 """The secure environment (issue 9 §7; scripts/env_secure.sh, docs/operations.md "Secure mode"):
 a second environment of its own, made by `LL_SECURE=1 scripts/env.sh up` in $LL_RUN_DIR-secure,
-PostgreSQL with TLS + scram-sha-256 only and Kafka with SASL_SSL and ACLs. The reference scenario
-runs to SUCCESS through it; a service's Kafka user is refused another service's topics and
-transactional ids; PostgreSQL refuses plain TCP, a wrong password and a missing one; and no
-password appears in any log of the run (services, broker, database, env.sh). One module: the
-environment is brought up once (about a minute) and taken down at the end."""
+PostgreSQL with TLS + scram-sha-256 only and Kafka 3.9 with SASL_SSL (SCRAM-SHA-512 only) and ACLs.
+The reference scenario runs to SUCCESS through it; every librdkafka client logs in with
+SCRAM-SHA-512 (the listener offers nothing else: a PLAIN login with the right password is
+refused); a service's Kafka user is refused another service's topics and transactional ids;
+PostgreSQL refuses plain TCP, a wrong password and a missing one; and no password appears in
+any log of the run (services, broker, database, env.sh). One module: the environment is brought
+up once (about a minute) and taken down at the end."""
 import glob
 import os
 import subprocess
@@ -30,6 +32,7 @@ UP_LOG = RUN_DIR + ".env-sh.log"  # env.sh's own messages (outside the run dir, 
 def env_sh(cmd):
     env = dict(os.environ, LL_RUN_DIR=RUN_DIR, LL_SECURE="1")
     env.pop("LL_KAFKA_CLIENT_CONFIG", None)
+    env.pop("LL_KAFKA_VERSION", None)  # the secure mode's own broker version (3.9.x: SCRAM)
     with open(UP_LOG, "a") as log:
         return subprocess.run([ENV_SH, cmd], env=env, stdout=subprocess.DEVNULL, stderr=log, timeout=600).returncode
 
@@ -79,6 +82,39 @@ def produce_error(conf, topic):
     p.flush(30)
     assert errs, "no delivery report within 30 s"
     return errs[0]
+
+
+def first_client_error(conf, timeout=15):
+    """The first client-level error (error_cb) of a producer made with conf, None within timeout s."""
+    errs = []
+    p = Producer(dict(conf, error_cb=errs.append, log_level=0))
+    t = time.time()
+    while not errs and time.time() - t < timeout:
+        p.poll(0.2)
+    return errs[0] if errs else None
+
+
+def test_kafka_listener_offers_only_scram(sec):
+    """The secure broker (Kafka 3.9, env_secure.sh) offers SCRAM-SHA-512 alone: every service,
+    NiFi's side and env.sh's helper are configured for it, and a PLAIN login is refused even with
+    the right password, so the scenario below ran over SCRAM."""
+    props = open(os.path.join(RUN_DIR, "kafka", "server.properties")).read().splitlines()
+    assert [ln for ln in props if ln.startswith("sasl.enabled.mechanisms=")][-1] == "sasl.enabled.mechanisms=SCRAM-SHA-512"
+    for name in ("registrar", "claimer", "completion", "dispatcher"):
+        # the configuration the running service-0 was started with (llsim's Stack wrote it)
+        conf = open(os.path.join(sec.conf_dir, name + "-0.conf")).read()
+        assert "kafka.sasl.mechanisms = SCRAM-SHA-512\n" in conf, name
+    for user in ("nifi", "admin"):
+        assert kafka_conf(sec, user)["sasl.mechanisms"] == "SCRAM-SHA-512"
+    err = first_client_error(kafka_conf(sec, "nifi", **{"sasl.mechanisms": "PLAIN"}))
+    assert err is not None and err.code() == KafkaError._AUTHENTICATION, err
+    assert "Unsupported SASL mechanism" in err.str() and "supported mechanisms: SCRAM-SHA-512" in err.str(), err.str()
+    # the control: the same user and password over SCRAM-SHA-512 gets the topics
+    errs = []
+    p = Producer(dict(kafka_conf(sec, "nifi"), error_cb=errs.append))
+    assert sec.prefix + "run-requests" in p.list_topics(timeout=15).topics
+    p.poll(0)
+    assert errs == []
 
 
 def test_reference_scenario_reaches_success_in_secure_mode(sec):
@@ -140,6 +176,9 @@ def test_kafka_refuses_a_wrong_password(sec):
     conf = kafka_conf(sec, "ll-registrar", **{"sasl.password": "wrong-password"})
     with pytest.raises(KafkaException):
         AdminClient(conf).list_topics(timeout=5)
+    err = first_client_error(conf)
+    assert err is not None and err.code() == KafkaError._AUTHENTICATION, err
+    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in err.str(), err.str()
 
 
 @pytest.mark.parametrize("words,message", [
