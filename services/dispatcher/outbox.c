@@ -356,8 +356,14 @@ ll_db_rc outbox_backlog(ll_db *db, double *pending, double *oldest_age_s)
     PGresult *r = ll_db_exec(db, &ST_BACKLOG, NULL);
     if (!r)
         return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
-    *pending = atof(PQgetvalue(r, 0, 0));
-    *oldest_age_s = atof(PQgetvalue(r, 0, 1));
+    char *end0, *end1;
+    *pending = strtod(PQgetvalue(r, 0, 0), &end0);
+    *oldest_age_s = strtod(PQgetvalue(r, 0, 1), &end1);
+    int whole = *end0 == '\0' && *end1 == '\0'; /* count(*) and a float8: always whole numbers */
     PQclear(r);
+    if (!whole) {
+        *pending = *oldest_age_s = 0;
+        return LL_DB_ERROR;
+    }
     return LL_DB_OK;
 }

@@ -8,6 +8,7 @@
  */
 #include "ll/obs.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,12 +196,19 @@ static int ready_now(void)
 static double rss_bytes(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");
-    unsigned long size = 0, res = 0;
+    char line[128];
     if (!f)
         return 0;
-    int ok = fscanf(f, "%lu %lu", &size, &res) == 2;
+    int ok = fgets(line, sizeof line, f) != NULL;
     fclose(f);
-    return ok ? (double)res * (double)sysconf(_SC_PAGESIZE) : 0;
+    if (!ok)
+        return 0;
+    /* "size resident shared ...", in pages */
+    char *end;
+    errno = 0;
+    strtoull(line, &end, 10);
+    unsigned long long res = strtoull(end, &end, 10);
+    return errno == 0 && res > 0 ? (double)res * (double)sysconf(_SC_PAGESIZE) : 0;
 }
 
 static char *text(const char *s, size_t *len)
