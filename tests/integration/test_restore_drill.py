@@ -8,22 +8,24 @@ database and topics of its own:
    ledger's business digest is taken (llsim.restore: every table as a multiset of rows, without
    timestamps, random event ids and the outbox's delivery bookkeeping);
 3. the services stop, the database is lost (DROP DATABASE) and restored from the backup, the input
-   groups are reset to the offsets the backup recorded (earliest where none was), and the services
-   start again and replay;
+   groups are reset to the offsets recorded with the backup (`loadctl offsets save` before the
+   dump, `loadctl offsets restore` now; earliest where none was), and the services start again
+   and replay;
 4. once the groups have caught up and the outbox is empty, the digest is the same, table by table,
    and `loadctl verify` (the ledger's invariants) holds.
 
 CI runs LL_RESTORE_DRILLS drills (1, about 20 s); the long mode runs 10 (LL_RESTORE_DRILLS=10,
 ~3 minutes; docs/operations.md).
 """
+import json
 import os
 import time
 
 from conftest import new_run
-from llsim.drills import Isolated, committed, lag, wait_until
+from llsim.drills import Isolated, committed, lag, loadctl_topics, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
-from llsim.restore import backup, business_digest, reset_groups, restore
+from llsim.restore import backup, business_digest, restore
 
 DRILLS = int(os.environ.get("LL_RESTORE_DRILLS", "1"))
 RUNS = 4
@@ -99,7 +101,16 @@ def one_drill(n, dump_dir):
         nifi.flush()
         # the backup, mid-workload: offsets first, then the dump (never ahead of the offsets)
         dump = os.path.join(dump_dir, "drill%d.dump" % n)
-        recorded = backup(st, dump, iso.bootstrap, {g: all_topics for g in iso.groups.values()})
+        offsets = os.path.join(dump_dir, "drill%d.offsets.json" % n)
+        before_backup = {g: committed(iso.bootstrap, g, all_topics) for g in iso.groups.values()}
+        backup(st, dump, lambda: loadctl_topics(iso, "offsets", "save", "--out", offsets, check_rc=0))
+        with open(offsets) as f:
+            saved = {g["group"]: {(o["topic"], o["partition"]): o["offset"] for o in g["offsets"]}
+                     for g in json.load(f)["groups"]}
+        # what loadctl recorded is what the groups had committed (at or after the look just before)
+        for g in iso.groups.values():
+            assert set(saved[g]) >= {tp for tp, off in before_backup[g].items() if off >= 0}, (g, saved[g])
+            assert all(saved[g][tp] >= before_backup[g][tp] for tp in saved[g]), (g, saved[g], before_backup[g])
         for run in late:
             for pid in run.nonempty()[4:]:
                 for c in run.chunks(pid):
@@ -116,11 +127,20 @@ def one_drill(n, dump_dir):
             assert c.fetchone()[0] == RUNS
         db.close()
 
+        # while the services run, their groups have members: the reset is refused, nothing moves
+        at_end = {g: committed(iso.bootstrap, g, all_topics) for g in iso.groups.values()}
+        rc, out = loadctl_topics(iso, "offsets", "restore", "--from", offsets, check_rc=2)
+        assert out["code"] == "OFFSETS_REFUSED" and "active members" in out["message"], out
+        assert {g: committed(iso.bootstrap, g, all_topics) for g in iso.groups.values()} == at_end
+
         stop_services(st)
         t0 = time.time()
         restore(st, dump)
-        reset_groups(iso.bootstrap, {g: {tp: off for tp, off in recorded[g].items() if tp[0] in groups[g]}
-                                     for g in groups})
+        rc, out = loadctl_topics(iso, "offsets", "restore", "--from", offsets, check_rc=0)
+        assert sorted(x["group"] for x in out["groups"]) == sorted(iso.groups.values()), out
+        for g in iso.groups.values():  # the groups are back at the recorded offsets
+            now = committed(iso.bootstrap, g, all_topics)
+            assert {tp: off for tp, off in now.items() if tp in saved[g]} == saved[g], (g, now, saved[g])
         assert digest(iso) != before, "the backup already held the end of the workload: not mid-workload"
         start_services(st)
         wait_until(lambda: settled(iso, groups), 180, "replay after the restore")

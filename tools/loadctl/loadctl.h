@@ -66,6 +66,10 @@ int lc_dead_letters(const lc_opts *o, int argc, char **argv);
 /* `loadctl redrive COORD... [--value-file F] [--force]`: dead letters back to their source
  * topic, transactionally, with the ll.redrive.of link (redrive.c). */
 int lc_redrive(const lc_opts *o, int argc, char **argv);
+/* `loadctl offsets save --out F | restore --from F [--config F]`: the input consumer groups'
+ * committed offsets (with their metadata) recorded before a base backup and committed again after
+ * the restore (offsets.c; docs/operations.md "Restore from a backup"). */
+int lc_offsets(const lc_opts *o, int argc, char **argv);
 /* `loadctl monitor [--once]`: the terminal dashboard (monitor.c). */
 int lc_monitor(const lc_opts *o, int argc, char **argv);
 

@@ -27,6 +27,7 @@ static const struct {
     {"dead-letters", lc_dead_letters, "list the dead letters; `show COORD`: one, decoded"},
     {"redrive", lc_redrive, "republish dead letters to their source topic (once)"},
     {"verify", lc_verify, "check the ledger's (and --topics: the topics') invariants"},
+    {"offsets", lc_offsets, "save / restore the input groups' committed offsets (backup, restore)"},
     {"migrate", lc_migrate, "apply the SQL migrations not yet applied"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

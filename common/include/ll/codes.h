@@ -113,6 +113,9 @@
     X(BROKER_UNAVAILABLE, LL_CW_LOADCTL, "L", "Kafka cannot be reached") \
     X(CONFIG_INVALID, LL_CW_LOADCTL, "L", "the configuration file is missing or wrong") \
     X(TOPICS_UNAVAILABLE, LL_CW_LOADCTL, "L", "verify --topics could not read the topics") \
+    X(OFFSETS_REFUSED, LL_CW_LOADCTL, "L", "offsets restore refused: a group has active members, or not an offsets file") \
+    X(FILE_UNREADABLE, LL_CW_LOADCTL, "L", "offsets restore: the file cannot be read") \
+    X(FILE_UNWRITABLE, LL_CW_LOADCTL, "L", "offsets save: the file cannot be written") \
     X(DISPATCH_NOT_FOUND, LL_CW_LOADCTL, "C§5.16", "no dispatch with this id in the run") \
     X(DISPATCH_STATUS_MISMATCH, LL_CW_LOADCTL, "C§5.16", "resend refused: the dispatch is PENDING or ACKED") \
     X(INVALID_REASON, LL_CW_LOADCTL, "C§5.15", "resolve: the reason is not 5..2000 characters") \

@@ -1,7 +1,7 @@
 """The restore drill's steps (issue 9 §5, docs/operations.md "Restore from a backup"): a base
-backup of a ledger database with the input groups' committed offsets recorded just before it, the
-database restored from it, the groups reset to the recorded offsets, and a business digest of the
-ledger to compare the result with.
+backup of a ledger database with the input groups' committed offsets recorded just before it
+(`loadctl offsets save`), the database restored from it (the groups are then reset with
+`loadctl offsets restore`), and a business digest of the ledger to compare the result with.
 
 Why the recorded offsets are safe: a service commits an input offset only after the database
 transaction that applied it (kafka-edition §3), so offsets read before the dump's snapshot starts
@@ -15,9 +15,7 @@ import os
 import subprocess
 
 import psycopg2
-from confluent_kafka import Consumer, TopicPartition
-
-from .drills import committed, ledger_tables
+from .drills import ledger_tables
 
 # Columns outside the business digest besides every timestamp column: random ids of events
 # (a replayed event is the same event with another id) and the outbox's delivery bookkeeping.
@@ -44,14 +42,14 @@ def business_digest(cur):
     return out
 
 
-def backup(stack, path, bootstrap, groups):
-    """Records {group: {(topic, partition): offset}} of the input groups, then pg_dump -Fc of the
-    stack's database into path (while the services run). Returns the recorded offsets."""
-    offsets = {g: committed(bootstrap, g, ts) for g, ts in groups.items()}
+def backup(stack, path, record_offsets):
+    """record_offsets() (`loadctl offsets save`: the input groups' committed offsets), then
+    pg_dump -Fc of the stack's database into path (while the services run): the offsets are read
+    before the dump's snapshot, so they are never ahead of it."""
+    record_offsets()
     pg_dump = os.path.join(stack.env["LL_PG_BINDIR"], "pg_dump")
     subprocess.run([pg_dump, "-Fc", "-f", path, "-h", stack.pg["host"], "-p", str(stack.pg["port"]),
                     "-U", "postgres", stack.pg["dbname"]], check=True, capture_output=True, timeout=120)
-    return offsets
 
 
 def restore(stack, path):
@@ -66,22 +64,3 @@ def restore(stack, path):
     pg_restore = os.path.join(stack.env["LL_PG_BINDIR"], "pg_restore")
     subprocess.run([pg_restore, "--exit-on-error", "-h", stack.pg["host"], "-p", str(stack.pg["port"]),
                     "-U", "postgres", "-d", stack.pg["dbname"], path], check=True, capture_output=True, timeout=120)
-
-
-def reset_groups(bootstrap, offsets):
-    """Commits the recorded offsets for each group (no member may be running), as
-    kafka-consumer-groups --reset-offsets --from-file does; a partition without a recorded
-    offset goes to its earliest. Checks that the commit took."""
-    for group, offs in offsets.items():
-        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
-        try:
-            tps = []
-            for (t, p), off in offs.items():
-                lo = c.get_watermark_offsets(TopicPartition(t, p), timeout=10)[0]
-                tps.append(TopicPartition(t, p, off if off >= 0 else lo))
-            c.commit(offsets=tps, asynchronous=False)
-        finally:
-            c.close()
-        after = committed(bootstrap, group, sorted({t for t, _ in offs}))
-        want = {(tp.topic, tp.partition): tp.offset for tp in tps}
-        assert after == want, "reset of %s did not take: %s != %s" % (group, after, want)
