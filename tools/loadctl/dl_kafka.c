@@ -160,25 +160,6 @@ static void fill(dl_record *d, const rd_kafka_message_t *m)
     d->value_len = m->payload ? m->len : 0;
 }
 
-static int partitions_of(rd_kafka_t *rk, const char *topic, char *err, size_t errlen)
-{
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    const rd_kafka_metadata_t *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_WAIT_MS);
-    int n = -1;
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        snprintf(err, errlen, "metadata of %s: %s", topic, rd_kafka_err2str(e));
-    else if (md->topic_cnt != 1 || md->topics[0].err)
-        snprintf(err, errlen, "topic %s: %s", topic,
-                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "not found");
-    else
-        n = md->topics[0].partition_cnt;
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(t);
-    return n;
-}
-
 int dl_scan(const dl_ctx *c, const dl_bounds *b, int (*fn)(const dl_record *d, void *arg), void *arg,
             bool *bounded, char *err, size_t errlen)
 {
@@ -193,7 +174,7 @@ int dl_scan_topic(const dl_ctx *c, const char *topic, const dl_bounds *b,
     rd_kafka_t *rk = dl_consumer(c, "loadctl-dead-letters", err, errlen);
     if (!rk)
         return -1;
-    int n = partitions_of(rk, topic, err, errlen), rc = -1;
+    int n = lc_topic_partitions(rk, topic, KAFKA_WAIT_MS, err, errlen), rc = -1;
     int64_t *end = n > 0 ? calloc((size_t)n, sizeof *end) : NULL;
     rd_kafka_topic_partition_list_t *asg = rd_kafka_topic_partition_list_new(n > 0 ? n : 1);
     if (n < 0)

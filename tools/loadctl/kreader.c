@@ -37,6 +37,26 @@ rd_kafka_t *lc_reader_new(const ll_config *cfg, const char *group, char *err, si
     return rk;
 }
 
+int lc_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err, size_t errlen)
+{
+    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
+    const rd_kafka_metadata_t *md = NULL;
+    rd_kafka_resp_err_t e = t ? rd_kafka_metadata(rk, 0, t, &md, timeout_ms) : RD_KAFKA_RESP_ERR__FAIL;
+    int n = -1;
+    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
+        snprintf(err, errlen, "metadata of %s: %s", topic, rd_kafka_err2str(e));
+    else if (md->topic_cnt != 1 || md->topics[0].err)
+        snprintf(err, errlen, "topic %s: %s", topic,
+                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "not found");
+    else
+        n = md->topics[0].partition_cnt;
+    if (md)
+        rd_kafka_metadata_destroy(md);
+    if (t)
+        rd_kafka_topic_destroy(t);
+    return n;
+}
+
 void lc_reader_close(rd_kafka_t *rk)
 {
     if (rk)

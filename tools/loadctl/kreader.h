@@ -15,6 +15,9 @@
  * The caller assigns partitions and frees it with lc_reader_close. NULL with err on a setting
  * librdkafka refuses. */
 rd_kafka_t *lc_reader_new(const ll_config *cfg, const char *group, char *err, size_t errlen);
+/* The partition count of topic from rk's metadata, waiting up to timeout_ms; -1 with err (the
+ * broker unreachable, the topic missing). */
+int lc_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err, size_t errlen);
 /* Destroys a reader without leaving a group (it never joined one); NULL is ignored. */
 void lc_reader_close(rd_kafka_t *rk);
 

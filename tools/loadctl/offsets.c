@@ -65,32 +65,19 @@ static bool seen_service(int i)
     return false;
 }
 
-/* Adds every partition of topic to l (offset INVALID). 0, or -1 with err. */
+/* Adds every partition of topic to l (offset INVALID), at most OFF_MAX_PARTITIONS. 0, or -1 with
+ * err. */
 static int add_partitions(rd_kafka_t *rk, const char *topic, rd_kafka_topic_partition_list_t *l, char *err,
                           size_t errlen)
 {
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    const rd_kafka_metadata_t *md = NULL;
-    rd_kafka_resp_err_t e = t ? rd_kafka_metadata(rk, 0, t, &md, OFF_WAIT_MS) : RD_KAFKA_RESP_ERR__FAIL;
-    int rc = -1;
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        snprintf(err, errlen, "metadata of %s: %s", topic, rd_kafka_err2str(e));
-    else if (md->topic_cnt != 1 || md->topics[0].err)
-        snprintf(err, errlen, "topic %s: %s", topic,
-                 md->topic_cnt == 1 ? rd_kafka_err2str(md->topics[0].err) : "not in the metadata");
-    else if (md->topics[0].partition_cnt > OFF_MAX_PARTITIONS)
-        snprintf(err, errlen, "topic %s has %d partitions, more than %d", topic, md->topics[0].partition_cnt,
-                 OFF_MAX_PARTITIONS);
-    else {
-        for (int p = 0; p < md->topics[0].partition_cnt; p++)
-            rd_kafka_topic_partition_list_add(l, topic, md->topics[0].partitions[p].id);
-        rc = 0;
-    }
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    if (t)
-        rd_kafka_topic_destroy(t);
-    return rc;
+    int n = lc_topic_partitions(rk, topic, OFF_WAIT_MS, err, errlen);
+    if (n > OFF_MAX_PARTITIONS)
+        snprintf(err, errlen, "topic %s has %d partitions, more than %d", topic, n, OFF_MAX_PARTITIONS);
+    if (n < 0 || n > OFF_MAX_PARTITIONS)
+        return -1;
+    for (int p = 0; p < n; p++)
+        rd_kafka_topic_partition_list_add(l, topic, p);
+    return 0;
 }
 
 /* The partitions of service i's input topics (each partition once), offsets INVALID. */

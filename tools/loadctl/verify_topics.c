@@ -88,26 +88,6 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Partition count of a topic, or -1 with err. */
-static int partitions_of(rd_kafka_t *rk, const char *topic, char *err, size_t errlen)
-{
-    rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);
-    const rd_kafka_metadata_t *md = NULL;
-    rd_kafka_resp_err_t e = rd_kafka_metadata(rk, 0, t, &md, KAFKA_WAIT_MS);
-    int n = -1;
-    if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
-        snprintf(err, errlen, "metadata of %s: %s", topic, rd_kafka_err2str(e));
-    else if (md->topic_cnt != 1 || md->topics[0].err)
-        snprintf(err, errlen, "topic %s: %s", topic,
-                 md->topic_cnt ? rd_kafka_err2str(md->topics[0].err) : "not found");
-    else
-        n = md->topics[0].partition_cnt;
-    if (md)
-        rd_kafka_metadata_destroy(md);
-    rd_kafka_topic_destroy(t);
-    return n;
-}
-
 static int load_schemas(reader *r, char *err, size_t errlen)
 {
     const char *ids_file = ll_config_get(r->cfg, "schema.ids_file");
@@ -150,8 +130,8 @@ static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg,
 {
     const char *prefix = ll_config_get(r->cfg, "topic.prefix");
     for (int i = 0; i < LC_N_ROUTES; i++) {
-        int n = partitions_of(rk, r->names[i][0], err, errlen);
-        int m = partitions_of(rk, r->names[i][1], err, errlen);
+        int n = lc_topic_partitions(rk, r->names[i][0], KAFKA_WAIT_MS, err, errlen);
+        int m = lc_topic_partitions(rk, r->names[i][1], KAFKA_WAIT_MS, err, errlen);
         if (n < 0 || m < 0)
             return -1;
         char group[300];
@@ -176,7 +156,7 @@ static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg,
         for (int p = 0; p < m; p++)
             add_part(r, K_REPLY, i, p, -1);
     }
-    int n = partitions_of(rk, r->dlq, err, errlen);
+    int n = lc_topic_partitions(rk, r->dlq, KAFKA_WAIT_MS, err, errlen);
     if (n < 0)
         return -1;
     for (int p = 0; p < n; p++)

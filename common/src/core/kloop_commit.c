@@ -33,7 +33,7 @@ struct ll_commit_job {
     rd_kafka_consumer_group_metadata_t *group; /* owned; NULL when no offsets */
     rd_kafka_error_t *err;                     /* owned; NULL: committed */
     const char *what;                          /* the call that failed */
-    int64_t started_us, us, ms;                /* when it started (µs), how long it took (µs, ms) */
+    int64_t started_us, us;                    /* when it started, how long it took (µs) */
 };
 
 int ll_loop_begin(ll_loop *l)
@@ -68,7 +68,6 @@ static void *commit_thread(void *arg)
     struct ll_commit_job *j = arg;
     commit_job_run(j);
     j->us = ll_loop_now_us() - j->started_us;
-    j->ms = j->us / 1000;
     return NULL;
 }
 
@@ -85,7 +84,7 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
 {
     rd_kafka_error_t *e = j->err;
     const char *what = j->what;
-    l->last_commit_ms = j->ms;
+    l->last_commit_ms = j->us / 1000;
     if (!e) {
         ll_obs_kafka_commit((double)j->us / 1e6);
         ll_obs_stage_commit(); /* the batch's replies and dead letters are visible now */
