@@ -59,6 +59,10 @@ mkdir -p "$BUILD_DIR"
 cmake -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >"$BUILD_DIR/bench-build.log" 2>&1 ||
   { tail -n 30 "$BUILD_DIR/bench-build.log" >&2; exit 1; }
 cmake --build "$BUILD_DIR" -j"$(nproc)" >>"$BUILD_DIR/bench-build.log" 2>&1 || { tail -n 30 "$BUILD_DIR/bench-build.log" >&2; exit 1; }
+# the memory floor's probe (phase "floor"): libpq and librdkafka alone, no loadledger code
+# shellcheck disable=SC2046
+cc -std=c11 -O2 -Wall -Wextra -Werror "$SCRIPT_DIR/bench/rss_floor.c" $(pkg-config --cflags --libs rdkafka libpq) \
+  -o "$BUILD_DIR/ll-rss-floor" >>"$BUILD_DIR/bench-build.log" 2>&1 || { tail -n 30 "$BUILD_DIR/bench-build.log" >&2; exit 1; }
 
 trap stop_env EXIT
 trap 'exit 130' INT

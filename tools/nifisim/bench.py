@@ -212,6 +212,41 @@ def vm_hwm(pid):
     return None
 
 
+def proc_status(pid, keys=("VmHWM", "RssFile", "RssAnon")):
+    """{key: KiB} of /proc/<pid>/status (missing keys absent)."""
+    out = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            if k in keys:
+                out[k] = int(v.split()[0])
+    return out
+
+
+def floor(args):
+    """The memory floor (issue 8's RSS target): ll-rss-floor (scripts/bench/rss_floor.c: libpq and
+    librdkafka only, connected, a transactional producer and a subscribed consumer) and each
+    service started on an empty ledger, idle for --floor-seconds; {name: {VmHWM, RssFile, RssAnon}}."""
+    say("-- floor: the libraries alone and each service at rest (%d s)" % args.floor_seconds)
+    iso = Isolated("benchfloor")
+    res = {}
+    try:
+        exe = os.path.join(os.environ["LL_BUILD_DIR"], "ll-rss-floor")
+        out = subprocess.run([exe, iso.bootstrap, iso.stack.conninfo("postgres"), iso.topic("chunks"),
+                              str(args.floor_seconds)], capture_output=True, text=True, timeout=120, check=True)
+        w = out.stdout.split()
+        res["libraries"] = {w[i]: int(w[i + 1]) for i in range(0, len(w) - 1, 2)}
+        procs = {s: iso.stack.start(s) for s in ("registrar", "claimer", "completion", "dispatcher")}
+        time.sleep(args.floor_seconds)
+        for s, p in procs.items():
+            res[s] = proc_status(p.pid)
+    finally:
+        iso.close()
+    for k, v in res.items():
+        say("   %-12s VmHWM %6d KiB = file-backed %6d + anonymous %6d" % (k, v["VmHWM"], v["RssFile"], v["RssAnon"]))
+    return res
+
+
 def short(q, n=60):
     q = " ".join(q.split())
     return q if len(q) <= n else q[:n - 1] + "…"
@@ -627,6 +662,10 @@ def report(res):
                 hw[svc] = max(hw.get(svc, 0), v)
     say("RSS high-water (VmHWM, max over the phases, KiB): " +
         ", ".join("%s %d" % (k, v) for k, v in sorted(hw.items())))
+    fl = res.get("floor")
+    if fl:
+        say("RSS at rest (KiB, VmHWM = file-backed + anonymous): " + ", ".join(
+            "%s %d = %d + %d" % (k, v["VmHWM"], v["RssFile"], v["RssAnon"]) for k, v in fl.items()))
     for k, why in res.get("not_measured", {}).items():
         say("not measured: %s: %s" % (k, why))
 
@@ -652,7 +691,9 @@ def main():
     ap.add_argument("--batch1-seconds", type=float, default=90,
                     help="stop the loop.batch_max=1 phase after this long (0: never) and time what was answered")
     ap.add_argument("--timeout", type=float, default=600)
-    ap.add_argument("--skip", default="", help="comma list of phases to skip: pgbench,overlap,cost,latency,held")
+    ap.add_argument("--floor-seconds", type=int, default=10, help="how long the floor phase's processes idle")
+    ap.add_argument("--skip", default="",
+                    help="comma list of phases to skip: pgbench,overlap,cost,latency,held,floor")
     ap.add_argument("--json")
     args = ap.parse_args()
     skip = set(filter(None, args.skip.split(",")))
@@ -685,6 +726,8 @@ def main():
             "half of the default loop's first→last rate"
     if "held" not in skip:
         res["held"] = held(args)
+    if "floor" not in skip:
+        res["floor"] = floor(args)
     res["elapsed_s"] = time.time() - t
     report(res)
     say("(measurements took %.0f s)" % res["elapsed_s"])
