@@ -17,6 +17,7 @@ and some replies in other framings (container, confluent) so that Avro Java read
 """
 import os
 import shutil
+import uuid
 
 import pytest
 
@@ -97,7 +98,6 @@ def harness_args(stack, business_key, dump=None):
 
 def test_reference_scenario_written_by_nifi_reaches_success(harness, nstack):
     jdk, cp = harness
-    import uuid
     key = "2026-09-28.j" + uuid.uuid4().hex[:10]
     dump = os.path.join(nstack.run_dir, "t-nifi", "values")
     shutil.rmtree(dump, ignore_errors=True)
