@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Properties;
 import java.util.UUID;
+import java.util.concurrent.Future;
 import java.util.function.Predicate;
 
 import org.apache.avro.Schema;
@@ -164,14 +165,14 @@ public final class Harness {
         int id = s.length > 1 ? Integer.parseInt(s[1]) : 0;
         List<byte[]> values = FlowFileWriter.write(st, schemas.get(logical), id, records);
         producer.beginTransaction();
-        List<java.util.concurrent.Future<RecordMetadata>> futures = new ArrayList<>();
+        List<Future<RecordMetadata>> futures = new ArrayList<>();
         for (byte[] v : values) {
             futures.add(producer.send(new ProducerRecord<>(topic(logical), runId.getBytes(StandardCharsets.UTF_8), v)));
             dump(logical, v);
         }
         producer.commitTransaction();
         List<Sent> out = new ArrayList<>();
-        for (java.util.concurrent.Future<RecordMetadata> f : futures) {
+        for (Future<RecordMetadata> f : futures) {
             RecordMetadata md = f.get();
             out.add(new Sent(logical, md.topic(), md.partition(), md.offset()));
         }
