@@ -39,7 +39,10 @@ typedef enum ll_framing {
     LL_FRAMING_BARE = 0,  /* the bare binary datum ("Do Not Write Schema") */
     LL_FRAMING_CONFLUENT, /* 0x00, 4-byte big-endian schema id, datum */
     LL_FRAMING_CONTAINER, /* an Avro object container file ("Obj" 0x01 ...), null codec only */
-    LL_FRAMING_BLOCK      /* a container block without the file header: count, size, datum, 16-byte sync */
+    LL_FRAMING_BLOCK      /* a container block without the file header: count, size, datum, 16-byte sync;
+                           * a whole container file too (NiFi's "Embed Avro Schema" writer sends the
+                           * first record of a FlowFile as a container, the following ones as blocks;
+                           * the container magic cannot start a block of one record) */
 } ll_framing;
 
 /* Parses "bare", "confluent", "container" or "block". Returns 0, or -1 for an unknown name. */

@@ -642,6 +642,32 @@ static int parse_block(const unsigned char *buf, size_t len, const unsigned char
     return 0;
 }
 
+/* True when buf starts with the object container file magic ("Obj" 0x01). */
+static int is_container(const unsigned char *buf, size_t len)
+{
+    return len >= 4 && memcmp(buf, "Obj\x01", 4) == 0;
+}
+
+/* A container file's one datum and its embedded writer schema (*owned, the caller's reference). */
+static int unframe_container(const ll_schema *reader, const unsigned char *b, size_t len,
+                             const ll_budgets *budgets, ll_schema **owned, const unsigned char **datum,
+                             size_t *dlen, char *err, size_t errlen)
+{
+    container_parts cp;
+    memset(&cp, 0, sizeof cp);
+    if (parse_container(b, len, &cp, err, errlen) != 0)
+        return -1;
+    char serr[200];
+    *owned = ll_schema_embedded(reader, (const char *)cp.schema, cp.schema_len, budgets, serr, sizeof serr);
+    if (*owned == NULL) {
+        ll_codec_err(err, errlen, "embedded schema: %s", serr);
+        return -1;
+    }
+    *datum = cp.datum;
+    *dlen = cp.dlen;
+    return 0;
+}
+
 int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **out, char *err, size_t errlen)
 {
     static const unsigned char empty[1];
@@ -693,26 +719,23 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
         dlen = len - 5;
         break;
     }
-    case LL_FRAMING_CONTAINER: {
-        container_parts cp;
-        memset(&cp, 0, sizeof cp);
-        if (parse_container(b, len, &cp, err, errlen) != 0)
-            return -1;
-        char serr[200];
-        owned =
-            ll_schema_embedded(reader, (const char *)cp.schema, cp.schema_len, &budgets, serr, sizeof serr);
-        if (owned == NULL) {
-            ll_codec_err(err, errlen, "embedded schema: %s", serr);
-            return -1;
-        }
-        writer = owned;
-        datum = cp.datum;
-        dlen = cp.dlen;
-        break;
-    }
     case LL_FRAMING_BLOCK:
-        if (parse_block(b, len, &datum, &dlen, err, errlen) != 0)
+        /* NiFi's embedded-schema writer with one message per record: the first record of a
+         * FlowFile is a whole container file, the following ones headerless blocks (kafka-edition.md
+         * section 5). A block of one record starts with 0x02, never with the container magic. */
+        if (!is_container(b, len)) {
+            if (parse_block(b, len, &datum, &dlen, err, errlen) != 0)
+                return -1;
+            break;
+        }
+        if (unframe_container(reader, b, len, &budgets, &owned, &datum, &dlen, err, errlen) != 0)
             return -1;
+        writer = owned;
+        break;
+    case LL_FRAMING_CONTAINER:
+        if (unframe_container(reader, b, len, &budgets, &owned, &datum, &dlen, err, errlen) != 0)
+            return -1;
+        writer = owned;
         break;
     default:
         ll_codec_err(err, errlen, "unknown framing %d", (int)opts->framing);

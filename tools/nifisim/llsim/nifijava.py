@@ -1,0 +1,62 @@
+"""The Java harness of tests/nifi (NiFi 2.6.0's own record writers, Avro Java, kafka-clients with
+transactions): finding a JDK that runs NiFi 2.x classes (21 or later), building the harness with
+Maven (offline once the local repository has every artifact) and running it."""
+import glob
+import os
+import re
+import subprocess
+
+from .avroframe import REPO
+
+HARNESS_DIR = os.path.join(REPO, "tests", "nifi")
+MIN_JAVA = 21  # NiFi 2.x class files are version 65 (Java 21)
+
+
+def _java_major(home):
+    """The feature version of the JDK at home (from its release file), or 0."""
+    try:
+        with open(os.path.join(home, "release")) as f:
+            m = re.search(r'^JAVA_VERSION="(\d+)', f.read(), re.M)
+    except OSError:
+        return 0
+    return int(m.group(1)) if m and os.access(os.path.join(home, "bin", "javac"), os.X_OK) else 0
+
+
+def find_jdk():
+    """A JDK of version 21 or later: $LL_NIFI_JAVA_HOME, $JAVA_HOME, else the newest under
+    /usr/lib/jvm. None when there is none."""
+    for home in (os.environ.get("LL_NIFI_JAVA_HOME"), os.environ.get("JAVA_HOME")):
+        if home and _java_major(home) >= MIN_JAVA:
+            return home
+    found = sorted(((_java_major(h), h) for h in glob.glob("/usr/lib/jvm/*") if not os.path.islink(h)), reverse=True)
+    return found[0][1] if found and found[0][0] >= MIN_JAVA else None
+
+
+def build(jdk, out_dir, log_path):
+    """Compiles the harness into out_dir and returns its class path (classes first). Tries
+    Maven offline first (every artifact already in ~/.m2), then online. Raises with the log's
+    tail when both fail."""
+    env = dict(os.environ, JAVA_HOME=jdk)
+    cp_file = os.path.join(out_dir, "classpath.txt")
+    base = ["mvn", "-B", "-q", "-Duser.home=" + os.path.expanduser("~"), "-f", os.path.join(HARNESS_DIR, "pom.xml"),
+            "-Dharness.build.dir=" + out_dir, "compile", "dependency:build-classpath",
+            "-Dmdep.outputFile=" + cp_file]
+    os.makedirs(out_dir, exist_ok=True)
+    with open(log_path, "w") as log:
+        for cmd in (base[:3] + ["-o"] + base[3:], base):
+            log.write("$ %s\n" % " ".join(cmd))
+            log.flush()
+            r = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                               timeout=600)
+            if r.returncode == 0:
+                with open(cp_file) as f:
+                    return os.path.join(out_dir, "classes") + os.pathsep + f.read().strip()
+    with open(log_path) as f:
+        tail = f.read()[-3000:]
+    raise AssertionError("building tests/nifi failed (log %s):\n%s" % (log_path, tail))
+
+
+def run(jdk, classpath, args, timeout=300):
+    """Runs loadledger.nifi.Harness with args; returns the CompletedProcess (text output)."""
+    cmd = [os.path.join(jdk, "bin", "java"), "-cp", classpath, "loadledger.nifi.Harness"] + list(args)
+    return subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
