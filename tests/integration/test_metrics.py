@@ -149,7 +149,7 @@ def test_metrics_count_what_the_replies_say(drill):
 
     # the counters move when the Kafka transaction commits, a moment before a reader sees it
     try:
-        wait_until(lambda: counted() == (want, dead), 15, "metrics equal to the replies")
+        wait_until(lambda: counted() == (want, dead), 60, "metrics equal to the replies")
     except TimeoutError:
         assert counted() == (want, dead)
 
