@@ -1,11 +1,12 @@
 /*
- * kloop_int.h - the consumer loop's own types, shared by its three files (not a public header):
+ * kloop_int.h - the consumer loop's own types, shared by its files (not a public header):
  *
  *   kloop.c        set-up, configuration, the run loop (one iteration: recover, poll, batch)
  *   kloop_kafka.c  the Kafka clients: consumer and transactional producer, rebalances, the
  *                  committed offsets and their metadata, rewinds, a producer recreated in-process
- *   kloop_batch.c  one batch: held runs, the database transaction with a savepoint per message,
- *                  replies, the done offsets
+ *   kloop_batch.c  one batch (and kloop_work.c, kloop_held.c, kloop_tx.c, kloop_apply.c,
+ *                  kloop_bulk.c: its parts, mapped in kloop_batch.h): held runs, the database
+ *                  transaction with a savepoint per message, replies, the done offsets
  *   kloop_dlq.c    dead letters: the ledger event and the record that always fits
  *   kloop_commit.c the batch's Kafka transaction: begin, and the commit on a thread of its own
  *                  beside the next batch's database work
@@ -157,8 +158,9 @@ int ll_loop_commit_start(ll_loop *l, rd_kafka_topic_partition_list_t *offsets);
  * after ll_loop_txn_failed (aborted and rewound, or the producer to be recreated). */
 int ll_loop_commit_wait(ll_loop *l);
 
-/* kloop_batch.c */
-void ll_loop_batch(ll_loop *l, rd_kafka_message_t **batch, size_t n);
+/* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
+void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
+/* kloop_held.c: frees a partition's held queue; counts the held messages due by now (ms) */
 void ll_loop_drop_held(part_state *ps);
 size_t ll_loop_held_due(ll_loop *l, int64_t now);
 
