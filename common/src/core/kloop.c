@@ -1,7 +1,7 @@
 /*
  * kloop.c - the consume / apply / produce-and-commit loop of kafka-edition.md §3: set-up and the
- * run loop. A batch is applied by kloop_batch.c, the Kafka side lives in kloop_kafka.c, dead
- * letters in kloop_dlq.c (kloop_int.h has the map).
+ * run loop. A batch is applied by kloop_batch.c, the Kafka side lives in kloop_clients.c,
+ * kloop_parts.c and kloop_recover.c, dead letters in kloop_dlq.c (kloop_int.h has the map).
  *
  * Crash points and what they leave (docs/design.md has the long form):
  *   - before a database commit: nothing happened; the messages are consumed again.
