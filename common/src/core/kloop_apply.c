@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kloop_batch.h"
+#include "ll/kloop_decide.h"
 #include "ll/log.h"
 
 /* A dead letter: its event in the open transaction, its record after the commit. */
@@ -44,6 +45,13 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
                     .txn = b};
 }
 
+ll_loop_fault ll_batch_fault(const ll_db *db)
+{
+    if (ll_db_err_is_unavailable(db))
+        return LL_FAULT_UNAVAILABLE;
+    return ll_db_err_is_input(db) ? LL_FAULT_INPUT : LL_FAULT_OTHER;
+}
+
 /* Applies one message inside the open transaction. */
 w_result ll_batch_apply_one(batch *b, lmsg *m)
 {
@@ -71,56 +79,49 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     memset(&out, 0, sizeof out);
     size_t touches = b->n_touch;
     ll_apply d = m->io->in->apply(l->svc, &l->db, &msg, &out);
+    /* the decision table (kloop_decide.h): the service's answer and the database's error class */
+    ll_loop_step step = ll_loop_decide(d, false, msg.wait_expired, ll_batch_fault(&l->db));
+    ll_db_error e = l->db.err; /* the apply's error, kept over the undo */
+    if (step == LL_STEP_UNDO_BATCH || (step != LL_STEP_KEEP_REPLY && ll_batch_undo(b, touches) != 0))
+        goto failed_out;
+    l->db.err = e;
     w_result r = W_DONE;
-    switch (d) {
-    case LL_APPLY_COMMIT:
+    switch (step) {
+    case LL_STEP_KEEP_REPLY:
+    case LL_STEP_UNDO_REPLY:
         ll_batch_out_push(b, m, out.reply, NULL, NULL, rid);
         out.reply = NULL;
         break;
-    case LL_APPLY_ROLLBACK:
-        if (ll_batch_undo(b, touches) != 0)
-            goto failed_out;
-        ll_batch_out_push(b, m, out.reply, NULL, NULL, rid);
-        out.reply = NULL;
+    case LL_STEP_UNDO_HOLD:
+        r = ll_batch_hold(b, m, 1, pid, out.reason);
         break;
-    case LL_APPLY_DEFER:
-        if (ll_batch_undo(b, touches) != 0)
-            goto failed_out;
-        if (msg.wait_expired) {
-            snprintf(err, sizeof err, "prerequisite not in the ledger after %lld ms: %s",
-                     (long long)l->prereq_wait_ms, out.reason);
-            r = ll_batch_dead(b, m, rid, "PREREQUISITE_TIMEOUT", err);
-        } else {
-            r = ll_batch_hold(b, m, 1, pid, out.reason);
-        }
+    case LL_STEP_UNDO_DEAD_PREREQ:
+        snprintf(err, sizeof err, "prerequisite not in the ledger after %lld ms: %s",
+                 (long long)l->prereq_wait_ms, out.reason);
+        r = ll_batch_dead(b, m, rid, "PREREQUISITE_TIMEOUT", err);
         break;
-    case LL_APPLY_DEAD:
-        if (ll_batch_undo(b, touches) != 0)
-            goto failed_out;
+    case LL_STEP_UNDO_DEAD:
         r = ll_batch_dead(b, m, rid, out.reason_code[0] ? out.reason_code : "INVALID_MESSAGE", out.reason);
         break;
-    case LL_APPLY_DB:
-    default: {
-        ll_db_error e = l->db.err;
-        if (ll_db_err_is_unavailable(&l->db) || ll_batch_undo(b, touches) != 0)
-            goto failed_out;
-        l->db.err = e;
-        if (ll_db_err_is_input(&l->db)) {
-            snprintf(err, sizeof err, "ledger refused the values (SQLSTATE %s %s): %s", e.sqlstate,
-                     e.constraint, e.message);
-            r = ll_batch_dead(b, m, rid, "LEDGER_REJECTED", err);
-        } else {
-            /* a bounded wait ran out (lock or statement timeout), a deadlock or serialization
-             * failure, or an SQL error: the run waits and is tried again (issue 7 §6) */
-            snprintf(err, sizeof err, "%s %s", e.sqlstate, e.message);
-            ll_log_ctx ctx = {rid[0] ? rid : NULL, pid, m->ps->topic, m->ps->partition, m->offset};
-            int busy = ll_db_err_is_busy(&l->db) || ll_db_err_is_retryable(&l->db);
-            ll_log(busy ? LL_WARN : LL_ERROR, &ctx, busy ? "db_busy" : "db_error", "holding the run: %s",
-                   err);
-            r = ll_batch_hold(b, m, 0, pid, err);
-        }
+    case LL_STEP_UNDO_DEAD_LEDGER:
+        snprintf(err, sizeof err, "ledger refused the values (SQLSTATE %s %s): %s", e.sqlstate, e.constraint,
+                 e.message);
+        r = ll_batch_dead(b, m, rid, "LEDGER_REJECTED", err);
+        break;
+    case LL_STEP_UNDO_RETRY: {
+        /* a bounded wait ran out (lock or statement timeout), a deadlock or serialization
+         * failure, or an SQL error: the run waits and is tried again (issue 7 §6) */
+        snprintf(err, sizeof err, "%s %s", e.sqlstate, e.message);
+        ll_log_ctx ctx = {rid[0] ? rid : NULL, pid, m->ps->topic, m->ps->partition, m->offset};
+        int busy = ll_db_err_is_busy(&l->db) || ll_db_err_is_retryable(&l->db);
+        ll_log(busy ? LL_WARN : LL_ERROR, &ctx, busy ? "db_busy" : "db_error", "holding the run: %s", err);
+        r = ll_batch_hold(b, m, 0, pid, err);
         break;
     }
+    case LL_STEP_UNDO_BATCH: /* handled above */
+    case LL_STEP_BULK_KEEP:  /* bulk steps: never for one message */
+    case LL_STEP_BULK_UNDO:
+        goto failed_out;
     }
     json_decref(out.reply);
     json_decref(value);

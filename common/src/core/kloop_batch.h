@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "kloop_int.h"
+#include "ll/kloop_decide.h"
 
 /* What became of one message in the database transaction. */
 typedef enum {
@@ -116,7 +117,9 @@ w_result ll_batch_dead(batch *b, lmsg *m, const char *run_id, const char *code, 
 int ll_batch_undo(batch *b, size_t touches_before);
 /* What an apply function sees of message m (value: its decoded record, borrowed; now in ms). */
 ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now);
-/* Applies one message inside the open transaction. */
+/* The class of db->err for the decision table (kloop_decide.h). */
+ll_loop_fault ll_batch_fault(const ll_db *db);
+/* Applies one message inside the open transaction: W_DONE, W_HELD, or W_FAILED (batch undone). */
 w_result ll_batch_apply_one(batch *b, lmsg *m);
 
 /* kloop_bulk.c */

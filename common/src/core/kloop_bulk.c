@@ -75,9 +75,14 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         got++;
     }
     w_result r = W_DONE;
-    if (got >= 2) { /* one message: the per-message path is as cheap */
-        ll_apply a = ll_batch_tx_begin(b) == 0 ? io->in->bulk(l->svc, &l->db, ptrs, got, outs) : LL_APPLY_DB;
-        if (a == LL_APPLY_COMMIT) {
+    /* one message: the per-message path is as cheap */
+    if (got >= 2 && ll_batch_tx_begin(b) != 0) {
+        r = W_FAILED; /* no transaction: the database result, nothing to decide */
+    } else if (got >= 2) {
+        ll_apply a = io->in->bulk(l->svc, &l->db, ptrs, got, outs);
+        /* the decision table (kloop_decide.h), its bulk rows */
+        switch (ll_loop_decide(a, true, false, ll_batch_fault(&l->db))) {
+        case LL_STEP_BULK_KEEP:
             for (size_t i = 0; i < got; i++)
                 ms[i]->retry = !outs[i].decided && outs[i].retry;
             for (size_t i = 0; i < got; i++)
@@ -88,14 +93,24 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
                     ll_batch_out_push(b, ms[i], outs[i].reply, NULL, NULL, rid ? rid : ms[i]->run);
                     outs[i].reply = NULL;
                 }
-        } else if (!b->in_tx || ll_db_err_is_unavailable(&b->l->db)) {
-            r = W_FAILED;
-        } else {
+            break;
+        case LL_STEP_BULK_UNDO:
             ll_log(
                 LL_WARN, NULL, "bulk_fallback",
                 "set-based apply of %zu %s messages failed, the transaction's messages go one by one: %s %s",
                 got, io->in->logical, l->db.err.sqlstate, l->db.err.message);
             r = W_HELD;
+            break;
+        case LL_STEP_UNDO_BATCH:
+        case LL_STEP_KEEP_REPLY: /* the per-message steps: never for a bulk answer */
+        case LL_STEP_UNDO_REPLY:
+        case LL_STEP_UNDO_HOLD:
+        case LL_STEP_UNDO_DEAD_PREREQ:
+        case LL_STEP_UNDO_DEAD:
+        case LL_STEP_UNDO_DEAD_LEDGER:
+        case LL_STEP_UNDO_RETRY:
+            r = W_FAILED;
+            break;
         }
     }
     for (size_t i = 0; i < got; i++) {
