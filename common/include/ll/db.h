@@ -6,6 +6,10 @@
  * The helper decides nothing about the ledger: the function it runs holds the rules and follows
  * the lock order run -> partition -> file -> dispatch. SQL text lives in visible string constants
  * (ll_stmt) next to the code that runs it; parameters are always bound, never spliced.
+ *
+ * The functions here are those of the database files of common/src/core (db_int.h maps them):
+ * db.c (the connection), db_pooler.c, db_wait.c, db_exec.c (statements, commands, the
+ * transaction), db_err.c (error classes), db_cells.c (result cells).
  */
 #ifndef LL_DB_H
 #define LL_DB_H
