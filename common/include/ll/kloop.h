@@ -140,10 +140,6 @@ void ll_loop_free(ll_loop *l);
 /* The loop's database connection (for start-up checks). */
 ll_db *ll_loop_db(ll_loop *l);
 
-/* Executes a statement whose rows are not needed, for an apply function: LL_APPLY_COMMIT when it
- * ran (the caller goes on), LL_APPLY_DB when it failed (db->err says why). */
-ll_apply ll_apply_exec(ll_db *db, const ll_stmt *st, const char *const *params);
-
 /* Reply helpers: a new reply object with runId, partitionId, outcome, code, message, runStatus,
  * partitionStatus and the source coordinates set (NULL strings become JSON null). */
 json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id, const char *outcome,

@@ -127,6 +127,15 @@ PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params)
     return NULL;
 }
 
+ll_db_rc ll_db_exec_discard(ll_db *db, const ll_stmt *st, const char *const *params)
+{
+    PGresult *r = ll_db_exec(db, st, params);
+    if (!r)
+        return LL_DB_ERROR;
+    PQclear(r);
+    return LL_DB_OK;
+}
+
 ll_db_rc ll_db_command(ll_db *db, const char *sql)
 {
     if (!db->conn) {

@@ -264,15 +264,6 @@ void ll_loop_free(ll_loop *l)
 
 /* ---- replies ------------------------------------------------------------------------------- */
 
-ll_apply ll_apply_exec(ll_db *db, const ll_stmt *st, const char *const *params)
-{
-    PGresult *r = ll_db_exec(db, st, params);
-    if (!r)
-        return LL_APPLY_DB;
-    PQclear(r);
-    return LL_APPLY_COMMIT;
-}
-
 json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id, const char *outcome,
                      const char *code, const char *message, const char *run_status, const char *part_status)
 {
