@@ -94,8 +94,8 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_ru
     snprintf(att, sizeof att, "%lld", attempt);
     const char *h[5] = {c->run_id, c->partition_id, c->token, att, c->worker};
     const char *k[2] = {c->run_id, c->partition_id};
-    if (ll_apply_exec(db, &ST_TOKEN_HISTORY, h) != LL_APPLY_COMMIT ||
-        (before == LL_PART_RETRY && ll_apply_exec(db, &ST_ACK_REISSUE, k) != LL_APPLY_COMMIT) ||
+    if (ll_db_exec_discard(db, &ST_TOKEN_HISTORY, h) != LL_DB_OK ||
+        (before == LL_PART_RETRY && ll_db_exec_discard(db, &ST_ACK_REISSUE, k) != LL_DB_OK) ||
         ll_run_touch(db, c->run_id) != LL_DB_OK)
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:I}", "workerNode", c->worker, "attempt", (json_int_t)attempt);

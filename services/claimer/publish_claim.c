@@ -46,9 +46,9 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const char *run_id, const char
                    .chunk_index = -1,
                    .row_count = -1,
                    .details = details};
-    ll_db_rc rc = ll_exec(db, &ST_CLAIM, p);
+    ll_db_rc rc = ll_db_exec_discard(db, &ST_CLAIM, p);
     if (rc == LL_DB_OK)
-        rc = ll_exec(db, &ST_TOKEN, p);
+        rc = ll_db_exec_discard(db, &ST_TOKEN, p);
     if (rc == LL_DB_OK)
         rc = ll_event_insert(db, &ev);
     json_decref(details);

@@ -203,8 +203,8 @@ static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     snprintf(bytes, sizeof bytes, "%lld", (long long)agg->bytes);
     const char *p[6] = {c->run_id, c->partition_id, c->token, rows, files, bytes};
     const char *run[1] = {c->run_id};
-    if (ll_apply_exec(db, &ST_PARTITION_SUCCESS, p) != LL_APPLY_COMMIT ||
-        ll_apply_exec(db, &ST_RUN_PARTITION_SUCCESS, run) != LL_APPLY_COMMIT)
+    if (ll_db_exec_discard(db, &ST_PARTITION_SUCCESS, p) != LL_DB_OK ||
+        ll_db_exec_discard(db, &ST_RUN_PARTITION_SUCCESS, run) != LL_DB_OK)
         return LL_APPLY_DB;
     json_t *details =
         json_pack("{s:I,s:I}", "files", (json_int_t)agg->files, "bytes", (json_int_t)agg->bytes);
@@ -230,7 +230,7 @@ static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     ll_gate_mismatch_message(agg, (int32_t)c->count, expected, msg, sizeof msg);
     const char *p[3] = {c->run_id, c->partition_id, msg};
     const char *q[2] = {c->run_id, msg};
-    if (ll_apply_exec(db, &ST_PARTITION_MISMATCH, p) != LL_APPLY_COMMIT)
+    if (ll_db_exec_discard(db, &ST_PARTITION_MISMATCH, p) != LL_DB_OK)
         return LL_APPLY_DB;
     PGresult *r = ll_db_exec(db, &ST_RUN_GATE_FAILED, q);
     if (!r)

@@ -65,7 +65,7 @@ ll_db_rc gated_move(ll_db *db, const char *run_id, const gated_step *g, int64_t 
     const char *p[2] = {run_id, count >= 0 ? c : NULL};
     ll_event ev = {
         .name = g->event, .level = "INFO", .run_id = run_id, .chunk_index = -1, .row_count = count};
-    if (ll_exec(db, g->cas, p) != LL_DB_OK || ll_event_insert(db, &ev) != LL_DB_OK)
+    if (ll_db_exec_discard(db, g->cas, p) != LL_DB_OK || ll_event_insert(db, &ev) != LL_DB_OK)
         return LL_DB_ERROR;
     *passed = true;
     return LL_DB_OK;

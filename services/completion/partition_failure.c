@@ -79,8 +79,8 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
 {
     const char *p[4] = {f->run_id, f->partition_id, f->code, f->message};
     const char *run[1] = {f->run_id};
-    if (ll_apply_exec(db, &ST_PARTITION_FAILED, p) != LL_APPLY_COMMIT ||
-        ll_apply_exec(db, &ST_RUN_FAILED_COUNT, run) != LL_APPLY_COMMIT)
+    if (ll_db_exec_discard(db, &ST_PARTITION_FAILED, p) != LL_DB_OK ||
+        ll_db_exec_discard(db, &ST_RUN_FAILED_COUNT, run) != LL_DB_OK)
         return LL_APPLY_DB;
     json_t *details = json_pack("{s:s,s:o}", "stage", f->stage, "attempt",
                                 f->attempt >= 0 ? json_integer(f->attempt) : json_null());
@@ -103,7 +103,7 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
         after = ll_is_snapshot_error(f->code, f->error_class) ? LL_RUN_FAILED_SNAPSHOT_EXPIRED
                                                               : LL_RUN_FAILED_EXTRACT;
         const char *q[5] = {f->run_id, ll_run_status_name(after), f->stage, f->code, f->message};
-        if (ll_apply_exec(db, &ST_RUN_FAIL, q) != LL_APPLY_COMMIT)
+        if (ll_db_exec_discard(db, &ST_RUN_FAIL, q) != LL_DB_OK)
             return LL_APPLY_DB;
         char msg[2100];
         snprintf(msg, sizeof msg, "partition %s: %s", f->partition_id, f->message);

@@ -68,7 +68,8 @@ static ll_apply record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply
     const char *code = p->code && *p->code ? p->code : p->outcome;
     const char *q1[1] = {p->run_id};
     const char *q4[4] = {p->run_id, p->outcome, code, p->message};
-    if (ll_exec(db, published ? &ST_PUBLISHED : &ST_NOT_PUBLISHED, published ? q1 : q4) != LL_DB_OK)
+    if (ll_db_exec_discard(db, published ? &ST_PUBLISHED : &ST_NOT_PUBLISHED, published ? q1 : q4) !=
+        LL_DB_OK)
         return LL_APPLY_DB;
     const char *name = published                                   ? "PUBLISH_FINISHED"
                        : strcmp(p->outcome, "FAILED_PUBLISH") == 0 ? "RUN_FAILED"

@@ -68,7 +68,7 @@ static ll_apply fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_app
                    .error_code = f->code,
                    .message = f->message,
                    .details = details};
-    ll_db_rc rc = ll_exec(db, &ST_FAIL, p);
+    ll_db_rc rc = ll_db_exec_discard(db, &ST_FAIL, p);
     if (rc == LL_DB_OK)
         rc = ll_event_insert(db, &ev);
     json_decref(details);

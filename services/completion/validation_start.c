@@ -110,7 +110,7 @@ static ll_apply start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, 
                        .chunk_index = -1,
                        .row_count = -1,
                        .details = details};
-        ll_db_rc rc = ll_exec(db, &ST_RECORD_WINNER, w);
+        ll_db_rc rc = ll_db_exec_discard(db, &ST_RECORD_WINNER, w);
         if (rc == LL_DB_OK)
             rc = ll_event_insert(db, &ev);
         json_decref(details);
@@ -158,8 +158,8 @@ ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m
         out->reply = decision(m, &v, "REJECTED", "DISPATCH_MISMATCH", ll_run_status_name(run.status));
     } else {
         bool acked_now = strcmp(PQgetvalue(r, 0, 2), "ACKED") != 0;
-        a = ll_exec(db, &ST_ACK, p) == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out)
-                                                : LL_APPLY_DB;
+        a = ll_db_exec_discard(db, &ST_ACK, p) == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out)
+                                                           : LL_APPLY_DB;
     }
     PQclear(r);
     ll_run_row_clear(&run);

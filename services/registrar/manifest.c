@@ -300,11 +300,11 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
         mi->run_id, mi->scn, count, nulls, mi->plan.source_min_split, mi->plan.source_max_split,
         pcount,     ecount};
     const char *p_met[3] = {mi->run_id, metrics_s, mi->metrics_version};
-    ll_apply a = ll_apply_exec(db, &ST_INSERT_PARTITIONS, p_ins);
-    if (a == LL_APPLY_COMMIT)
-        a = ll_apply_exec(db, &ST_START_EXTRACT, p_start);
-    if (a == LL_APPLY_COMMIT)
-        a = ll_apply_exec(db, &ST_SOURCE_METRICS, p_met);
+    ll_apply a = ll_db_exec_discard(db, &ST_INSERT_PARTITIONS, p_ins) == LL_DB_OK &&
+                         ll_db_exec_discard(db, &ST_START_EXTRACT, p_start) == LL_DB_OK &&
+                         ll_db_exec_discard(db, &ST_SOURCE_METRICS, p_met) == LL_DB_OK
+                     ? LL_APPLY_COMMIT
+                     : LL_APPLY_DB;
     free(parts);
     free(metrics_s);
     json_t *details = json_pack("{s:i,s:i,s:o}", "partitions", (int)mi->plan.n_partitions, "empty", empty,

@@ -117,7 +117,7 @@ ll_db_rc rule_unacked_dispatches(ll_db *db, const sweep_settings *s, sweep_count
     c->requeue_dispatch += requeued;
     PQclear(r);
     if (rc == LL_DB_OK && requeued > 0)
-        rc = ll_exec(db, &ST_NOTIFY, NULL);
+        rc = ll_db_exec_discard(db, &ST_NOTIFY, NULL);
     if (rc != LL_DB_OK || !(r = ll_db_exec(db, &ST_ABANDON, p)))
         return LL_DB_ERROR;
     for (int i = 0; i < PQntuples(r) && rc == LL_DB_OK; i++, c->abandon_dispatch++)

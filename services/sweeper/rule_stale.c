@@ -83,7 +83,8 @@ ll_db_rc sweep_timeout_run(ll_db *db, const char *run_id, const char *reason, co
                    .error_code = reason,
                    .message = message,
                    .details = details};
-    if (ll_exec(db, &ST_TIMEOUT_PARTITIONS, p2) != LL_DB_OK || ll_exec(db, &ST_TIMEOUT_RUN, p3) != LL_DB_OK)
+    if (ll_db_exec_discard(db, &ST_TIMEOUT_PARTITIONS, p2) != LL_DB_OK ||
+        ll_db_exec_discard(db, &ST_TIMEOUT_RUN, p3) != LL_DB_OK)
         return LL_DB_ERROR;
     return ll_event_insert(db, &ev);
 }
@@ -96,7 +97,7 @@ static ll_db_rc reissue(ll_db *db, const char *run_id, const char *pid, int atte
     snprintf(name, sizeof name, "REISSUE_PARTITION/%s/%s/%d", run_id, pid, attempt);
     ll_uuid_v5(LL_UUID_NAMESPACE, name, dispatch_id);
     const char *d[3] = {run_id, pid, dispatch_id};
-    if (ll_exec(db, &ST_TO_RETRY, p) != LL_DB_OK)
+    if (ll_db_exec_discard(db, &ST_TO_RETRY, p) != LL_DB_OK)
         return LL_DB_ERROR;
     PGresult *r = ll_db_exec(db, &ST_INVALIDATE_FILES, p);
     if (!r)
@@ -104,7 +105,8 @@ static ll_db_rc reissue(ll_db *db, const char *run_id, const char *pid, int atte
     long invalidated = ll_db_affected(r);
     PQclear(r);
     const char *n[1] = {run_id};
-    if (ll_exec(db, &ST_ENQUEUE_REISSUE, d) != LL_DB_OK || ll_exec(db, &ST_NOTIFY, n) != LL_DB_OK)
+    if (ll_db_exec_discard(db, &ST_ENQUEUE_REISSUE, d) != LL_DB_OK ||
+        ll_db_exec_discard(db, &ST_NOTIFY, n) != LL_DB_OK)
         return LL_DB_ERROR;
     json_t *details = json_pack("{s:i,s:i,s:s}", "attempt", attempt, "invalidatedFiles", (int)invalidated,
                                 "dispatchId", dispatch_id);

@@ -25,8 +25,7 @@
 #include "kreader.h"
 #include "routes.h"
 #include "verify.h"
-
-#define KAFKA_WAIT_MS 10000
+#include "verify_topics.h"
 
 /* Which chunk reports of a batch have their file row ($1 run ids, $2 partitions, $3 indexes). */
 static const ll_stmt ST_FILE_ROWS = {
@@ -37,51 +36,7 @@ static const ll_stmt ST_FILE_ROWS = {
     3};
 #define FILE_BATCH 1000
 
-enum { K_INPUT, K_REPLY, K_DLQ };
-
-/* One assigned partition: what it is and where reading stops (exclusive). */
-typedef struct part {
-    int kind, route; /* route: LC_ROUTES index (K_INPUT, K_REPLY), -1 for dead letters */
-    int32_t partition;
-    int64_t end; /* inputs: the committed offset; replies, dead letters: the high watermark */
-    bool done;
-} part;
-
-/* An input record below the committed offset; a chunk report also carries its file key. */
-typedef struct input {
-    int route;
-    int32_t partition;
-    int64_t offset;
-    char *run, *pid; /* chunks only, owned (NULL when undecodable) */
-    int32_t chunk_index;
-    bool file_row;
-} input;
-
-/* A reply or dead letter naming an input (route -1: a source topic no route knows). */
-typedef struct trace {
-    int route;
-    int32_t partition;
-    int64_t offset;
-    bool dlq;
-    char outcome[16]; /* replies: ACCEPTED, REPLAY, REJECTED */
-} trace;
-
-typedef struct reader {
-    const ll_config *cfg;
-    char names[LC_N_ROUTES][2][256], dlq[256];
-    ll_schema *schemas[LC_N_ROUTES][2];
-    ll_decode_opts dopts[LC_N_ROUTES][2];
-    ll_schema_ids *ids;
-    part *parts;
-    size_t n_parts;
-    input *inputs;
-    size_t n_inputs, cap_inputs;
-    trace *traces;
-    size_t n_traces, cap_traces;
-    int64_t records;
-} reader;
-
-static int64_t now_ms(void)
+int64_t vf_topics_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -117,7 +72,7 @@ static void add_part(reader *r, int kind, int route, int32_t p, int64_t end)
     r->parts[r->n_parts++] = (part){kind, route, p, end, false};
 }
 
-static const char *topic_of(const reader *r, const part *p)
+const char *vf_topics_topic_of(const reader *r, const part *p)
 {
     return p->kind == K_DLQ ? r->dlq : r->names[p->route][p->kind == K_INPUT ? 0 : 1];
 }
@@ -164,167 +119,20 @@ static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg,
     for (size_t i = 0; i < r->n_parts; i++) {
         part *p = &r->parts[i];
         int64_t lo, hi;
-        rd_kafka_resp_err_t e =
-            rd_kafka_query_watermark_offsets(rk, topic_of(r, p), p->partition, &lo, &hi, KAFKA_WAIT_MS);
+        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, vf_topics_topic_of(r, p), p->partition,
+                                                                 &lo, &hi, KAFKA_WAIT_MS);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            snprintf(err, errlen, "watermarks of %s [%" PRId32 "]: %s", topic_of(r, p), p->partition,
-                     rd_kafka_err2str(e));
+            snprintf(err, errlen, "watermarks of %s [%" PRId32 "]: %s", vf_topics_topic_of(r, p),
+                     p->partition, rd_kafka_err2str(e));
             return -1;
         }
         if (p->end < 0 || p->end > hi)
             p->end = hi;
         p->done = lo >= p->end;
         if (!p->done)
-            rd_kafka_topic_partition_list_add(asg, topic_of(r, p), p->partition)->offset = lo;
+            rd_kafka_topic_partition_list_add(asg, vf_topics_topic_of(r, p), p->partition)->offset = lo;
     }
     return 0;
-}
-
-static part *find_part(reader *r, const char *topic, int32_t p)
-{
-    for (size_t i = 0; i < r->n_parts; i++)
-        if (r->parts[i].partition == p && strcmp(topic_of(r, &r->parts[i]), topic) == 0)
-            return &r->parts[i];
-    return NULL;
-}
-
-static int route_of_input(const reader *r, const char *topic)
-{
-    for (int i = 0; i < LC_N_ROUTES; i++)
-        if (strcmp(r->names[i][0], topic) == 0)
-            return i;
-    return -1;
-}
-
-static trace *new_trace(reader *r)
-{
-    if (r->n_traces == r->cap_traces) {
-        r->cap_traces = r->cap_traces ? r->cap_traces * 2 : 1024;
-        r->traces = realloc(r->traces, r->cap_traces * sizeof *r->traces);
-        if (!r->traces)
-            abort();
-    }
-    trace *t = &r->traces[r->n_traces++];
-    memset(t, 0, sizeof *t);
-    return t;
-}
-
-static void take_input(reader *r, const part *p, const rd_kafka_message_t *m)
-{
-    if (r->n_inputs == r->cap_inputs) {
-        r->cap_inputs = r->cap_inputs ? r->cap_inputs * 2 : 1024;
-        r->inputs = realloc(r->inputs, r->cap_inputs * sizeof *r->inputs);
-        if (!r->inputs)
-            abort();
-    }
-    input *in = &r->inputs[r->n_inputs++];
-    memset(in, 0, sizeof *in);
-    in->route = p->route;
-    in->partition = p->partition;
-    in->offset = m->offset;
-    if (p->route != LC_CHUNK_ROUTE)
-        return;
-    json_t *v = NULL;
-    char e[256];
-    if (ll_decode(&r->dopts[p->route][0], m->payload, m->len, &v, e, sizeof e) == 0) {
-        const char *run = json_string_value(json_object_get(v, "runId"));
-        const char *pid = json_string_value(json_object_get(v, "partitionId"));
-        json_t *idx = json_object_get(v, "chunkIndex");
-        if (run && pid && json_is_integer(idx) && ll_is_uuid(run)) {
-            in->run = strdup(run);
-            in->pid = strdup(pid);
-            in->chunk_index = (int32_t)json_integer_value(idx);
-        }
-    }
-    json_decref(v);
-}
-
-static void take_reply(reader *r, const part *p, const rd_kafka_message_t *m)
-{
-    json_t *v = NULL;
-    char e[256];
-    if (ll_decode(&r->dopts[p->route][1], m->payload, m->len, &v, e, sizeof e) != 0)
-        return; /* not a reply of ours: it names no input */
-    const char *src = json_string_value(json_object_get(v, "sourceTopic"));
-    json_t *sp = json_object_get(v, "sourcePartition"), *so = json_object_get(v, "sourceOffset");
-    const char *outcome = json_string_value(json_object_get(v, "outcome"));
-    if (src && json_is_integer(sp) && json_is_integer(so)) {
-        trace *t = new_trace(r);
-        t->route = route_of_input(r, src);
-        t->partition = (int32_t)json_integer_value(sp);
-        t->offset = json_integer_value(so);
-        snprintf(t->outcome, sizeof t->outcome, "%s", outcome ? outcome : "");
-    }
-    json_decref(v);
-}
-
-/* A header's value as a NUL-terminated string in buf, or NULL. */
-static const char *header(const rd_kafka_message_t *m, const char *name, char *buf, size_t len)
-{
-    rd_kafka_headers_t *h = NULL;
-    const void *val;
-    size_t vlen;
-    if (rd_kafka_message_headers(m, &h) != RD_KAFKA_RESP_ERR_NO_ERROR ||
-        rd_kafka_header_get_last(h, name, &val, &vlen) != RD_KAFKA_RESP_ERR_NO_ERROR || !val || vlen >= len)
-        return NULL;
-    memcpy(buf, val, vlen);
-    buf[vlen] = '\0';
-    return buf;
-}
-
-static void take_dead_letter(reader *r, const rd_kafka_message_t *m)
-{
-    char topic[256], pb[32], ob[32];
-    if (!header(m, "ll.source.topic", topic, sizeof topic) ||
-        !header(m, "ll.source.partition", pb, sizeof pb) || !header(m, "ll.source.offset", ob, sizeof ob))
-        return;
-    trace *t = new_trace(r);
-    t->route = route_of_input(r, topic);
-    t->partition = (int32_t)strtol(pb, NULL, 10);
-    t->offset = strtoll(ob, NULL, 10);
-    t->dlq = true;
-}
-
-/* Reads until every partition reached its end, or a bound. Returns true when a bound stopped it. */
-static bool read_all(reader *r, rd_kafka_t *rk, const vf_bounds *b)
-{
-    int64_t deadline = now_ms() + b->timeout_ms;
-    size_t open = 0;
-    for (size_t i = 0; i < r->n_parts; i++)
-        open += !r->parts[i].done;
-    while (open > 0) {
-        if (r->records >= b->max_records || now_ms() >= deadline)
-            return true;
-        rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
-        if (!m)
-            continue;
-        part *p = find_part(r, rd_kafka_topic_name(m->rkt), m->partition);
-        if (!p || p->done || (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)) {
-            rd_kafka_message_destroy(m);
-            continue;
-        }
-        if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF || m->offset >= p->end) {
-            p->done = true;
-        } else {
-            r->records++;
-            if (p->kind == K_INPUT)
-                take_input(r, p, m);
-            else if (p->kind == K_REPLY)
-                take_reply(r, p, m);
-            else
-                take_dead_letter(r, m);
-            p->done = m->offset + 1 >= p->end;
-        }
-        if (p->done) {
-            open--;
-            rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(1);
-            rd_kafka_topic_partition_list_add(l, topic_of(r, p), p->partition);
-            rd_kafka_pause_partitions(rk, l);
-            rd_kafka_topic_partition_list_destroy(l);
-        }
-        rd_kafka_message_destroy(m);
-    }
-    return false;
 }
 
 static int cmp_trace(const void *a, const void *b)
@@ -458,7 +266,7 @@ int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, vf_chec
         snprintf(err, errlen, "assign: %s", rd_kafka_err2str(e));
         goto out;
     }
-    bool bounded = read_all(&r, rk, b);
+    bool bounded = vf_topics_read_all(&r, rk, b);
     rd_kafka_assign(rk, NULL);
     if (file_rows(&r, db, err, errlen) != 0)
         goto out;

@@ -1,6 +1,6 @@
 """The pgbench script of the set-based ceiling (tools/nifisim/bench.py, issue 8): one pgbench
 transaction does, for N consecutive chunk events of the benchmark workload, what ll-completion does
-for a poll batch of them (common/src/core/kloop_batch.c ll_loop_batch, bulk_step, apply_bulk;
+for a poll batch of them (common/src/core/kloop_batch.c ll_loop_batch, kloop_bulk.c bulk_step, apply_bulk;
 services/completion/chunk_bulk.c), statement for statement:
 
   BEGIN
@@ -171,7 +171,7 @@ def script(repo, per_tx, chunks, parts, chunk_sql):
     `parts` partitions per run. Variables: -D t=-1 (transaction counter), N (= per_tx), C, P, pre
     as chunk.sql."""
     stmts = c_statements(os.path.join(repo, "services", "completion", "chunk_bulk.c"),
-                         os.path.join(repo, "common", "src", "core", "kloop_batch.c"))
+                         os.path.join(repo, "common", "src", "core", "kloop_tx.c"))
     body = chunk_sql_body(chunk_sql)
     run_end = "k % :CP::int = :CP::int - 1"
     out = [HEADER,

@@ -6,6 +6,10 @@
  * The helper decides nothing about the ledger: the function it runs holds the rules and follows
  * the lock order run -> partition -> file -> dispatch. SQL text lives in visible string constants
  * (ll_stmt) next to the code that runs it; parameters are always bound, never spliced.
+ *
+ * The functions here are those of the database files of common/src/core (db_int.h maps them):
+ * db.c (the connection), db_pooler.c, db_wait.c, db_exec.c (statements, commands, the
+ * transaction), db_err.c (error classes), db_cells.c (result cells).
  */
 #ifndef LL_DB_H
 #define LL_DB_H
@@ -130,10 +134,20 @@ ll_db_rc ll_db_ensure(ll_db *db);
 int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t errlen);
 
 /*
- * Executes a prepared statement with text parameters (NULL = SQL NULL). Returns the result (caller
- * PQclear()s it) for PGRES_COMMAND_OK / PGRES_TUPLES_OK, or NULL with db->err filled.
+ * The one way a statement runs (db_exec.c): st with st->nparams text parameters (NULL = SQL NULL;
+ * bound, never spliced), prepared by name once per connection, or sent unnamed behind a
+ * transaction pooler (outside a transaction it then gets one of its own, so the limits bound it).
+ * Waits at most db.response_timeout (ms) for the answer, and the server's statement and lock
+ * timeouts bound it there.
+ * Returns the result for PGRES_COMMAND_OK / PGRES_TUPLES_OK (owned by the caller: PQclear() it).
+ * NULL on any failure, with db->err filled: the SQLSTATE (08003 no connection, 08006 connection
+ * lost or no answer in time: the connection is then dropped), the constraint, the message; the
+ * ll_db_err_is_* functions classify it. Never an apply decision (issue 12 §1).
  */
 PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params);
+/* ll_db_exec for a statement whose rows are not needed (the result is freed here): LL_DB_OK, or
+ * LL_DB_ERROR whatever the failure (db->err says which; ll_db_err_is_unavailable tells an outage). */
+ll_db_rc ll_db_exec_discard(ll_db *db, const ll_stmt *st, const char *const *params);
 /* Executes a plain command without parameters (BEGIN, SAVEPOINT ...). LL_DB_OK or an error. On a
  * pooled connection a command starting with "BEGIN" is followed by the transaction's limits. */
 ll_db_rc ll_db_command(ll_db *db, const char *sql);

@@ -26,6 +26,10 @@
  * (kafka-edition.md §6). A message that cannot be applied at all goes to the dead-letter topic
  * with its key, value and headers plus ll.error.* headers, an event DEAD_LETTER is written to
  * load_event, and the partition moves on.
+ *
+ * The functions here are the loop's (common/src/core/kloop*.c, mapped in kloop_int.h): set-up, run
+ * and replies in kloop.c, ll_msg_touch_run in kloop_tx.c. Topic names and the schema folder are
+ * topics.h's.
  */
 #ifndef LL_KLOOP_H
 #define LL_KLOOP_H
@@ -135,16 +139,6 @@ void ll_loop_stop(ll_loop *l);
 void ll_loop_free(ll_loop *l);
 /* The loop's database connection (for start-up checks). */
 ll_db *ll_loop_db(ll_loop *l);
-
-/* Full broker topic name of a logical one: topic.<logical>.name, else topic.prefix + logical.
- * Writes into out. */
-void ll_topic_name(const ll_config *cfg, const char *logical, char *out, size_t outlen);
-/* The schema directory: schema.dir, else $LL_SCHEMA_DIR, else the installed one, else the source tree's. */
-const char *ll_schema_dir(const ll_config *cfg);
-
-/* Executes a statement whose rows are not needed, for an apply function: LL_APPLY_COMMIT when it
- * ran (the caller goes on), LL_APPLY_DB when it failed (db->err says why). */
-ll_apply ll_apply_exec(ll_db *db, const ll_stmt *st, const char *const *params);
 
 /* Reply helpers: a new reply object with runId, partitionId, outcome, code, message, runStatus,
  * partitionStatus and the source coordinates set (NULL strings become JSON null). */

@@ -28,9 +28,6 @@ typedef struct ll_event {
     json_t *details;     /* borrowed; NULL = {} */
 } ll_event;
 
-/* Executes a statement whose rows are not needed. LL_DB_OK, or LL_DB_ERROR with db->err. */
-ll_db_rc ll_exec(ll_db *db, const ll_stmt *st, const char *const *params);
-
 /* Inserts an event (random id; job and business key copied from the run). LL_DB_OK or error. */
 ll_db_rc ll_event_insert(ll_db *db, const ll_event *ev);
 

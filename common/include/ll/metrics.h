@@ -7,6 +7,8 @@
  * beyond that is counted in one overflow series whose every label value is "_other" (so a count
  * is never lost, and memory never grows past max_series + 1 series per family). A label value is
  * cut at LL_METRIC_VALUE_MAX - 1 bytes. A histogram has at most LL_METRIC_MAX_BUCKETS bounds.
+ *
+ * The functions are metrics.c's (the registry) and metrics_text.c's (the text exposition).
  */
 #ifndef LL_METRICS_H
 #define LL_METRICS_H

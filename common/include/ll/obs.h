@@ -11,6 +11,8 @@
  * ACCEPTED, REPLAY, REJECTED or OTHER; code = an upper-case contract code of at most 40
  * characters, else OTHER; 64 topic/outcome/code sets at most (then "_other"); 256 partitions for
  * the lag; rule/action from the sweeper's fixed table. metrics.h bounds each family.
+ *
+ * The functions are obs.c's (the registry, the HTTP handler, the hooks) and obs_pure.c's.
  */
 #ifndef LL_OBS_H
 #define LL_OBS_H
@@ -85,7 +87,7 @@ void ll_obs_dispatch(const char *result, long n);
 /* The sweeper's rule acted n times with action (e.g. "stale_partitions", "reissue_partition"). */
 void ll_obs_sweep(const char *rule, const char *action, long n);
 
-/* ---- pure parts (unit-tested) ---------------------------------------------------------------- */
+/* ---- pure parts (unit-tested; obs_pure.c, with ll_obs_reply_labels) --------------------------- */
 
 /* One partition of a librdkafka statistics document (borrowed for the callback's duration). */
 typedef struct ll_obs_part_stats {

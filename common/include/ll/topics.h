@@ -1,5 +1,6 @@
 /*
- * topics.h - the logical topics of loadledger (config/topics.conf), their framings and schemas.
+ * topics.h - the logical topics of loadledger (config/topics.conf), their broker names, framings
+ * and schemas (topics.c).
  */
 #ifndef LL_TOPICS_H
 #define LL_TOPICS_H
@@ -11,6 +12,13 @@
 
 /* Every logical topic name, NULL-terminated (the keys allowed in topic.<logical>.*). */
 extern const char *const LL_ALL_TOPICS[];
+
+/* Full broker topic name of a logical one: topic.<logical>.name, else topic.prefix + logical.
+ * Writes into out (outlen bytes, truncated). */
+void ll_topic_name(const ll_config *cfg, const char *logical, char *out, size_t outlen);
+/* The schema directory: schema.dir, else $LL_SCHEMA_DIR, else the installed one, else the source
+ * tree's. Borrowed (configuration, environment or a constant). */
+const char *ll_schema_dir(const ll_config *cfg);
 
 /* The configured framing of a topic (topic.<logical>.framing, default bare). 0, or -1 + err. */
 int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out, char *err, size_t errlen);

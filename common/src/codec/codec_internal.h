@@ -1,7 +1,7 @@
 /*
  * codec_internal.h - private types of the Avro codec (common/src/codec only).
  *
- * A schema is parsed twice: once by our own parser (schema.c) into a tree of ll_node, which
+ * A schema is parsed twice: once by our own parser (schema_parse.c) into a tree of ll_node, which
  * checks everything avro-c 1.11.1 would trip over (negative or huge fixed sizes, unknown or
  * duplicate names, nesting) and carries the JSON defaults avro-c drops; then by avro-c itself.
  * The two parses are compared structurally, so walking the ll_node tree walks the very layout

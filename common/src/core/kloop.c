@@ -1,7 +1,7 @@
 /*
  * kloop.c - the consume / apply / produce-and-commit loop of kafka-edition.md §3: set-up and the
- * run loop. A batch is applied by kloop_batch.c, the Kafka side lives in kloop_kafka.c, dead
- * letters in kloop_dlq.c (kloop_int.h has the map).
+ * run loop. A batch is applied by kloop_batch.c, the Kafka side lives in kloop_clients.c,
+ * kloop_parts.c and kloop_recover.c, dead letters in kloop_dlq.c (kloop_int.h has the map).
  *
  * Crash points and what they leave (docs/design.md has the long form):
  *   - before a database commit: nothing happened; the messages are consumed again.
@@ -263,15 +263,6 @@ void ll_loop_free(ll_loop *l)
 }
 
 /* ---- replies ------------------------------------------------------------------------------- */
-
-ll_apply ll_apply_exec(ll_db *db, const ll_stmt *st, const char *const *params)
-{
-    PGresult *r = ll_db_exec(db, st, params);
-    if (!r)
-        return LL_APPLY_DB;
-    PQclear(r);
-    return LL_APPLY_COMMIT;
-}
 
 json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id, const char *outcome,
                      const char *code, const char *message, const char *run_status, const char *part_status)

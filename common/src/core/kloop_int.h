@@ -1,11 +1,15 @@
 /*
- * kloop_int.h - the consumer loop's own types, shared by its three files (not a public header):
+ * kloop_int.h - the consumer loop's own types, shared by its files (not a public header):
  *
  *   kloop.c        set-up, configuration, the run loop (one iteration: recover, poll, batch)
- *   kloop_kafka.c  the Kafka clients: consumer and transactional producer, rebalances, the
- *                  committed offsets and their metadata, rewinds, a producer recreated in-process
- *   kloop_batch.c  one batch: held runs, the database transaction with a savepoint per message,
- *                  replies, the done offsets
+ *   kloop_clients.c the Kafka clients: consumer and transactional producer, their settings,
+ *                  producing a record
+ *   kloop_parts.c  the assigned partitions: rebalances, the committed offsets and their metadata,
+ *                  a partition paused while its held queue is full
+ *   kloop_recover.c aborts, rewinds to the committed offsets, a producer recreated in-process
+ *   kloop_batch.c  one batch (and kloop_work.c, kloop_held.c, kloop_tx.c, kloop_apply.c,
+ *                  kloop_bulk.c: its parts, mapped in kloop_batch.h): held runs, the database
+ *                  transaction with a savepoint per message, replies, the done offsets
  *   kloop_dlq.c    dead letters: the ledger event and the record that always fits
  *   kloop_commit.c the batch's Kafka transaction: begin, and the commit on a thread of its own
  *                  beside the next batch's database work
@@ -122,12 +126,35 @@ int64_t ll_loop_now_ms(void);
 /* Monotonic clock (microseconds), for the latency metrics. */
 int64_t ll_loop_now_us(void);
 
-/* kloop_kafka.c */
+/* kloop_clients.c */
+/* The consumer and the producer (init_transactions), the dead-letter topic checked. 0, or -1 with
+ * err. */
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen);
-part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
-void ll_loop_forget_parts(ll_loop *l);
+/* A new transactional producer, init_transactions waiting at most init_ms. 0, or -1 with err. */
+int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen);
+/* Produces one record into the open transaction (val freed by the producer when free_val; hdrs
+ * owned from here). 0, or -1 (logged). */
 int ll_loop_produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
                     rd_kafka_headers_t *hdrs, int free_val);
+
+/* kloop_parts.c */
+/* The state of (topic, partition), created on first use (owned by the loop). */
+part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
+/* Forgets every partition's state (its held queue freed). */
+void ll_loop_forget_parts(ll_loop *l);
+/* Loads each listed partition's committed offset and metadata into its tracker. */
+void ll_loop_load_tracks(ll_loop *l, const rd_kafka_topic_partition_list_t *c);
+/* Resumes what this instance paused, and nothing else. */
+void ll_loop_resume_paused(ll_loop *l);
+/* The consumer's rebalance callback (opaque: the loop). */
+void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                          void *opaque);
+/* Pauses ps's fetching at offset (its held queue is full); resumes it. */
+void ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);
+void ll_loop_resume_partition(ll_loop *l, part_state *ps);
+
+/* kloop_recover.c */
+/* Aborts the open Kafka transaction and rewinds (or leaves the producer to be recreated). */
 void ll_loop_abort(ll_loop *l);
 /* A transactional call failed (e is consumed): fatal → the producer is recreated or the process
  * exits; otherwise the transaction is aborted and the assignment rewound. Returns -1. */
@@ -136,8 +163,6 @@ int ll_loop_rewind(ll_loop *l);
 void ll_loop_pause_all(ll_loop *l);
 void ll_loop_recover_later(ll_loop *l, int64_t delay_ms);
 int ll_loop_recover_step(ll_loop *l);
-void ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);
-void ll_loop_resume_partition(ll_loop *l, part_state *ps);
 
 /* kloop_dlq.c: the DEAD_LETTER event in the open database transaction (0, or -1 with db->err),
  * and the dead-letter record into the open Kafka transaction (0, or -1: abort) */
@@ -157,8 +182,9 @@ int ll_loop_commit_start(ll_loop *l, rd_kafka_topic_partition_list_t *offsets);
  * after ll_loop_txn_failed (aborted and rewound, or the producer to be recreated). */
 int ll_loop_commit_wait(ll_loop *l);
 
-/* kloop_batch.c */
-void ll_loop_batch(ll_loop *l, rd_kafka_message_t **batch, size_t n);
+/* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
+void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
+/* kloop_held.c: frees a partition's held queue; counts the held messages due by now (ms) */
 void ll_loop_drop_held(part_state *ps);
 size_t ll_loop_held_due(ll_loop *l, int64_t now);
 

@@ -22,15 +22,6 @@ static const ll_stmt ST_EVENT = {
     " FROM (SELECT 1) AS one LEFT JOIN nifi_ops.load_run r ON r.run_id = $4::uuid",
     11};
 
-ll_db_rc ll_exec(ll_db *db, const ll_stmt *st, const char *const *params)
-{
-    PGresult *r = ll_db_exec(db, st, params);
-    if (!r)
-        return LL_DB_ERROR;
-    PQclear(r);
-    return LL_DB_OK;
-}
-
 ll_db_rc ll_event_insert(ll_db *db, const ll_event *ev)
 {
     char id[37], chunk[24], rows[24];

@@ -2,7 +2,6 @@
  * topics.c - topic names and the schema folder. Logical names are those of config/topics.conf;
  * the broker name is topic.<logical>.name if set, else topic.prefix + logical.
  */
-#include "ll/kloop.h"
 #include "ll/topics.h"
 
 #include <stdio.h>

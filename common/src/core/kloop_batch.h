@@ -1,0 +1,147 @@
+/*
+ * kloop_batch.h - the private parts of one batch of the loop, shared by its files (not a public
+ * header; kloop_int.h has the loop's own types):
+ *
+ *   kloop_batch.c  the batch from start to end: its steps in order, the database commit, the
+ *                  replies and dead letters after it, the offsets, undoing a failed batch
+ *   kloop_work.c   the work: due held runs and polled messages, sorted by run id
+ *   kloop_held.c   held queues: copies, backoff, removal once done
+ *   kloop_tx.c     the open database transaction: BEGIN, savepoint commands, the heartbeats asked
+ *                  for, the queue of results produced after the commit
+ *   kloop_apply.c  one message applied with a savepoint, and what the loop does with its answer
+ *   kloop_bulk.c   the set-based part of a transaction (ll_bulk_fn) and the run order it keeps
+ */
+#ifndef LL_KLOOP_BATCH_H
+#define LL_KLOOP_BATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kloop_int.h"
+#include "ll/kloop_decide.h"
+
+/* What became of one message in the database transaction. */
+typedef enum {
+    W_DONE,  /* a reply or a dead letter waits for the commit */
+    W_HELD,  /* held: its run waits */
+    W_FAILED /* the database went away (or the transaction broke): the batch is undone */
+} w_result;
+
+/* A result of the open database transaction, produced after it commits. */
+typedef struct out_item {
+    lmsg *m;
+    int is_reply;         /* 1: a reply (encoded at once: bytes, not a JSON tree, wait for the
+                           * commit), 0: a dead letter */
+    unsigned char *reply; /* the encoded reply, owned (NULL when it did not encode) */
+    size_t reply_len;     /* bytes */
+    char *encode_err;     /* why the reply did not fit its schema, owned, or NULL */
+    char code[64];        /* dead-letter code, "" for a reply */
+    char *reason;         /* dead-letter reason, owned */
+    char run_id[128];
+    char outcome[16], reply_code[48]; /* a reply's labels for loadledger_inputs_total (obs.h) */
+} out_item;
+
+/* One batch: its work, its open database transaction, the results waiting for its commit. */
+typedef struct batch {
+    ll_loop *l;
+    lmsg **work;
+    size_t n_work;
+    lmsg *fresh; /* the polled messages' lmsg structs */
+    size_t n_fresh;
+    out_item *outs;
+    size_t n_outs, cap_outs;
+    char (*touch)[37]; /* runs whose heartbeat is refreshed before the commit */
+    size_t n_touch, cap_touch;
+    lmsg **done_held; /* held copies done in this batch, freed when it ends */
+    size_t n_done_held, cap_done_held;
+    int in_tx, use_savepoints, kafka_open;
+    int kafka_failed; /* the previous batch's Kafka commit failed: aborted and rewound already */
+    int savepoints;   /* savepoints made in the open transaction */
+    int tx_msgs;      /* messages applied in it (with or without a savepoint) */
+    size_t n_bulk;    /* messages the set-based part applied in this batch */
+    int bulk_on;      /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
+} batch;
+
+/* The Kafka partitions on which the run being walked has a message that waits (held, or applied
+ * one by one later): its later messages there must wait too. A run's messages are next to each
+ * other in the sorted work, so the list is reset when the run changes. Few partitions per run
+ * (one per topic); beyond LL_WAIT_PARTS every later message of the run waits. */
+#define LL_WAIT_PARTS 8
+typedef struct run_waits {
+    const char *run;
+    const part_state *ps[LL_WAIT_PARTS];
+    size_t n;
+    int all;
+} run_waits;
+
+/* kloop_work.c: collects the due held runs and the polled messages (borrowed until the batch
+ * ends) into b->work, sorted by run id (now: monotonic ms). */
+void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t now);
+
+/* kloop_held.c */
+/* Frees a held copy (its key, value and headers). */
+void ll_loop_free_copy(lmsg *m);
+/* True when run r has a message in ps's held queue. */
+int ll_loop_run_held(const part_state *ps, const char *r);
+/* Copies a fresh message into the held queue of its partition (appended: fresher than every
+ * queued one). Returns the held copy (owned by the queue), or NULL when the queue is full. */
+lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m);
+/* Removes a done held message from its queue; it is freed when the batch ends (the batch's work
+ * still refers to it). */
+void ll_batch_unhold(batch *b, lmsg *m);
+/* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock);
+ * pid and why go to the log. Returns W_HELD. */
+w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why);
+
+/* kloop_tx.c: the open transaction. The int functions return 0, or -1 with l->db.err. */
+int ll_batch_db_cmd(batch *b, const char *sql);
+/* BEGIN unless a transaction is open (reconnects first). */
+int ll_batch_tx_begin(batch *b);
+/* The heartbeats asked for in this transaction (ll_msg_touch_run), in one statement. */
+int ll_batch_touch_runs(batch *b);
+/* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed) or a
+ * dead letter (code and reason copied). */
+void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const char *reason,
+                       const char *run_id);
+/* Drops the queued results from index keep on (the undone part of a transaction). */
+void ll_batch_outs_truncate(batch *b, size_t keep);
+/* Drops every queued result. */
+void ll_batch_outs_clear(batch *b);
+
+/* kloop_apply.c */
+/* A dead letter: its event in the open transaction, its record after the commit. W_DONE, or
+ * W_FAILED (database). */
+w_result ll_batch_dead(batch *b, lmsg *m, const char *run_id, const char *code, const char *reason);
+/* Undoes the message's part of the transaction: to its savepoint, or the whole transaction
+ * (touches_before: the heartbeats asked for before this message, kept). 0, or -1. */
+int ll_batch_undo(batch *b, size_t touches_before);
+/* What an apply function sees of message m (value: its decoded record, borrowed; now in ms). */
+ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now);
+/* The class of db->err for the decision table (kloop_decide.h). */
+ll_loop_fault ll_batch_fault(const ll_db *db);
+/* Applies one message inside the open transaction: W_DONE, W_HELD, or W_FAILED (batch undone). */
+w_result ll_batch_apply_one(batch *b, lmsg *m);
+
+/* kloop_bulk.c */
+/* Moves w to m's run (a new run: nothing waits yet). */
+void ll_waits_enter(run_waits *w, const lmsg *m);
+/* Partition ps waits for the run being walked. */
+void ll_waits_add(run_waits *w, const part_state *ps);
+/* Whether the run being walked waits on ps. */
+int ll_waits_on(const run_waits *w, const part_state *ps);
+/* Whether a later message of work[i]'s run and Kafka partition was left by the set-based apply
+ * only to keep the run's order (ll_bulk_out.retry). */
+int ll_batch_run_waits_after(const batch *b, size_t i);
+/* The set-based part over work[from..) (run: only its messages), then a commit if the
+ * transaction is full. 0, or -1 after undoing the batch. */
+int ll_batch_bulk_step(batch *b, size_t from, const char *run);
+
+/* kloop_batch.c */
+/* Commits the open database transaction and produces its results. 0, or -1 (batch undone). */
+int ll_batch_tx_commit(batch *b);
+/* The batch failed (database gone, Kafka error): undo it all and rewind after a backoff. */
+void ll_batch_undo_all(batch *b);
+/* Whether the open transaction must commit now (loop.db_batch_max). */
+int ll_batch_tx_full(const batch *b);
+
+#endif

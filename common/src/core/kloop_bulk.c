@@ -1,0 +1,190 @@
+/*
+ * kloop_bulk.c - the set-based part of a batch's transaction (ll_bulk_fn, kloop_batch.h): each
+ * input's bulk function decides many messages with a few statements; the messages it leaves, and
+ * every later message of their run on the same Kafka partition, go one by one in their turn.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kloop_batch.h"
+#include "ll/log.h"
+
+/* Moves w to m's run (a new run: nothing waits yet). */
+void ll_waits_enter(run_waits *w, const lmsg *m)
+{
+    if (!w->run || strcmp(w->run, m->run) != 0)
+        *w = (run_waits){.run = m->run};
+}
+
+void ll_waits_add(run_waits *w, const part_state *ps)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->ps[i] == ps)
+            return;
+    if (w->n < LL_WAIT_PARTS)
+        w->ps[w->n++] = ps;
+    else
+        w->all = 1;
+}
+
+int ll_waits_on(const run_waits *w, const part_state *ps)
+{
+    for (size_t i = 0; i < w->n; i++)
+        if (w->ps[i] == ps)
+            return 1;
+    return w->all;
+}
+
+/* Hands the messages of one input among work[from..to) to its bulk function; what it decides is
+ * marked and its reply queued. *decided counts them. W_DONE, W_FAILED (the database went away), or
+ * W_HELD when a statement failed: the transaction is then rolled back (nothing of it is kept). */
+static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const char *run, size_t *decided)
+{
+    ll_loop *l = b->l;
+    size_t n = to - from;
+    lmsg **ms = calloc(n, sizeof *ms);
+    ll_msg *msgs = calloc(n, sizeof *msgs);
+    const ll_msg **ptrs = calloc(n, sizeof *ptrs);
+    ll_bulk_out *outs = calloc(n, sizeof *outs);
+    if (!ms || !msgs || !ptrs || !outs)
+        abort();
+    size_t got = 0;
+    int64_t now = ll_loop_now_ms();
+    char err[512];
+    run_waits w = {0};
+    /* the run at `from` may have messages before it that are held in this batch */
+    ll_waits_enter(&w, b->work[from]);
+    for (size_t j = from; j-- > 0 && strcmp(b->work[j]->run, w.run) == 0;)
+        if (b->work[j]->state == 2)
+            ll_waits_add(&w, b->work[j]->ps);
+    for (size_t i = from; i < to; i++) {
+        lmsg *m = b->work[i];
+        json_t *value = NULL;
+        ll_waits_enter(&w, m);
+        if (m->decided)
+            continue;
+        if (m->io != io || m->state != 0 || (run && strcmp(m->run, run) != 0) || ll_waits_on(&w, m->ps) ||
+            !m->value || ll_decode(&io->dopts, m->value, m->len, &value, err, sizeof err) != 0) {
+            ll_waits_add(&w, m->ps); /* applied one by one in its turn (or dead-lettered): later
+                                      * messages of its run there wait for it */
+            continue;
+        }
+        ms[got] = m;
+        msgs[got] = ll_batch_msg_view(b, m, value, now);
+        ptrs[got] = &msgs[got];
+        got++;
+    }
+    w_result r = W_DONE;
+    /* one message: the per-message path is as cheap */
+    if (got >= 2 && ll_batch_tx_begin(b) != 0) {
+        r = W_FAILED; /* no transaction: the database result, nothing to decide */
+    } else if (got >= 2) {
+        ll_apply a = io->in->bulk(l->svc, &l->db, ptrs, got, outs);
+        /* the decision table (kloop_decide.h), its bulk rows */
+        switch (ll_loop_decide(a, true, false, ll_batch_fault(&l->db))) {
+        case LL_STEP_BULK_KEEP:
+            for (size_t i = 0; i < got; i++)
+                ms[i]->retry = !outs[i].decided && outs[i].retry;
+            for (size_t i = 0; i < got; i++)
+                if (outs[i].decided) {
+                    const char *rid = json_string_value(json_object_get(msgs[i].value, "runId"));
+                    ms[i]->decided = 1;
+                    (*decided)++;
+                    ll_batch_out_push(b, ms[i], outs[i].reply, NULL, NULL, rid ? rid : ms[i]->run);
+                    outs[i].reply = NULL;
+                }
+            break;
+        case LL_STEP_BULK_UNDO:
+            ll_log(
+                LL_WARN, NULL, "bulk_fallback",
+                "set-based apply of %zu %s messages failed, the transaction's messages go one by one: %s %s",
+                got, io->in->logical, l->db.err.sqlstate, l->db.err.message);
+            r = W_HELD;
+            break;
+        case LL_STEP_UNDO_BATCH:
+        case LL_STEP_KEEP_REPLY: /* the per-message steps: never for a bulk answer */
+        case LL_STEP_UNDO_REPLY:
+        case LL_STEP_UNDO_HOLD:
+        case LL_STEP_UNDO_DEAD_PREREQ:
+        case LL_STEP_UNDO_DEAD:
+        case LL_STEP_UNDO_DEAD_LEDGER:
+        case LL_STEP_UNDO_RETRY:
+            r = W_FAILED;
+            break;
+        }
+    }
+    for (size_t i = 0; i < got; i++) {
+        json_decref(outs[i].reply);
+        json_decref(msgs[i].value);
+    }
+    free(ms);
+    free(msgs);
+    free(ptrs);
+    free(outs);
+    return r;
+}
+
+/* Runs the bulk functions over work[from..to) (run: only that run's messages, or NULL for all).
+ * When the transaction already holds other messages' effects, the set-based part gets a savepoint
+ * of its own (it counts toward LL_BATCH_SAVEPOINTS: a rerun follows a message applied one by one
+ * and precedes one decided here, so savepoints stay below the transaction's length). After a
+ * failed statement its part alone is undone and every message goes one by one. *decided counts
+ * what was decided. W_DONE, or W_FAILED (database gone). */
+static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, size_t *decided)
+{
+    ll_loop *l = b->l;
+    *decided = 0;
+    int sp = b->in_tx && (b->tx_msgs > 0 || b->n_outs > 0); /* effects to keep */
+    if (sp && ll_batch_db_cmd(b, b->savepoints ? "RELEASE SAVEPOINT m; SAVEPOINT m" : "SAVEPOINT m") != 0)
+        return W_FAILED;
+    b->savepoints += sp;
+    size_t outs_before = b->n_outs, touches = b->n_touch;
+    for (size_t k = 0; k < l->n_io; k++) {
+        if (!l->io[k].in->bulk)
+            continue;
+        w_result r = bulk_input(b, &l->io[k], from, to, run, decided);
+        if (r == W_FAILED)
+            return r;
+        if (r == W_HELD) {
+            for (size_t i = from; i < to; i++)
+                b->work[i]->decided = 0;
+            *decided = 0;
+            ll_batch_outs_truncate(b, outs_before);
+            b->n_touch = touches;
+            if (sp)
+                return ll_batch_db_cmd(b, "ROLLBACK TO SAVEPOINT m") == 0 ? W_DONE : W_FAILED;
+            b->in_tx = 0;
+            return ll_batch_db_cmd(b, "ROLLBACK") == 0 ? W_DONE : W_FAILED;
+        }
+    }
+    return W_DONE;
+}
+
+/* Whether a later message of work[i]'s run and Kafka partition was left by the set-based apply
+ * only to keep the run's order (ll_bulk_out.retry). */
+int ll_batch_run_waits_after(const batch *b, size_t i)
+{
+    const lmsg *m = b->work[i];
+    for (size_t j = i + 1; j < b->n_work && strcmp(b->work[j]->run, m->run) == 0; j++)
+        if (b->work[j]->ps == m->ps && !b->work[j]->decided && b->work[j]->retry)
+            return 1;
+    return 0;
+}
+
+/* The set-based part over work[from..) (run: only its messages), then a commit if the
+ * transaction is full. 0, or -1 after undoing the batch. */
+int ll_batch_bulk_step(batch *b, size_t from, const char *run)
+{
+    size_t decided = 0;
+    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE) {
+        ll_batch_undo_all(b);
+        return -1;
+    }
+    b->n_bulk += decided;
+    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE ||
+        (ll_batch_tx_full(b) && ll_batch_tx_commit(b) != 0)) {
+        ll_batch_undo_all(b);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,286 @@
+/*
+ * kloop_clients.c - the loop's Kafka clients (kloop_int.h): the consumer and the transactional
+ * producer with their settings (the passthrough kafka.* keys, settings refused at start, the
+ * fetch bounds, the statistics for the lag metrics), the dead-letter topic's check, and producing
+ * one record.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kloop_int.h"
+#include "ll/dlq.h"
+#include "ll/kclient.h"
+#include "ll/log.h"
+#include "ll/obs.h"
+
+struct conf_ctx {
+    rd_kafka_conf_t *conf;
+    char *err;
+    size_t errlen;
+    int failed;
+};
+
+static void apply_passthrough(const char *key, const char *value, void *arg)
+{
+    struct conf_ctx *c = arg;
+    char e[256];
+    if (c->failed)
+        return;
+    const char *refusal = ll_kconf_refusal(key, value);
+    if (refusal) {
+        snprintf(c->err, c->errlen, "kafka.%s = %s is refused: %s", key, value, refusal);
+        c->failed = 1;
+    } else if (rd_kafka_conf_set(c->conf, key, value, e, sizeof e) != RD_KAFKA_CONF_OK) {
+        snprintf(c->err, c->errlen, "kafka.%s: %s", key, e);
+        c->failed = 1;
+    }
+}
+
+static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *err, size_t errlen)
+{
+    char e[256];
+    if (rd_kafka_conf_set(conf, k, v, e, sizeof e) != RD_KAFKA_CONF_OK) {
+        snprintf(err, errlen, "%s: %s", k, e);
+        return -1;
+    }
+    return 0;
+}
+
+static rd_kafka_conf_t *base_conf(ll_loop *l, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    struct conf_ctx c = {conf, err, errlen, 0};
+    ll_config_foreach_prefix(l->cfg, "kafka.", apply_passthrough, &c);
+    if (c.failed) {
+        rd_kafka_conf_destroy(conf);
+        return NULL;
+    }
+    return conf;
+}
+
+/* The transactional producer (transactional.id <group>.<instance>), its transactions
+ * initialised (which fences an earlier instance and settles its open transaction). init_ms
+ * bounds the initialisation. 0, or -1 with err (l->producer then NULL). */
+int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen)
+{
+    char e[512];
+    rd_kafka_conf_t *pc = base_conf(l, err, errlen);
+    if (!pc)
+        return -1;
+    if (conf_set(pc, "transactional.id", l->txid, err, errlen) ||
+        conf_set(pc, "enable.idempotence", "true", err, errlen)) {
+        rd_kafka_conf_destroy(pc);
+        return -1;
+    }
+    if (!ll_config_get(l->cfg, "kafka.transaction.timeout.ms"))
+        conf_set(pc, "transaction.timeout.ms", "60000", err, errlen);
+    /* Latency defaults (issue 8 §5; docs/design.md §3): the commit of a batch's
+     * transaction flushes its replies anyway, and with librdkafka's linger of 5 ms it waited for
+     * it (commit p50 11 ms, 2-3 ms without); the next batch's AddOffsetsToTxn often meets the
+     * previous commit still writing its markers (CONCURRENT_TRANSACTIONS), retried after
+     * retry.backoff.ms: 100 ms by default, the p99 of the whole offset step. */
+    if (!ll_config_get(l->cfg, "kafka.linger.ms"))
+        conf_set(pc, "linger.ms", "0", err, errlen);
+    if (!ll_config_get(l->cfg, "kafka.retry.backoff.ms"))
+        conf_set(pc, "retry.backoff.ms", "20", err, errlen);
+    if (!ll_config_get(l->cfg, "kafka.message.max.bytes")) {
+        /* derived: a dead-letter record may be as large as the dead-letter topic takes */
+        char mmb[32];
+        snprintf(mmb, sizeof mmb, "%zu", l->dlq_limit);
+        if (conf_set(pc, "message.max.bytes", mmb, err, errlen)) {
+            rd_kafka_conf_destroy(pc);
+            return -1;
+        }
+    }
+    l->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, e, sizeof e);
+    if (!l->producer) {
+        snprintf(err, errlen, "producer: %s", e);
+        return -1;
+    }
+    for (int attempt = 0;; attempt++) {
+        rd_kafka_error_t *ke = rd_kafka_init_transactions(l->producer, init_ms);
+        if (!ke)
+            return 0;
+        int retry = rd_kafka_error_is_retriable(ke) && attempt < 10;
+        snprintf(err, errlen, "init_transactions: %s", rd_kafka_error_string(ke));
+        rd_kafka_error_destroy(ke);
+        if (!retry) {
+            rd_kafka_destroy(l->producer);
+            l->producer = NULL;
+            return -1;
+        }
+    }
+}
+
+/* The dead-letter topic's own limit, where the broker tells it: a smaller one than configured
+ * lowers the limit, and must still take any accepted message whole (issue 7 §1). */
+static int check_dead_letter_topic(ll_loop *l, char *err, size_t errlen)
+{
+    int64_t topic_max = 0, maxb = (int64_t)l->io[0].dopts.max_message_bytes;
+    char why[300];
+    if (ll_kafka_topic_max_message_bytes(l->producer, l->dlq_topic, 10000, &topic_max, why, sizeof why) !=
+        0) {
+        ll_log(LL_WARN, NULL, "dead_letter_topic_unknown", "%s: keeping loop.dead_letter_max_bytes = %zu",
+               why, l->dlq_limit);
+    } else if ((size_t)topic_max < l->dlq_limit) {
+        if (ll_dlq_limits_check(maxb, topic_max, topic_max, err, errlen) != 0) {
+            snprintf(why, sizeof why, "%s", err);
+            snprintf(err, errlen, "topic %s has max.message.bytes = %lld: %s", l->dlq_topic,
+                     (long long)topic_max, why);
+            return -1;
+        }
+        l->dlq_limit = (size_t)topic_max;
+    }
+    return 0;
+}
+
+/* A configured kafka.<key> as a number into *out (left 0 when not configured). 0, or -1. */
+static int kafka_int(ll_loop *l, const char *key, int64_t *out, char *err, size_t errlen)
+{
+    char k[96];
+    snprintf(k, sizeof k, "kafka.%s", key);
+    return ll_config_get(l->cfg, k) ? ll_config_int(l->cfg, k, out, err, errlen) : 0;
+}
+
+/*
+ * The consumer's bounded fetch and prefetch sizes (ll_kfetch_settle, issue 8): the loop's
+ * defaults where kafka.<property> is not configured, and a configuration refused at start when
+ * a message of loop.max_message_bytes could not be fetched with it. 0, or -1 with err.
+ */
+static int fetch_bounds(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
+{
+    ll_kfetch k = {0};
+    int64_t message_max = 1000000; /* librdkafka's default message.max.bytes */
+    if (kafka_int(l, "queued.min.messages", &k.queued_min_messages, err, errlen) ||
+        kafka_int(l, "queued.max.messages.kbytes", &k.queued_max_kbytes, err, errlen) ||
+        kafka_int(l, "fetch.max.bytes", &k.fetch_max_bytes, err, errlen) ||
+        kafka_int(l, "fetch.message.max.bytes", &k.partition_fetch_bytes, err, errlen) ||
+        kafka_int(l, "max.partition.fetch.bytes", &k.partition_fetch_bytes, err, errlen) ||
+        kafka_int(l, "receive.message.max.bytes", &k.receive_max_bytes, err, errlen) ||
+        kafka_int(l, "message.max.bytes", &message_max, err, errlen) ||
+        ll_kfetch_settle((int64_t)l->io[0].dopts.max_message_bytes, message_max, &k, err, errlen))
+        return -1;
+    char v[4][32];
+    snprintf(v[0], sizeof v[0], "%lld", (long long)k.queued_min_messages);
+    snprintf(v[1], sizeof v[1], "%lld", (long long)k.queued_max_kbytes);
+    snprintf(v[2], sizeof v[2], "%lld", (long long)k.fetch_max_bytes);
+    snprintf(v[3], sizeof v[3], "%lld", (long long)k.partition_fetch_bytes);
+    return conf_set(cc, "queued.min.messages", v[0], err, errlen) ||
+                   conf_set(cc, "queued.max.messages.kbytes", v[1], err, errlen) ||
+                   conf_set(cc, "fetch.max.bytes", v[2], err, errlen) ||
+                   conf_set(cc, "max.partition.fetch.bytes", v[3], err, errlen)
+               ? -1
+               : 0;
+}
+
+/* The lag of one partition of a statistics sample: its end offset from librdkafka, its
+ * committed offset from the loop itself (the first offset not done); unassigned ones skipped. */
+static void lag_one(void *arg, const ll_obs_part_stats *p)
+{
+    ll_loop *l = arg;
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->partition == p->partition && strcmp(l->parts[i]->topic, p->topic) == 0)
+            ll_obs_lag_set(p->topic, p->partition, ll_obs_lag(p->end, l->parts[i]->track.base, p->lo));
+}
+
+/* librdkafka's statistics (the consumer lag per partition) for /metrics (obs.h): served by the
+ * consumer poll on the loop's thread, so l->parts may be read; the document is librdkafka's
+ * (returning 0 frees it). */
+static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+    (void)rk;
+    ll_obs_lag_begin();
+    ll_obs_lag_parse(json, len, lag_one, opaque);
+    return 0;
+}
+
+/* With an HTTP endpoint (http.listen), statistics every 5 s unless kafka.statistics.interval.ms
+ * says otherwise. 0, or -1 with err. */
+static int stats_conf(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
+{
+    const char *listen = ll_config_get(l->cfg, "http.listen");
+    if (!listen || !*listen)
+        return 0;
+    rd_kafka_conf_set_stats_cb(cc, stats_cb);
+    return ll_config_get(l->cfg, "kafka.statistics.interval.ms")
+               ? 0
+               : conf_set(cc, "statistics.interval.ms", "5000", err, errlen);
+}
+
+int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
+{
+    char host[128] = "host", e[512];
+    const char *g = ll_config_get(l->cfg, "kafka.group.id");
+    const char *prefix = ll_config_get(l->cfg, "topic.prefix");
+    /* the default group follows the topic prefix, so two prefixes on one broker never share one */
+    if (g)
+        snprintf(l->group, sizeof l->group, "%s", g);
+    else
+        snprintf(l->group, sizeof l->group, "%s%s", prefix ? prefix : "", l->service);
+    const char *inst = ll_config_get(l->cfg, "service.instance_id");
+    if (!inst) {
+        gethostname(host, sizeof host - 1);
+        inst = host;
+    }
+    snprintf(l->txid, sizeof l->txid, "%s.%s", l->group, inst);
+
+    rd_kafka_conf_t *cc = base_conf(l, err, errlen);
+    if (!cc)
+        return -1;
+    /* what ll_kconf_refusal guards: set here, never to be changed by configuration */
+    if (conf_set(cc, "group.id", l->group, err, errlen) ||
+        conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
+        conf_set(cc, "enable.auto.offset.store", "false", err, errlen) ||
+        conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
+        conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
+        (!ll_config_get(l->cfg, "kafka.partition.assignment.strategy") &&
+         conf_set(cc, "partition.assignment.strategy", "range", err, errlen)) ||
+        fetch_bounds(l, cc, err, errlen) != 0) {
+        rd_kafka_conf_destroy(cc);
+        return -1;
+    }
+    rd_kafka_conf_set_rebalance_cb(cc, ll_loop_rebalance_cb);
+    if (stats_conf(l, cc, err, errlen) != 0) {
+        rd_kafka_conf_destroy(cc);
+        return -1;
+    }
+    rd_kafka_conf_set_opaque(cc, l);
+    l->consumer = rd_kafka_new(RD_KAFKA_CONSUMER, cc, e, sizeof e);
+    if (!l->consumer) {
+        snprintf(err, errlen, "consumer: %s", e);
+        return -1;
+    }
+    rd_kafka_poll_set_consumer(l->consumer);
+    if (ll_loop_make_producer(l, 30000, err, errlen) != 0 || check_dead_letter_topic(l, err, errlen) != 0)
+        return -1;
+    ll_log(LL_INFO, NULL, "kafka_ready", "group %s, transactional.id %s, dead letters up to %zu bytes",
+           l->group, l->txid, l->dlq_limit);
+    return 0;
+}
+
+/* ---- producing and committing --------------------------------------------------------------- */
+
+int ll_loop_produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
+                    rd_kafka_headers_t *hdrs, int free_val)
+{
+    for (;;) {
+        rd_kafka_resp_err_t e = rd_kafka_producev(
+            l->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE(val, vlen),
+            RD_KAFKA_V_MSGFLAGS(free_val ? RD_KAFKA_MSG_F_FREE : RD_KAFKA_MSG_F_COPY),
+            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+            return 0;
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            rd_kafka_poll(l->producer, 100);
+            continue;
+        }
+        ll_log(LL_ERROR, NULL, "produce_failed", "produce to %s: %s", topic, rd_kafka_err2str(e));
+        if (hdrs)
+            rd_kafka_headers_destroy(hdrs);
+        if (free_val)
+            free(val);
+        return -1;
+    }
+}

@@ -1,0 +1,33 @@
+/*
+ * kloop_decide.c - the consumer loop's decision table (kloop_decide.h has it as a table): one
+ * switch over the service's apply decision, then the database error's class. Pure.
+ */
+#include "ll/kloop_decide.h"
+
+ll_loop_step ll_loop_decide(ll_apply answer, bool bulk, bool wait_expired, ll_loop_fault fault)
+{
+    switch (answer) {
+    case LL_APPLY_COMMIT:
+        return bulk ? LL_STEP_BULK_KEEP : LL_STEP_KEEP_REPLY;
+    case LL_APPLY_ROLLBACK:
+        if (!bulk)
+            return LL_STEP_UNDO_REPLY;
+        break; /* a bulk function answers COMMIT or DB: as DB */
+    case LL_APPLY_DEFER:
+        if (!bulk)
+            return wait_expired ? LL_STEP_UNDO_DEAD_PREREQ : LL_STEP_UNDO_HOLD;
+        break;
+    case LL_APPLY_DEAD:
+        if (!bulk)
+            return LL_STEP_UNDO_DEAD;
+        break;
+    case LL_APPLY_DB:
+        break;
+    }
+    /* LL_APPLY_DB, a value outside ll_apply, or a bulk answer other than COMMIT */
+    if (fault == LL_FAULT_UNAVAILABLE)
+        return LL_STEP_UNDO_BATCH;
+    if (bulk)
+        return LL_STEP_BULK_UNDO;
+    return fault == LL_FAULT_INPUT ? LL_STEP_UNDO_DEAD_LEDGER : LL_STEP_UNDO_RETRY;
+}

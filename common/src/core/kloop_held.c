@@ -1,0 +1,124 @@
+/*
+ * kloop_held.c - the held queues of the loop (kloop_batch.h): a message whose run waits (a
+ * missing prerequisite, a lock held elsewhere, a lost deadlock) is copied into its Kafka
+ * partition's queue with the later messages of its run, retried with backoff
+ * (loop.retry_backoff_min..max) and removed once done. A full queue (loop.max_held) pauses the
+ * partition's fetching.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kloop_batch.h"
+#include "ll/log.h"
+
+void ll_loop_free_copy(lmsg *m)
+{
+    free((void *)m->key);
+    free((void *)m->value);
+    if (m->hdrs)
+        rd_kafka_headers_destroy(m->hdrs);
+    free(m);
+}
+
+void ll_loop_drop_held(part_state *ps)
+{
+    for (size_t i = 0; i < ps->n_held; i++)
+        ll_loop_free_copy(ps->held[i]);
+    ps->n_held = 0;
+}
+
+/* True when run r has a message in ps's held queue. */
+int ll_loop_run_held(const part_state *ps, const char *r)
+{
+    for (size_t i = 0; i < ps->n_held; i++)
+        if (strcmp(ps->held[i]->run, r) == 0)
+            return 1;
+    return 0;
+}
+
+/* Copies a fresh message into the held queue of its partition (appended: fresher than every
+ * queued one). Returns the held copy, or NULL when the queue is full. */
+lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
+{
+    part_state *ps = m->ps;
+    if ((int64_t)ps->n_held >= l->max_held)
+        return NULL;
+    if (ps->n_held == ps->cap_held) {
+        size_t cap = ps->cap_held ? ps->cap_held * 2 : 8;
+        lmsg **h = realloc(ps->held, cap * sizeof *h);
+        if (!h)
+            abort();
+        ps->held = h;
+        ps->cap_held = cap;
+    }
+    lmsg *c = malloc(sizeof *c);
+    if (!c)
+        abort();
+    *c = *m;
+    c->rkm = NULL;
+    c->key = m->key ? memcpy(malloc(m->key_len ? m->key_len : 1), m->key, m->key_len) : NULL;
+    c->value = m->value ? memcpy(malloc(m->len ? m->len : 1), m->value, m->len) : NULL;
+    rd_kafka_headers_t *h = NULL;
+    c->hdrs = m->rkm && rd_kafka_message_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h
+                  ? rd_kafka_headers_copy(h)
+                  : NULL;
+    c->held = 1;
+    ps->held[ps->n_held++] = c;
+    return c;
+}
+
+/* Removes a done held message from its queue; it is freed when the batch ends (the batch's
+ * work still refers to it). */
+void ll_batch_unhold(batch *b, lmsg *m)
+{
+    part_state *ps = m->ps;
+    for (size_t i = 0; i < ps->n_held; i++)
+        if (ps->held[i] == m) {
+            memmove(ps->held + i, ps->held + i + 1, (ps->n_held - i - 1) * sizeof *ps->held);
+            ps->n_held--;
+            break;
+        }
+    if (b->n_done_held == b->cap_done_held) {
+        size_t cap = b->cap_done_held ? b->cap_done_held * 2 : 16;
+        lmsg **d = realloc(b->done_held, cap * sizeof *d);
+        if (!d)
+            abort();
+        b->done_held = d;
+        b->cap_done_held = cap;
+    }
+    b->done_held[b->n_done_held++] = m;
+}
+
+size_t ll_loop_held_due(ll_loop *l, int64_t now)
+{
+    size_t due = 0;
+    for (size_t p = 0; p < l->n_parts; p++)
+        for (size_t i = 0; i < l->parts[p]->n_held; i++)
+            if (l->parts[p]->held[i]->retry_at_ms <= now)
+                due++;
+    return due;
+}
+
+/* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock). */
+w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why)
+{
+    ll_loop *l = b->l;
+    int64_t now = ll_loop_now_ms();
+    m->state = 2;
+    lmsg *h = m->held ? m : ll_loop_hold_copy(l, m);
+    if (!h) {
+        /* the queue is full: not held, not done; fetched again once the queue drains */
+        ll_loop_stop_partition(l, m->ps, m->offset);
+        return W_HELD;
+    }
+    if (deferred && !h->defer_since_ms)
+        h->defer_since_ms = now;
+    h->backoff_ms = h->backoff_ms ? h->backoff_ms * 2 : l->backoff_min_ms;
+    if (h->backoff_ms > l->backoff_max_ms)
+        h->backoff_ms = l->backoff_max_ms;
+    h->retry_at_ms = now + h->backoff_ms;
+    ll_log_ctx ctx = {h->run[0] ? h->run : NULL, pid, h->ps->topic, h->ps->partition, h->offset};
+    ll_log(deferred ? LL_INFO : LL_WARN, &ctx, deferred ? "message_deferred" : "run_held",
+           "held for %lld ms: %s", (long long)h->backoff_ms, why);
+    return W_HELD;
+}

@@ -1,0 +1,75 @@
+/*
+ * test_core_kloop_decide.c - the consumer loop's decision table (ll/kloop_decide.h): every row,
+ * for one message and for the set-based part.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "ll/kloop_decide.h"
+
+static const ll_loop_fault FAULTS[] = {LL_FAULT_UNAVAILABLE, LL_FAULT_INPUT, LL_FAULT_OTHER};
+
+/* COMMIT, ROLLBACK and DEAD ignore the database's error class and the prerequisite clock. */
+static void test_answers_without_error(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < 3; f++)
+        for (int w = 0; w < 2; w++) {
+            assert_int_equal(ll_loop_decide(LL_APPLY_COMMIT, false, w, FAULTS[f]), LL_STEP_KEEP_REPLY);
+            assert_int_equal(ll_loop_decide(LL_APPLY_ROLLBACK, false, w, FAULTS[f]), LL_STEP_UNDO_REPLY);
+            assert_int_equal(ll_loop_decide(LL_APPLY_DEAD, false, w, FAULTS[f]), LL_STEP_UNDO_DEAD);
+        }
+}
+
+/* DEFER holds the run until loop.prerequisite_wait has passed, then dead-letters. */
+static void test_defer(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < 3; f++) {
+        assert_int_equal(ll_loop_decide(LL_APPLY_DEFER, false, false, FAULTS[f]), LL_STEP_UNDO_HOLD);
+        assert_int_equal(ll_loop_decide(LL_APPLY_DEFER, false, true, FAULTS[f]), LL_STEP_UNDO_DEAD_PREREQ);
+    }
+}
+
+/* DB: the batch goes when the database is gone; a refused value is a dead letter; anything else
+ * holds the run. A value outside ll_apply is read as DB. */
+static void test_db(void **state)
+{
+    (void)state;
+    const ll_apply answers[] = {LL_APPLY_DB, (ll_apply)42};
+    for (size_t a = 0; a < 2; a++)
+        for (int w = 0; w < 2; w++) {
+            assert_int_equal(ll_loop_decide(answers[a], false, w, LL_FAULT_UNAVAILABLE), LL_STEP_UNDO_BATCH);
+            assert_int_equal(ll_loop_decide(answers[a], false, w, LL_FAULT_INPUT), LL_STEP_UNDO_DEAD_LEDGER);
+            assert_int_equal(ll_loop_decide(answers[a], false, w, LL_FAULT_OTHER), LL_STEP_UNDO_RETRY);
+        }
+}
+
+/* The set-based part: COMMIT keeps what it decided; any other answer undoes its part (every
+ * message then goes one by one), or the batch when the database is gone. */
+static void test_bulk(void **state)
+{
+    (void)state;
+    for (size_t f = 0; f < 3; f++)
+        assert_int_equal(ll_loop_decide(LL_APPLY_COMMIT, true, false, FAULTS[f]), LL_STEP_BULK_KEEP);
+    const ll_apply others[] = {LL_APPLY_ROLLBACK, LL_APPLY_DEFER, LL_APPLY_DEAD, LL_APPLY_DB, (ll_apply)42};
+    for (size_t a = 0; a < 5; a++) {
+        assert_int_equal(ll_loop_decide(others[a], true, false, LL_FAULT_UNAVAILABLE), LL_STEP_UNDO_BATCH);
+        assert_int_equal(ll_loop_decide(others[a], true, false, LL_FAULT_INPUT), LL_STEP_BULK_UNDO);
+        assert_int_equal(ll_loop_decide(others[a], true, true, LL_FAULT_OTHER), LL_STEP_BULK_UNDO);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_answers_without_error),
+        cmocka_unit_test(test_defer),
+        cmocka_unit_test(test_db),
+        cmocka_unit_test(test_bulk),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
