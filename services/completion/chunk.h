@@ -30,4 +30,11 @@ json_t *chunk_outcome(const ll_msg *m, const chunk_in *c, const char *result, co
 /* The set-based path (ll_bulk_fn) for topic chunks: see chunk_bulk.c. */
 ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs, size_t n, ll_bulk_out *outs);
 
+/* Contract §5.11-§5.12 for n runs at once (runs_complete.c): each run still EXTRACTING whose
+ * partitions are all SUCCESS with the source's rows becomes EXTRACTED_VALIDATED, with its
+ * VALIDATE_RUN outbox row, EXTRACT_VALIDATED event and NOTIFY; won[i] tells which (n entries, the
+ * caller's). run_ids: canonical uuids, locked by the caller. LL_DB_ERROR with db->err set when the
+ * statement fails or wrote fewer events than runs. */
+ll_db_rc runs_complete_extract(ll_db *db, const char *const *run_ids, size_t n, bool *won);
+
 #endif

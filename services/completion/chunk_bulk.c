@@ -1,5 +1,5 @@
 /*
- * chunk_bulk.c - the chunk reports of one database transaction in six set-based statements
+ * chunk_bulk.c - the chunk reports of one database transaction in seven set-based statements
  * (issue 8 §2-§3), instead of a savepoint, two locks and a statement each.
  *
  *   1. lock the batch's runs, in run-id order, SKIP LOCKED (contract §2.8: run first; a run
@@ -8,16 +8,18 @@
  *   3. read the stored file rows of the reported chunks and of the reported paths;
  *   4. decide each report in message order (ll_chunk_fast_decide): the owner's new or changed
  *      file of a RUNNING partition is written (ACCEPTED), and when the counters prove the
- *      partition complete with its expected rows the gate passes too (partition SUCCESS) unless it
- *      is the run's last open partition; an identical file is a REPLAY; everything else (a
- *      rejection, a deferral, a path another chunk holds, the same chunk or path twice in the
- *      batch, a gate that fails or needs the files aggregated, the run's completion) is left to
- *      the per-message path, with every later report of the same run (marked retry when it could
- *      be decided on its own: the loop calls again for that run once the earlier one is applied);
+ *      partition complete with its expected rows the gate passes too (partition SUCCESS); an
+ *      identical file is a REPLAY; everything else (a rejection, a deferral, a path another chunk
+ *      holds, the same chunk or path twice in the batch, a gate that fails or needs the files
+ *      aggregated, a report after its run's completion) is left to the per-message path, with every
+ *      later report of the same run (marked retry when it could be decided on its own: the loop
+ *      calls again for that run once the earlier one is applied);
  *   5. write every decided file row in one INSERT ... ON CONFLICT, set the counters and heartbeat
  *      of their partitions in one UPDATE, and the passed gates in one statement (partition
  *      SUCCESS, run success count, PARTITION_SUCCESS events); the run's heartbeat once per
- *      transaction.
+ *      transaction;
+ *   6. the completion CAS of every run whose last open partition passed its gate, with its outbox
+ *      row, event and NOTIFY, in one statement (runs_complete.c; contract §5.11-§5.12).
  * Nothing is written for a report left to the other path, so the answers are the per-message
  * path's (chunk_report.c) for the same state: tests/integration/test_bulk_apply.py compares them.
  *
@@ -99,7 +101,7 @@ static const ll_stmt ST_BULK_PARTITIONS = {
     7};
 
 /* Contract §5.4 step 10, the gate passed, for every partition a decided report completed (pass_gate
- * of chunk_report.c, less the completion CAS: these runs keep an open partition): the partition
+ * of chunk_report.c, less the completion CAS: step 6 does that after this): the partition
  * SUCCESS with its totals, the run's success count and heartbeat, a PARTITION_SUCCESS event each.
  * Returns how many rows each part changed (the caller checks them). */
 static const ll_stmt ST_BULK_GATES = {
@@ -127,6 +129,8 @@ typedef struct brun {
     ll_run_status status;
     const char *path;   /* hdfs_run_path, NULL when null */
     int64_t open_parts; /* its partitions not SUCCESS, less those this batch's gates pass */
+    bool completing;    /* a report of this batch passes its last open partition's gate */
+    bool won;           /* ... and the completion CAS moved it to EXTRACTED_VALIDATED */
 } brun;
 
 /* A locked partition with its counters as this batch leaves them. */
@@ -155,6 +159,9 @@ typedef struct brep {
     chunk_in c;
     char key[112], pkey[96]; /* "run|partition|index", "run|partition" */
     ll_chunk_fast d;
+    bool completes; /* d is the gate of its run's last open partition: the completion CAS follows */
+    ll_part_status part_status; /* when decided: its partition's status and written files after it */
+    int64_t received;
 } brep;
 
 typedef struct bulk {
@@ -325,6 +332,8 @@ static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
     if (ll_strmap_get(&k->write_of, rp->key) || ll_strmap_get(&k->write_at, rp->c.path))
         return LL_CHUNK_FAST_PASS; /* the same chunk or path twice: one at a time */
     brun *run = find_run(k, rp->c.run_id);
+    if (run && run->completing)
+        return LL_CHUNK_FAST_PASS; /* after its run's completion: one by one, against the new status */
     const size_t *pi = run ? ll_strmap_get(&k->part_of, rp->pkey) : NULL;
     bool path_elsewhere;
     const ll_chunk_file *old = stored(k, rp, &path_elsewhere);
@@ -345,9 +354,6 @@ static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
                            .expected_rows = part->expected_rows};
     ll_chunk_counters after = part->counters;
     ll_chunk_fast d = ll_chunk_fast_decide(&in, &after);
-    /* the run's last open partition: the completion CAS and its outbox row are the other path's */
-    if (d == LL_CHUNK_FAST_GATE && run->open_parts <= 1)
-        d = LL_CHUNK_FAST_PASS;
     if (behind) {
         *retry = d != LL_CHUNK_FAST_PASS; /* keep the order; worth another try once it is applied */
         return LL_CHUNK_FAST_PASS;
@@ -363,6 +369,8 @@ static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
     if (d == LL_CHUNK_FAST_GATE) {
         part->gated = true;
         part->status = LL_PART_SUCCESS; /* later reports of it: REPLAY or CHUNK_CONFLICT, the other path */
+        /* the run's last open partition: its completion CAS follows the gates (runs_complete.c) */
+        rp->completes = run->completing = run->open_parts <= 1;
         run->open_parts--;
     }
     return d;
@@ -482,6 +490,31 @@ static int write_rows(bulk *k)
     return write_gates(k);
 }
 
+/* Step 6: the completion CAS of every run whose last open partition a gate of this batch passed
+ * (contract §5.11; pass_gate of chunk_report.c, for all of them in one statement). 0, or -1
+ * (db->err set). */
+static int complete_runs(bulk *k)
+{
+    const char **ids = calloc(k->n_runs + 1, sizeof *ids);
+    bool *won = calloc(k->n_runs + 1, sizeof *won);
+    size_t *at = calloc(k->n_runs + 1, sizeof *at);
+    if (!ids || !won || !at)
+        abort();
+    size_t n = 0;
+    for (size_t i = 0; i < k->n_runs; i++)
+        if (k->runs[i].completing) {
+            at[n] = i;
+            ids[n++] = k->runs[i].id;
+        }
+    int rc = runs_complete_extract(k->db, ids, n, won) == LL_DB_OK ? 0 : -1;
+    for (size_t j = 0; j < n && rc == 0; j++)
+        k->runs[at[j]].won = won[j];
+    free(ids);
+    free(won);
+    free(at);
+    return rc;
+}
+
 static void bulk_free(bulk *k)
 {
     ll_strmap *maps[] = {&k->run_of,   &k->part_of,  &k->file_of, &k->file_at,
@@ -538,17 +571,27 @@ ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs,
             continue;
         }
         const bpart *part = &k.parts[*ll_strmap_get(&k.part_of, rp->pkey)];
-        const brun *run = find_run(&k, rp->c.run_id);
+        rp->part_status = part->status;
+        rp->received = part->counters.files;
         outs[i].decided = true;
-        outs[i].reply =
-            chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_REPLAY ? "REPLAY" : "ACCEPTED", NULL, NULL,
-                          ll_run_status_name(run->status), ll_part_status_name(part->status),
-                          (long long)part->counters.files, false);
         if (rp->d != LL_CHUNK_FAST_REPLAY)
             ll_msg_touch_run(msgs[i], rp->c.run_id);
     }
-    if (write_rows(&k) != 0)
+    if (write_rows(&k) != 0 || complete_runs(&k) != 0) {
         a = LL_APPLY_DB;
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const brep *rp = &k.reps[i];
+        if (!outs[i].decided)
+            continue;
+        const brun *run = find_run(&k, rp->c.run_id);
+        bool won = rp->completes && run->won;
+        outs[i].reply =
+            chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_REPLAY ? "REPLAY" : "ACCEPTED", NULL, NULL,
+                          won ? "EXTRACTED_VALIDATED" : ll_run_status_name(run->status),
+                          ll_part_status_name(rp->part_status), (long long)rp->received, won);
+    }
 out:
     bulk_free(&k);
     return a;

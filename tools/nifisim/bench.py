@@ -373,12 +373,10 @@ def pgbench(args, iso, parts, chunks, runs_n, per_tx, pre):
 
 def pgbench_set_based(args, iso, parts, chunks, runs_n, per_tx, pre):
     """pgbench -c 1 over the set-based statements (pgbench_bulk.py), per_tx chunks per transaction
-    (the service's poll batch: whole transactions only, and at most the savepoints the service
-    takes in one), on the runs whose ids start with `pre`; tps in chunks per second."""
+    (the service's poll batch: whole transactions only), on the runs whose ids start with `pre`; tps in chunks per second."""
     total = runs_n * parts * chunks
     per_tx = min(per_tx, total)
-    while per_tx > 2 and (total % per_tx or
-                          pgbench_bulk.savepoints(per_tx, chunks, parts) >= pgbench_bulk.SAVEPOINTS_MAX):
+    while per_tx > 2 and total % per_tx:
         per_tx -= 1
     if total % per_tx:
         raise RuntimeError("pgbench set-based: no batch of 2 or more divides %d chunks" % total)
@@ -682,7 +680,7 @@ def main():
                          " copies of the script)")
     ap.add_argument("--pgbench-bulk-batch", type=int, default=500,
                     help="chunks per transaction of the set-based ceiling (loop.batch_max; lowered to divide"
-                         " the workload and to stay under the service's 60 savepoints per transaction)")
+                         " the workload)")
     ap.add_argument("--latency-seconds", type=float, default=30)
     ap.add_argument("--latency-chunks", type=int, default=5)
     ap.add_argument("--latency-rate", type=float, default=0,

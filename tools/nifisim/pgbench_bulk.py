@@ -4,35 +4,32 @@ for a poll batch of them (common/src/core/kloop_batch.c ll_loop_batch, kloop_bul
 services/completion/chunk_bulk.c), statement for statement:
 
   BEGIN
-  the set-based part over the whole batch: lock runs, lock partitions, read files, write files,
-      partition counters, passed gates (chunk_bulk_*): every report but a run's last (its
-      completion: the run's last open partition), which it leaves to the per-message path; then,
-      under SAVEPOINT m, the three reads again over what it left (it decides nothing more)
-  per run completed in the batch: SAVEPOINT m and the per-message statements of its last chunk
-      (scripts/bench/chunk.sql: partition gate, completion CAS, outbox row, NOTIFY); nothing of its
-      run follows it, so the set-based part is not called again
+  the set-based part over the whole batch (chunk_bulk_*): lock runs, lock partitions, read files,
+      write files, partition counters, passed gates, and the completion of the runs whose last
+      partition the batch gates (runs_complete_extract: completion CAS, outbox row, event,
+      NOTIFY); every report of the workload is decided there, so there is no savepoint and no
+      per-message statement
   the run heartbeats (kloop_touch_runs)
   COMMIT
 
 The set-based statements are the service's own text, read from the C sources when the script is
 built (a statement missing or with another parameter count stops the benchmark); each $n becomes
 an ARRAY(...) built in SQL from pgbench integers over generate_series. What differs from the
-service is written into the script's header (HEADER below). Modelled on main at 9485996 (a gate
-passes set-based unless it completes the run): the statement counts of the service's default
-benchmark run are the script's.
+service is written into the script's header (HEADER below). Modelled on the set-based run
+completion (runs_complete.c, 2026-12-01): the statement counts of the service's default benchmark
+run are the script's.
 
 Chunk k (numbered from 0, per client) is run k / (C*P), partition (k / C) % P, chunk index k % C,
 as in chunk.sql; transaction t covers chunks t*N .. t*N+N-1.
 """
-import math
 import os
 import re
 
 LOCK_RUNS, LOCK_PARTS, FILES, WRITE, PARTS, GATES = ("chunk_bulk_lock_runs", "chunk_bulk_lock_partitions",
                                                      "chunk_bulk_files", "chunk_bulk_write_files",
                                                      "chunk_bulk_partitions", "chunk_bulk_gates")
+COMPLETE = "runs_complete_extract"
 TOUCH_RUNS = "kloop_touch_runs"
-SAVEPOINTS_MAX = 60  # loop.db_batch_max, LL_BATCH_SAVEPOINTS: the service commits at that many
 
 HEADER = """\
 -- The set-based ceiling of scripts/bench.sh, written by tools/nifisim/pgbench_bulk.py: one
@@ -46,7 +43,8 @@ HEADER = """\
 -- * which reports the set-based part decides is known from the numbering, not decided;
 -- * pgbench nests "SAVEPOINT m" where the service sends "RELEASE SAVEPOINT m; SAVEPOINT m" (one
 --   round trip each);
--- * the per-message statements are chunk.sql's, with its differences;
+-- * a run's VALIDATE_RUN dispatch id is md5(run id)::uuid where the service computes a name-based
+--   uuid (v5) in C;
 -- * the run heartbeats are written for the transaction's runs in run order.
 """
 
@@ -148,6 +146,11 @@ def gates(stmts, g):
                                       g.each("100 * :C::bigint"), g.each(":C::int"), g.each("9600 * :C::bigint")])
 
 
+def completions(stmts, e):
+    """Step 6 of chunk_bulk.c (runs_complete.c) for the runs whose last chunk is in e."""
+    return with_arrays(stmts, COMPLETE, [e.runs(), "ARRAY(SELECT md5(x::text)::uuid FROM unnest(%s) AS x)" % e.runs()])
+
+
 def chunk_sql_body(chunk_sql):
     """chunk.sql without its comments and its step of the chunk counter (the caller sets :n)."""
     lines = [x for x in chunk_sql.splitlines() if not x.startswith("--")]
@@ -156,23 +159,16 @@ def chunk_sql_body(chunk_sql):
     return "\n".join(lines[1:]) + "\n"
 
 
-def max_run_ends(per_tx, chunks, parts):
-    """At most this many runs' last chunks in per_tx consecutive chunks."""
-    return int(math.ceil(per_tx / float(chunks * parts)))
-
-
-def savepoints(per_tx, chunks, parts):
-    """The most savepoints one transaction of the script takes (the service's count)."""
-    return 1 + max_run_ends(per_tx, chunks, parts)
-
-
 def script(repo, per_tx, chunks, parts, chunk_sql):
     """The pgbench script (text) for per_tx chunks per transaction, `chunks` per partition and
     `parts` partitions per run. Variables: -D t=-1 (transaction counter), N (= per_tx), C, P, pre
-    as chunk.sql."""
-    stmts = c_statements(os.path.join(repo, "services", "completion", "chunk_bulk.c"),
-                         os.path.join(repo, "common", "src", "core", "kloop_tx.c"))
-    body = chunk_sql_body(chunk_sql)
+    as chunk.sql. chunk_sql: checked only (the per-message path is no longer modelled)."""
+    src = os.path.join(repo, "services", "completion")
+    stmts = c_statements(*[os.path.join(src, f) for f in sorted(os.listdir(src)) if f.endswith(".c")],
+                         *[os.path.join(repo, "common", "src", "core", f)
+                           for f in sorted(os.listdir(os.path.join(repo, "common", "src", "core")))
+                           if f.startswith("kloop") and f.endswith(".c")])
+    chunk_sql_body(chunk_sql)
     run_end = "k % :CP::int = :CP::int - 1"
     out = [HEADER,
            "\\set t :t + 1\n\\set CP :C * :P\n\\set n0 :t * :N\n\\set e :n0 + :N\n",
@@ -183,16 +179,13 @@ def script(repo, per_tx, chunks, parts, chunk_sql):
            "\\set pends CASE WHEN :q0 < :e THEN (:e - 1 - :q0) / :C + 1 ELSE 0 END\n",
            "BEGIN ISOLATION LEVEL READ COMMITTED;\n",
            reads(stmts, Chunks("n0", "e")),
-           "\\if :N > :ends\n",
-           writes(stmts, Chunks("n0", "e", "NOT (%s)" % run_end)),
-           "\\if :pends > :ends\n",
-           gates(stmts, Chunks("n0", "e", "k %% :C::int = :C::int - 1 AND NOT (%s)" % run_end)),
-           "\\endif\nSAVEPOINT m;\n\\endif\n",
-           "\\if :ends >= 2\n", reads(stmts, Chunks("n0", "e", run_end)), "\\endif\n"]
-    for j in range(max_run_ends(per_tx, chunks, parts)):
-        out.append("\\set g :f0 + %d * :CP\n\\if :g < :e\nSAVEPOINT m;\n\\set n :g\n%s\\endif\n" % (j, body))
-    out.append(with_arrays(stmts, TOUCH_RUNS, [Chunks("n0", "e").runs()]))
-    out.append("COMMIT;\n")
+           writes(stmts, Chunks("n0", "e")),
+           "\\if :pends > 0\n",
+           gates(stmts, Chunks("n0", "e", "k % :C::int = :C::int - 1")),
+           "\\endif\n",
+           "\\if :ends > 0\n", completions(stmts, Chunks("n0", "e", run_end)), "\\endif\n",
+           with_arrays(stmts, TOUCH_RUNS, [Chunks("n0", "e").runs()]),
+           "COMMIT;\n"]
     return "".join(out)
 
 
