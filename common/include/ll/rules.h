@@ -104,15 +104,25 @@ int ll_manifest_violations(const ll_manifest *m, bool allow_empty_source, ll_str
 /* ---- Partition claim (contract §5.3) -------------------------------------------------------- */
 
 typedef enum ll_claim_decision {
-    LL_CLAIM_GRANT = 0,       /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
-    LL_CLAIM_REPLAY,          /* RUNNING with the same token: granted again, heartbeat only */
-    LL_CLAIM_REFUSE_RUN,      /* run not EXTRACTING: claimed=false (NiFi must not query Oracle) */
-    LL_CLAIM_REFUSE_PARTITION /* partition owned by another token or finished: claimed=false */
+    LL_CLAIM_GRANT = 0,        /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
+    LL_CLAIM_REPLAY,           /* RUNNING with the same token: granted again, heartbeat only */
+    LL_CLAIM_REFUSE_RUN,       /* run not EXTRACTING: claimed=false (NiFi must not query Oracle) */
+    LL_CLAIM_REFUSE_PARTITION, /* partition owned by another token or finished: claimed=false */
+    LL_CLAIM_REFUSE_SUPERSEDED /* a token granted before and superseded (a zombie or replayed claim
+                                * after a reissue) over a claimable partition: claimed=false */
 } ll_claim_decision;
 
-/* Decides a claim; stored_token may be NULL; tokens compared as canonical UUIDs. */
+/*
+ * Decides a claim (contract §5.3 steps 2-5; kafka-edition.md §6 for a superseded token).
+ * stored_token may be NULL; tokens compared as canonical UUIDs; both borrowed. granted_before:
+ * the claim-token history holds request_token for this partition (it was granted once).
+ */
 ll_claim_decision ll_claim_decide(ll_run_status run, ll_part_status part, const char *stored_token,
-                                  const char *request_token);
+                                  const char *request_token, bool granted_before);
+/* The reply code of a refusal (static): RUN_STATUS_MISMATCH for REFUSE_RUN, CLAIM_MISMATCH for a
+ * RUNNING partition's REFUSE_PARTITION and for REFUSE_SUPERSEDED, PARTITION_STATUS_MISMATCH for
+ * any other REFUSE_PARTITION; NULL for GRANT and REPLAY. part: the locked partition's status. */
+const char *ll_claim_refusal_code(ll_claim_decision d, ll_part_status part);
 
 /* ---- Chunk report gate (contract §5.4 steps 8-10) ------------------------------------------- */
 
