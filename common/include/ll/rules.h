@@ -232,6 +232,30 @@ ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token,
 /* Snapshot error: errorCode upper-cased in {ORA-01555, ORA-08180} or errorClass upper-cased = SNAPSHOT. */
 bool ll_is_snapshot_error(const char *error_code, const char *error_class);
 
+/* ---- A failed partition ends its run's extraction (contract §5.4 step 10, §5.5 step 5) -------- */
+
+/* How a run fails because one of its partitions failed. Strings static or the caller's (borrowed). */
+typedef struct ll_run_fail {
+    ll_run_status status; /* FAILED_EXTRACT or FAILED_SNAPSHOT_EXPIRED */
+    const char *stage;    /* error_stage */
+    const char *code;     /* error_code */
+} ll_run_fail;
+
+/*
+ * §5.4 step 10: a partition's ROW_COUNT_MISMATCH fails its run only while the run is EXTRACTING
+ * (FAILED_EXTRACT, stage PARTITION_GATE, code ROW_COUNT_MISMATCH; all static); any other status
+ * is kept (the partition still counts as failed). Returns whether the run fails; *out is filled
+ * then. The caller writes it with a compare-and-set on status = 'EXTRACTING'.
+ */
+bool ll_gate_run_failure(ll_run_status current, ll_run_fail *out);
+/*
+ * §5.5 step 5: a worker's partition failure fails its run only while the run is EXTRACTING:
+ * FAILED_SNAPSHOT_EXPIRED for a snapshot error (ll_is_snapshot_error), else FAILED_EXTRACT, with
+ * the report's errorStage and errorCode (borrowed into *out). Returns whether the run fails.
+ */
+bool ll_pfail_run_failure(ll_run_status current, const char *error_stage, const char *error_code,
+                          const char *error_class, ll_run_fail *out);
+
 /* ---- Run failure report (contract §5.6) ----------------------------------------------------- */
 
 /* True for exactly the five allowed (expectedStatus, failStatus) pairs. */
