@@ -279,6 +279,11 @@ typedef enum ll_send_outcome {
  * delivered command and 0 for a failed one.
  */
 ll_send_outcome ll_dispatch_classify(int http_status, int attempt, int max_attempts);
+/* Whether a delivery's status is delivered: 2xx (a Kafka sink's 200). */
+bool ll_dispatch_delivered(int http_status);
+/* Whether a delivery's status is a permanent refusal, DEAD on any attempt: 4xx other than
+ * 408/425/429 (contract §6, §12). 0 (transport error), 3xx, 5xx and the three are transient. */
+bool ll_dispatch_status_permanent(int http_status);
 
 /* ---- Name-based ids (kafka-edition.md §4) --------------------------------------------------- */
 
