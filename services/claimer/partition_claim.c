@@ -4,15 +4,18 @@
  * Lock order run -> partition. A claim for a run or partition the ledger does not hold yet
  * (run request or manifest not applied) is deferred; after loop.prerequisite_wait a run that
  * exists but still has no manifest answers PARTITION_NOT_FOUND, an unknown run is dead-lettered.
- * A same-token retry writes nothing (no heartbeat: only a new claim is progress). ll_claim_decide decides; a
+ * A same-token retry writes nothing (no heartbeat: only a new claim is progress). ll_claim_decide decides,
+ * given the claim-token history (a token granted before and superseded is CLAIM_MISMATCH); a
  * granted claim stores the token, counts the attempt, records the token in load_claim_token (so a later
  * report with a superseded token is told from one not yet seen), ACKs the partition's
- * REISSUE_PARTITION dispatches when it was RETRY, and answers with the whole work order.
+ * REISSUE_PARTITION dispatches when it was RETRY, and answers with the whole work order. Helpers
+ * return the database result; only the entry point returns the apply decision (ll_apply_of_db).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "claimer.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/ledger.h"
 #include "ll/rules.h"
@@ -81,23 +84,28 @@ static json_t *claim_reply(const ll_msg *m, const claim_in *c, const char *outco
     return r;
 }
 
-static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run, PGresult *part,
+/* Contract §5.3 step 5: the grant with its token history, reissue ACK and event; the reply with
+ * the work order. LL_DB_OK, or the failed statement's result (db->err). */
+static ll_db_rc grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run, PGresult *part,
                       ll_part_status before, ll_apply_out *out)
 {
     const char *p[4] = {c->run_id, c->partition_id, c->token, c->worker};
     PGresult *r = ll_db_exec(db, &ST_GRANT, p);
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     long long attempt = ll_db_ll(r, 0, 0, 0);
     PQclear(r);
     char att[16];
     snprintf(att, sizeof att, "%lld", attempt);
     const char *h[5] = {c->run_id, c->partition_id, c->token, att, c->worker};
     const char *k[2] = {c->run_id, c->partition_id};
-    if (ll_db_exec_discard(db, &ST_TOKEN_HISTORY, h) != LL_DB_OK ||
-        (before == LL_PART_RETRY && ll_db_exec_discard(db, &ST_ACK_REISSUE, k) != LL_DB_OK) ||
-        ll_run_touch(db, c->run_id) != LL_DB_OK)
-        return LL_APPLY_DB;
+    ll_db_rc rc = ll_db_exec_discard(db, &ST_TOKEN_HISTORY, h);
+    if (rc == LL_DB_OK && before == LL_PART_RETRY)
+        rc = ll_db_exec_discard(db, &ST_ACK_REISSUE, k);
+    if (rc == LL_DB_OK)
+        rc = ll_run_touch(db, c->run_id);
+    if (rc != LL_DB_OK)
+        return rc;
     json_t *details = json_pack("{s:s,s:I}", "workerNode", c->worker, "attempt", (json_int_t)attempt);
     ll_event ev = {.name = "PARTITION_STARTED",
                    .level = "INFO",
@@ -106,82 +114,68 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_ru
                    .chunk_index = -1,
                    .row_count = -1,
                    .details = details};
-    ll_db_rc rc = ll_event_insert(db, &ev);
+    rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
-        return LL_APPLY_DB;
+        return rc;
     out->reply = claim_reply(m, c, "ACCEPTED", NULL, "EXTRACTING", "RUNNING", true, attempt, run, part);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
-/* Why a claim was refused: RUN_STATUS_MISMATCH (run not EXTRACTING), CLAIM_MISMATCH (another
- * token holds the partition), PARTITION_STATUS_MISMATCH (the partition is finished). */
-static const char *refusal_code(ll_run_status run, ll_part_status part)
-{
-    if (run != LL_RUN_EXTRACTING)
-        return "RUN_STATUS_MISMATCH";
-    return part == LL_PART_RUNNING ? "CLAIM_MISMATCH" : "PARTITION_STATUS_MISMATCH";
-}
-
-static ll_apply decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run,
+/* Steps 1-5 over the locked partition: ll_claim_decide decides, with the claim-token history as
+ * its input (a superseded token never owns the partition again, kafka-edition.md §6). LL_DB_OK
+ * after a grant, LL_DB_ROLLBACK after a refusal or a replay (both write nothing; the reply is
+ * set), or the failed statement's result. */
+static ll_db_rc decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run,
                        ll_apply_out *out)
 {
     const char *k[2] = {c->run_id, c->partition_id};
     PGresult *part = ll_db_exec(db, &ST_LOCK_PARTITION, k);
     if (!part)
-        return LL_APPLY_DB;
-    ll_apply a;
+        return LL_DB_ERROR;
     if (PQntuples(part) == 0) {
         out->reply = claim_reply(m, c, "REJECTED", "PARTITION_NOT_FOUND", ll_run_status_name(run->status),
                                  NULL, false, 0, NULL, NULL);
-        a = LL_APPLY_ROLLBACK;
-    } else {
-        ll_part_status ps = LL_PART_PENDING;
-        ll_part_status_parse(PQgetvalue(part, 0, 0), &ps);
-        const char *stored = ll_db_text(part, 0, 1);
-        long long attempt = ll_db_ll(part, 0, 2, 0);
-        ll_claim_decision d = ll_claim_decide(run->status, ps, stored, c->token);
-        bool superseded = false;
-        /* a token granted before and superseded (a replayed or zombie claim after a reissue) never
-         * owns the partition again (0003_kafka_edition, kafka-edition.md §1 and §6): without this,
-         * replaying partition-claims over a RETRY partition re-granted the old token */
-        if (d == LL_CLAIM_GRANT &&
-            ll_claim_token_known(db, c->run_id, c->partition_id, c->token, &superseded) != LL_DB_OK) {
-            PQclear(part);
-            return LL_APPLY_DB;
-        }
-        if (superseded) {
-            out->reply = claim_reply(m, c, "REJECTED", "CLAIM_MISMATCH", ll_run_status_name(run->status),
-                                     ll_part_status_name(ps), false, attempt, NULL, NULL);
-            PQclear(part);
-            return LL_APPLY_ROLLBACK;
-        }
-        switch (d) {
-        case LL_CLAIM_GRANT:
-            a = grant(db, m, c, run, part, ps, out);
-            break;
-        case LL_CLAIM_REPLAY:
-            /* the same-token retry writes nothing: the reference refreshes the partition
-             * heartbeat here (contract §5.3 step 3), but a replayed claim of a worker that died
-             * would then make the sweeper take the partition for alive (docs/design.md §5) */
-            out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING", true,
-                                     attempt, run, part);
-            a = LL_APPLY_ROLLBACK;
-            break;
-        case LL_CLAIM_REFUSE_RUN:
-        case LL_CLAIM_REFUSE_PARTITION:
-        default:
-            /* claimed=false, a normal race: the run has ended, another token owns the
-             * partition, or the partition is finished */
-            out->reply =
-                claim_reply(m, c, "REJECTED", refusal_code(run->status, ps), ll_run_status_name(run->status),
-                            ll_part_status_name(ps), false, attempt, NULL, NULL);
-            a = LL_APPLY_ROLLBACK;
-            break;
-        }
+        PQclear(part);
+        return LL_DB_ROLLBACK;
+    }
+    ll_part_status ps = LL_PART_PENDING;
+    ll_part_status_parse(PQgetvalue(part, 0, 0), &ps);
+    const char *stored = ll_db_text(part, 0, 1);
+    long long attempt = ll_db_ll(part, 0, 2, 0);
+    bool granted_before = false;
+    ll_db_rc rc = ll_claim_token_known(db, c->run_id, c->partition_id, c->token, &granted_before);
+    if (rc != LL_DB_OK) {
+        PQclear(part);
+        return rc;
+    }
+    ll_claim_decision d = ll_claim_decide(run->status, ps, stored, c->token, granted_before);
+    switch (d) {
+    case LL_CLAIM_GRANT:
+        rc = grant(db, m, c, run, part, ps, out);
+        break;
+    case LL_CLAIM_REPLAY:
+        /* the same-token retry writes nothing: the reference refreshes the partition
+         * heartbeat here (contract §5.3 step 3), but a replayed claim of a worker that died
+         * would then make the sweeper take the partition for alive (docs/design.md §5) */
+        out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING", true,
+                                 attempt, run, part);
+        rc = LL_DB_ROLLBACK;
+        break;
+    case LL_CLAIM_REFUSE_RUN:
+    case LL_CLAIM_REFUSE_PARTITION:
+    case LL_CLAIM_REFUSE_SUPERSEDED:
+    default:
+        /* claimed=false, a normal race: the run has ended, another token owns the partition,
+         * the partition is finished, or the token was superseded by a reissue */
+        out->reply =
+            claim_reply(m, c, "REJECTED", ll_claim_refusal_code(d, ps), ll_run_status_name(run->status),
+                        ll_part_status_name(ps), false, attempt, NULL, NULL);
+        rc = LL_DB_ROLLBACK;
+        break;
     }
     PQclear(part);
-    return a;
+    return rc;
 }
 
 ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -213,7 +207,7 @@ ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll
             a = LL_APPLY_DEFER;
         }
     } else {
-        a = decide(db, m, &c, &run, out);
+        a = ll_apply_of_db(decide(db, m, &c, &run, out));
     }
     ll_run_row_clear(&run);
     return a;

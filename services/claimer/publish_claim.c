@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "claimer.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/ledger.h"
 #include "ll/rules.h"
@@ -36,7 +37,9 @@ static json_t *reply(const ll_msg *m, const char *run_id, const char *token, con
     return r;
 }
 
-static ll_apply grant(ll_db *db, const ll_msg *m, const char *run_id, const char *token, ll_apply_out *out)
+/* Contract §5.13: STAGING_VALIDATED -> PUBLISHING with the token, its history row and event; the
+ * reply. LL_DB_OK, or the failed statement's result (db->err). */
+static ll_db_rc grant(ll_db *db, const ll_msg *m, const char *run_id, const char *token, ll_apply_out *out)
 {
     const char *p[2] = {run_id, token};
     json_t *details = json_pack("{s:s}", "publishToken", token);
@@ -53,9 +56,9 @@ static ll_apply grant(ll_db *db, const ll_msg *m, const char *run_id, const char
         rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
-        return LL_APPLY_DB;
+        return rc;
     out->reply = reply(m, run_id, token, "ACCEPTED", NULL, "PUBLISHING", true);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 ll_apply claimer_apply_publish_claim(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -83,7 +86,7 @@ ll_apply claimer_apply_publish_claim(void *svc, ll_db *db, const ll_msg *m, ll_a
         out->reply = owner ? reply(m, run_id, token, "REPLAY", NULL, rs, true)
                            : reply(m, run_id, token, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
     } else if (run.status == LL_RUN_STAGING_VALIDATED) {
-        a = grant(db, m, run_id, token, out);
+        a = ll_apply_of_db(grant(db, m, run_id, token, out));
     } else if (ll_run_should_wait(run.status, LL_RUN_STAGING_VALIDATED, m->wait_expired)) {
         snprintf(out->reason, sizeof out->reason, "run is %s; waiting for STAGING_VALIDATED", rs);
         a = LL_APPLY_DEFER;

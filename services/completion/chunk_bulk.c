@@ -32,6 +32,7 @@
 
 #include "chunk.h"
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/pgarray.h"
 #include "ll/strmap.h"
 #include "ll/rules.h"
@@ -197,8 +198,8 @@ static int cmp_pkey(const void *a, const void *b)
 }
 
 /* Steps 1-2: the runs, then their partitions, locked without waiting, each in sorted order
- * (contract §2.8). 0, or -1. */
-static int lock_rows(bulk *k)
+ * (contract §2.8). LL_DB_OK, or LL_DB_ERROR (db->err set). */
+static ll_db_rc lock_rows(bulk *k)
 {
     pkey *keys = calloc(k->n + 1, sizeof *keys), *runkeys = calloc(k->n + 1, sizeof *runkeys);
     if (!keys || !runkeys)
@@ -222,7 +223,7 @@ static int lock_rows(bulk *k)
         }
     free(keys);
     free(runkeys);
-    int rc = -1;
+    ll_db_rc rc = LL_DB_ERROR;
     if (!(k->runs_res = exec2(k->db, &ST_BULK_LOCK_RUNS, &runs, NULL)))
         goto out;
     k->n_runs = (size_t)PQntuples(k->runs_res);
@@ -258,7 +259,7 @@ static int lock_rows(bulk *k)
         snprintf(p->key, sizeof p->key, "%s|%s", p->run, p->pid);
         ll_strmap_put(&k->part_of, p->key, i);
     }
-    rc = 0;
+    rc = LL_DB_OK;
 out:
     ll_pgarray_free(&runs);
     ll_pgarray_free(&pruns);
@@ -266,8 +267,8 @@ out:
     return rc;
 }
 
-/* Step 3: the stored rows of the reported chunks and paths. 0, or -1. */
-static int read_files(bulk *k)
+/* Step 3: the stored rows of the reported chunks and paths. LL_DB_OK, or LL_DB_ERROR (db->err set). */
+static ll_db_rc read_files(bulk *k)
 {
     ll_pgarray runs = {0}, pids = {0}, idx = {0}, paths = {0};
     for (size_t i = 0; i < k->n; i++)
@@ -285,7 +286,7 @@ static int read_files(bulk *k)
     ll_pgarray_free(&idx);
     ll_pgarray_free(&paths);
     if (!k->files_res)
-        return -1;
+        return LL_DB_ERROR;
     PGresult *r = k->files_res;
     k->n_files = (size_t)PQntuples(r);
     k->files = calloc(k->n_files + 1, sizeof *k->files);
@@ -303,7 +304,7 @@ static int read_files(bulk *k)
         ll_strmap_put(&k->file_of, f->key, i);
         ll_strmap_put(&k->file_at, f->f.path, i);
     }
-    return 0;
+    return LL_DB_OK;
 }
 
 static brun *find_run(bulk *k, const char *id)
@@ -376,8 +377,9 @@ static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
     return d;
 }
 
-/* Step 5, after the files and counters: the gates passed. 0, or -1 (db->err set). */
-static int write_gates(bulk *k)
+/* Step 5, after the files and counters: the gates passed. LL_DB_OK, or LL_DB_ERROR (db->err set;
+ * also when the statement changed other counts than decided). */
+static ll_db_rc write_gates(bulk *k)
 {
     ll_pgarray g[6] = {{0}};
     size_t gates = 0, runs = 0;
@@ -398,21 +400,21 @@ static int write_gates(bulk *k)
         ll_pgarray_add_ll(&g[5], (long long)p->counters.bytes);
     }
     ll_strmap_free(&seen);
-    int rc = 0;
+    ll_db_rc rc = LL_DB_OK;
     if (gates) {
         const char *p[6];
         for (int j = 0; j < 6; j++)
             p[j] = ll_pgarray_text(&g[j]);
         PGresult *r = ll_db_exec(k->db, &ST_BULK_GATES, p);
         if (!r) {
-            rc = -1;
+            rc = LL_DB_ERROR;
         } else if (ll_db_ll(r, 0, 0, -1) != (long long)gates || ll_db_ll(r, 0, 1, -1) != (long long)runs ||
                    ll_db_ll(r, 0, 2, -1) != (long long)gates) {
             k->db->err.sqlstate[0] = '\0';
             snprintf(k->db->err.message, sizeof k->db->err.message,
                      "bulk gates changed %s partitions, %s runs, %s events of %zu, %zu, %zu",
                      PQgetvalue(r, 0, 0), PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), gates, runs, gates);
-            rc = -1;
+            rc = LL_DB_ERROR;
         }
         PQclear(r);
     }
@@ -421,8 +423,9 @@ static int write_gates(bulk *k)
     return rc;
 }
 
-/* Executes a write over n arrays (freed here) that must change `want` rows. 0, or -1 (db->err set). */
-static int exec_arrays(bulk *k, const ll_stmt *st, ll_pgarray *a, int n, size_t want, const char *what)
+/* Executes a write over n arrays (freed here) that must change `want` rows. LL_DB_OK, or LL_DB_ERROR
+ * (db->err set; also when it changed another number of rows). */
+static ll_db_rc exec_arrays(bulk *k, const ll_stmt *st, ll_pgarray *a, int n, size_t want, const char *what)
 {
     const char *p[8];
     for (int j = 0; j < n && j < 8; j++)
@@ -437,12 +440,12 @@ static int exec_arrays(bulk *k, const ll_stmt *st, ll_pgarray *a, int n, size_t 
         snprintf(k->db->err.message, sizeof k->db->err.message, "bulk %s changed %ld of %zu rows", what, got,
                  want);
     }
-    return r && got == (long)want ? 0 : -1;
+    return r && got == (long)want ? LL_DB_OK : LL_DB_ERROR;
 }
 
-/* Step 5: the decided files, then their partitions' counters, then the gates passed. 0, or -1
- * (db->err set). */
-static int write_rows(bulk *k)
+/* Step 5: the decided files, then their partitions' counters, then the gates passed. LL_DB_OK, or
+ * LL_DB_ERROR (db->err set). */
+static ll_db_rc write_rows(bulk *k)
 {
     ll_pgarray a[8] = {{0}};
     size_t writes = 0;
@@ -466,10 +469,11 @@ static int write_rows(bulk *k)
     if (!writes) {
         for (int j = 0; j < 8; j++)
             ll_pgarray_free(&a[j]);
-        return 0;
+        return LL_DB_OK;
     }
-    if (exec_arrays(k, &ST_BULK_WRITE_FILES, a, 8, writes, "file write") != 0)
-        return -1;
+    ll_db_rc rc = exec_arrays(k, &ST_BULK_WRITE_FILES, a, 8, writes, "file write");
+    if (rc != LL_DB_OK)
+        return rc;
     ll_pgarray q[7] = {{0}};
     size_t dirty = 0;
     for (size_t i = 0; i < k->n_parts; i++) {
@@ -485,15 +489,14 @@ static int write_rows(bulk *k)
         ll_pgarray_add_ll(&q[5], (long long)p->counters.count_sum);
         ll_pgarray_add_ll(&q[6], (long long)p->counters.count_sumsq);
     }
-    if (exec_arrays(k, &ST_BULK_PARTITIONS, q, 7, dirty, "partition update") != 0)
-        return -1;
-    return write_gates(k);
+    rc = exec_arrays(k, &ST_BULK_PARTITIONS, q, 7, dirty, "partition update");
+    return rc == LL_DB_OK ? write_gates(k) : rc;
 }
 
 /* Step 6: the completion CAS of every run whose last open partition a gate of this batch passed
- * (contract §5.11; pass_gate of chunk_report.c, for all of them in one statement). 0, or -1
- * (db->err set). */
-static int complete_runs(bulk *k)
+ * (contract §5.11; pass_gate of chunk_report.c, for all of them in one statement). LL_DB_OK, or
+ * LL_DB_ERROR (db->err set). */
+static ll_db_rc complete_runs(bulk *k)
 {
     const char **ids = calloc(k->n_runs + 1, sizeof *ids);
     bool *won = calloc(k->n_runs + 1, sizeof *won);
@@ -506,8 +509,8 @@ static int complete_runs(bulk *k)
             at[n] = i;
             ids[n++] = k->runs[i].id;
         }
-    int rc = runs_complete_extract(k->db, ids, n, won) == LL_DB_OK ? 0 : -1;
-    for (size_t j = 0; j < n && rc == 0; j++)
+    ll_db_rc rc = runs_complete_extract(k->db, ids, n, won);
+    for (size_t j = 0; j < n && rc == LL_DB_OK; j++)
         k->runs[at[j]].won = won[j];
     free(ids);
     free(won);
@@ -556,13 +559,11 @@ ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs,
         }
         candidates += rp->ok;
     }
-    ll_apply a = LL_APPLY_COMMIT;
+    ll_db_rc rc = LL_DB_OK;
     if (candidates == 0)
         goto out;
-    if (lock_rows(&k) != 0 || read_files(&k) != 0) {
-        a = LL_APPLY_DB;
+    if ((rc = lock_rows(&k)) != LL_DB_OK || (rc = read_files(&k)) != LL_DB_OK)
         goto out;
-    }
     for (size_t i = 0; i < n; i++) {
         brep *rp = &k.reps[i];
         rp->d = decide(&k, i, msgs[i], &outs[i].retry);
@@ -577,10 +578,8 @@ ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs,
         if (rp->d != LL_CHUNK_FAST_REPLAY)
             ll_msg_touch_run(msgs[i], rp->c.run_id);
     }
-    if (write_rows(&k) != 0 || complete_runs(&k) != 0) {
-        a = LL_APPLY_DB;
+    if ((rc = write_rows(&k)) != LL_DB_OK || (rc = complete_runs(&k)) != LL_DB_OK)
         goto out;
-    }
     for (size_t i = 0; i < n; i++) {
         const brep *rp = &k.reps[i];
         if (!outs[i].decided)
@@ -594,5 +593,5 @@ ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs,
     }
 out:
     bulk_free(&k);
-    return a;
+    return ll_apply_of_db(rc);
 }

@@ -26,6 +26,7 @@
 
 #include "chunk.h"
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
 
@@ -104,17 +105,19 @@ static const ll_stmt ST_PARTITION_MISMATCH = {
     " WHERE run_id = $1::uuid AND partition_id = $2 AND status = 'RUNNING'",
     3};
 
-static const ll_stmt ST_RUN_GATE_FAILED = {
-    "chunk_run_gate_failed",
+static const ll_stmt ST_RUN_GATE_FAILED_COUNT = {
+    "chunk_run_gate_failed_count",
     "UPDATE nifi_ops.load_run SET failed_partition_count = failed_partition_count + 1,"
-    " status = CASE WHEN status = 'EXTRACTING' THEN 'FAILED_EXTRACT' ELSE status END,"
-    " error_stage = CASE WHEN status = 'EXTRACTING' THEN 'PARTITION_GATE' ELSE error_stage END,"
-    " error_code = CASE WHEN status = 'EXTRACTING' THEN 'ROW_COUNT_MISMATCH' ELSE error_code END,"
-    " error_message = CASE WHEN status = 'EXTRACTING' THEN left($2, 2000) ELSE error_message END,"
-    " completed_at = CASE WHEN status = 'EXTRACTING' THEN clock_timestamp() ELSE completed_at END,"
-    " version_no = CASE WHEN status = 'EXTRACTING' THEN version_no + 1 ELSE version_no END,"
-    " heartbeat_at = clock_timestamp() WHERE run_id = $1::uuid RETURNING status",
-    2};
+    " heartbeat_at = clock_timestamp() WHERE run_id = $1::uuid",
+    1};
+
+/* The run's failure as ll_gate_run_failure decided it, a compare-and-set on EXTRACTING. */
+static const ll_stmt ST_RUN_GATE_FAIL = {
+    "chunk_run_gate_fail",
+    "UPDATE nifi_ops.load_run SET status = $2, error_stage = $3, error_code = $4,"
+    " error_message = left($5, 2000), completed_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = 'EXTRACTING'",
+    5};
 
 bool chunk_read(const json_t *v, chunk_in *c, ll_apply_out *out)
 {
@@ -158,7 +161,7 @@ typedef struct file_result {
 } file_result;
 
 /* Records the chunk (ST_RECORD_FILE); may_write false only compares (a SUCCESS partition). */
-static ll_apply record_file(ll_db *db, const chunk_in *c, const char *const *key, bool may_write,
+static ll_db_rc record_file(ll_db *db, const chunk_in *c, const char *const *key, bool may_write,
                             file_result *fr)
 {
     char count[16], records[24], bytes[24];
@@ -176,7 +179,7 @@ static ll_apply record_file(ll_db *db, const chunk_in *c, const char *const *key
                         may_write ? "true" : "false"};
     PGresult *r = ll_db_exec(db, &ST_RECORD_FILE, p);
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     memset(fr, 0, sizeof *fr);
     fr->path_taken = ll_db_bool(r, 0, 0);
     fr->written = ll_db_bool(r, 0, 1);
@@ -191,11 +194,11 @@ static ll_apply record_file(ll_db *db, const chunk_in *c, const char *const *key
                                        .count_sum = ll_db_ll(r, 0, 10, 0),
                                        .count_sumsq = ll_db_ll(r, 0, 11, 0)};
     PQclear(r);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 /* Contract §5.4 step 10, gate passed: partition SUCCESS, then the run's completion CAS. */
-static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, bool *won)
+static ll_db_rc pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, bool *won)
 {
     char rows[24], files[24], bytes[24];
     snprintf(rows, sizeof rows, "%lld", (long long)agg->rows);
@@ -203,9 +206,11 @@ static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     snprintf(bytes, sizeof bytes, "%lld", (long long)agg->bytes);
     const char *p[6] = {c->run_id, c->partition_id, c->token, rows, files, bytes};
     const char *run[1] = {c->run_id};
-    if (ll_db_exec_discard(db, &ST_PARTITION_SUCCESS, p) != LL_DB_OK ||
-        ll_db_exec_discard(db, &ST_RUN_PARTITION_SUCCESS, run) != LL_DB_OK)
-        return LL_APPLY_DB;
+    ll_db_rc rc = ll_db_exec_discard(db, &ST_PARTITION_SUCCESS, p);
+    if (rc == LL_DB_OK)
+        rc = ll_db_exec_discard(db, &ST_RUN_PARTITION_SUCCESS, run);
+    if (rc != LL_DB_OK)
+        return rc;
     json_t *details =
         json_pack("{s:I,s:I}", "files", (json_int_t)agg->files, "bytes", (json_int_t)agg->bytes);
     ll_event ev = {.name = "PARTITION_SUCCESS",
@@ -215,28 +220,26 @@ static ll_apply pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
                    .chunk_index = -1,
                    .row_count = agg->rows,
                    .details = details};
-    ll_db_rc rc = ll_event_insert(db, &ev);
+    rc = ll_event_insert(db, &ev);
     json_decref(details);
-    if (rc != LL_DB_OK || ll_run_complete_extract(db, c->run_id, won) != LL_DB_OK)
-        return LL_APPLY_DB;
-    return LL_APPLY_COMMIT;
+    return rc == LL_DB_OK ? ll_run_complete_extract(db, c->run_id, won) : rc;
 }
 
-/* Contract §5.4 step 10, gate failed: ROW_COUNT_MISMATCH for the partition and the run. */
-static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, int64_t expected,
-                          char *run_status, size_t len)
+/* Contract §5.4 step 10, gate failed: ROW_COUNT_MISMATCH for the partition, and for the run while
+ * it is EXTRACTING (ll_gate_run_failure decides; a compare-and-set writes it). *after: the run's
+ * status afterwards. LL_DB_OK, or the failed statement's result. */
+static ll_db_rc fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, int64_t expected,
+                          ll_run_status current, ll_run_status *after)
 {
     char msg[256];
     ll_gate_mismatch_message(agg, (int32_t)c->count, expected, msg, sizeof msg);
     const char *p[3] = {c->run_id, c->partition_id, msg};
-    const char *q[2] = {c->run_id, msg};
-    if (ll_db_exec_discard(db, &ST_PARTITION_MISMATCH, p) != LL_DB_OK)
-        return LL_APPLY_DB;
-    PGresult *r = ll_db_exec(db, &ST_RUN_GATE_FAILED, q);
-    if (!r)
-        return LL_APPLY_DB;
-    snprintf(run_status, len, "%s", PQgetvalue(r, 0, 0));
-    PQclear(r);
+    const char *run[1] = {c->run_id};
+    ll_db_rc rc = ll_db_exec_discard(db, &ST_PARTITION_MISMATCH, p);
+    if (rc == LL_DB_OK)
+        rc = ll_db_exec_discard(db, &ST_RUN_GATE_FAILED_COUNT, run);
+    if (rc != LL_DB_OK)
+        return rc;
     ll_event pe = {.name = "PARTITION_FAILED",
                    .level = "ERROR",
                    .run_id = c->run_id,
@@ -245,24 +248,38 @@ static ll_apply fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
                    .row_count = agg->rows,
                    .error_code = "ROW_COUNT_MISMATCH",
                    .message = msg};
+    if ((rc = ll_event_insert(db, &pe)) != LL_DB_OK)
+        return rc;
+    *after = current;
+    ll_run_fail f;
+    if (!ll_gate_run_failure(current, &f))
+        return LL_DB_OK;
+    const char *q[5] = {c->run_id, ll_run_status_name(f.status), f.stage, f.code, msg};
+    PGresult *r = ll_db_exec(db, &ST_RUN_GATE_FAIL, q);
+    if (!r)
+        return LL_DB_ERROR;
+    bool failed = ll_db_affected(r) == 1;
+    PQclear(r);
+    if (!failed)
+        return LL_DB_OK; /* not EXTRACTING after all: the run keeps its status and first error */
+    *after = f.status;
     ll_event re = {.name = "RUN_FAILED",
                    .level = "ERROR",
                    .run_id = c->run_id,
                    .partition_id = c->partition_id,
                    .chunk_index = -1,
                    .row_count = -1,
-                   .error_code = "ROW_COUNT_MISMATCH",
+                   .error_code = f.code,
                    .message = msg};
-    if (ll_event_insert(db, &pe) != LL_DB_OK || ll_event_insert(db, &re) != LL_DB_OK)
-        return LL_APPLY_DB;
-    return LL_APPLY_COMMIT;
+    return ll_event_insert(db, &re);
 }
 
-static ll_apply aggregate(ll_db *db, const char *const *key, ll_chunk_aggregate *agg)
+/* Contract §5.4 step 8 from the files themselves. LL_DB_OK, or LL_DB_ERROR (db->err). */
+static ll_db_rc aggregate(ll_db *db, const char *const *key, ll_chunk_aggregate *agg)
 {
     PGresult *r = ll_db_exec(db, &ST_AGGREGATE, key);
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     agg->files = ll_db_ll(r, 0, 0, 0);
     agg->lo = ll_db_ll(r, 0, 1, 0);
     agg->hi = ll_db_ll(r, 0, 2, 0);
@@ -270,11 +287,13 @@ static ll_apply aggregate(ll_db *db, const char *const *key, ll_chunk_aggregate 
     agg->bytes = ll_db_ll(r, 0, 4, 0);
     agg->distinct_counts = ll_db_ll(r, 0, 5, 0);
     PQclear(r);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
-/* Steps 5-10 once ownership and the path are settled. */
-static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, owned_partition *op,
+/* Steps 5-10 once ownership and the path are settled. LL_DB_OK with the reply set, LL_DB_ROLLBACK
+ * after a rejection (UNIQUE_VIOLATION, CHUNK_CONFLICT: nothing kept), or the failed statement's
+ * result. */
+static ll_db_rc record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, owned_partition *op,
                                  ll_apply_out *out)
 {
     char idx[16];
@@ -283,21 +302,22 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     const char *rs = ll_run_status_name(op->run.status), *ps = ll_part_status_name(op->status);
     file_result fr;
     /* a SUCCESS partition's files are never written again: identical is a REPLAY, else CHUNK_CONFLICT */
-    if (record_file(db, c, key, op->status != LL_PART_SUCCESS, &fr) != LL_APPLY_COMMIT)
-        return LL_APPLY_DB;
+    ll_db_rc rc = record_file(db, c, key, op->status != LL_PART_SUCCESS, &fr);
+    if (rc != LL_DB_OK)
+        return rc;
     if (fr.path_taken) {
         out->reply = chunk_outcome(m, c, "REJECTED", "UNIQUE_VIOLATION",
                                    "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps,
                                    0, false);
         /* contract §4.1: UNIQUE_VIOLATION names its constraint in details */
         json_object_set_new(out->reply, "details", json_pack("{s:s}", "constraint", "uq_load_file_path"));
-        return LL_APPLY_ROLLBACK;
+        return LL_DB_ROLLBACK;
     }
     if (op->status == LL_PART_SUCCESS && fr.changed) {
         out->reply = chunk_outcome(m, c, "REJECTED", "CHUNK_CONFLICT",
                                    "chunk differs from the one recorded before the partition succeeded", rs,
                                    ps, 0, false);
-        return LL_APPLY_ROLLBACK;
+        return LL_DB_ROLLBACK;
     }
     /* step 7, only for progress (a replayed report must not keep a dead worker's partition
      * alive): the partition's heartbeat moved with its counters, the run's moves once per batch */
@@ -309,29 +329,30 @@ static ll_apply record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
     const char *pk[2] = {c->run_id, c->partition_id};
     if (op->run.status == LL_RUN_EXTRACTING && op->status == LL_PART_RUNNING && cnt.files >= c->count &&
         !ll_chunk_counters_complete(&cnt, (int32_t)c->count, &agg) &&
-        aggregate(db, pk, &agg) != LL_APPLY_COMMIT)
-        return LL_APPLY_DB;
+        (rc = aggregate(db, pk, &agg)) != LL_DB_OK)
+        return rc;
     const char *result = fr.written ? "ACCEPTED" : "REPLAY";
     bool won = false;
-    char run_status[40];
+    ll_run_status after = op->run.status;
     switch (ll_chunk_gate(op->run.status, op->status, &agg, (int32_t)c->count, op->expected_rows)) {
     case LL_GATE_PASS:
-        if (pass_gate(db, c, &agg, &won) != LL_APPLY_COMMIT)
-            return LL_APPLY_DB;
+        if ((rc = pass_gate(db, c, &agg, &won)) != LL_DB_OK)
+            return rc;
         out->reply = chunk_outcome(m, c, result, NULL, NULL, won ? "EXTRACTED_VALIDATED" : rs, "SUCCESS",
                                    agg.files, won);
         break;
     case LL_GATE_MISMATCH:
-        if (fail_gate(db, c, &agg, op->expected_rows, run_status, sizeof run_status) != LL_APPLY_COMMIT)
-            return LL_APPLY_DB;
-        out->reply = chunk_outcome(m, c, result, NULL, NULL, run_status, "FAILED", agg.files, false);
+        if ((rc = fail_gate(db, c, &agg, op->expected_rows, op->run.status, &after)) != LL_DB_OK)
+            return rc;
+        out->reply =
+            chunk_outcome(m, c, result, NULL, NULL, ll_run_status_name(after), "FAILED", agg.files, false);
         break;
     case LL_GATE_WAIT:
     default:
         out->reply = chunk_outcome(m, c, result, NULL, NULL, rs, ps, agg.files, false);
         break;
     }
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -345,8 +366,8 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
         return LL_APPLY_ROLLBACK;
     }
     owned_partition op;
-    ll_db_rc rc = LL_DB_OK;
-    ownership own = lock_owned_partition(db, c.run_id, c.partition_id, c.token, &op, &rc);
+    ownership own = OWN_NO_RUN;
+    ll_db_rc rc = lock_owned_partition(db, c.run_id, c.partition_id, c.token, &op, &own);
     ll_apply a = LL_APPLY_ROLLBACK;
     const char *rs = op.run.found ? ll_run_status_name(op.run.status) : NULL;
     if (rc != LL_DB_OK) {
@@ -370,7 +391,7 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
             chunk_outcome(m, &c, "REJECTED", "HDFS_PATH_OUTSIDE_RUN", "hdfsPath is not below the run path",
                           rs, ll_part_status_name(op.status), 0, false);
     } else {
-        a = record_and_judge(db, m, &c, &op, out);
+        a = ll_apply_of_db(record_and_judge(db, m, &c, &op, out));
     }
     owned_partition_clear(&op);
     return a;

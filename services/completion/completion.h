@@ -37,10 +37,11 @@ typedef enum ownership {
 
 /*
  * Locks run then partition (contract §2.8) and compares tokens, consulting the token history
- * (kafka-edition.md §6). *rc is LL_DB_OK unless a query failed. Free with owned_partition_clear.
+ * (kafka-edition.md §6). Returns the database result: LL_DB_OK with *own set, or the failed
+ * statement's (db->err; *own is then meaningless). Free op with owned_partition_clear either way.
  */
-ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
-                               owned_partition *op, ll_db_rc *rc);
+ll_db_rc lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
+                              owned_partition *op, ownership *own);
 /* Frees the run row inside. */
 void owned_partition_clear(owned_partition *op);
 
@@ -61,12 +62,12 @@ ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, 
 typedef enum run_lookup {
     RUN_FOUND = 0, /* locked; the row is filled */
     RUN_DEFER,     /* not in the ledger yet: out->reason says so; return LL_APPLY_DEFER */
-    RUN_REFUSED,   /* its run request was refused: answer RUN_NOT_FOUND */
-    RUN_DBERR      /* a query failed: return LL_APPLY_DB */
+    RUN_REFUSED    /* its run request was refused: answer RUN_NOT_FOUND */
 } run_lookup;
 
-/* Locks the run of a run-level event (the first lock, contract §2.8). */
-run_lookup lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, ll_apply_out *out);
+/* Locks the run of a run-level event (the first lock, contract §2.8). Returns the database result:
+ * LL_DB_OK with *found set, or the failed statement's (db->err). */
+ll_db_rc lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, run_lookup *found, ll_apply_out *out);
 /* Reads the stored metrics of stage and applies the gate (contract §3.5): reasons appended to
  * *reasons (none = pass); *count = the newest all-digits value of count_metric, or -1 (gate.c). */
 ll_db_rc read_gate(ll_db *db, const char *run_id, const char *stage, const char *count_metric,
@@ -86,7 +87,8 @@ ll_db_rc gated_move(ll_db *db, const char *run_id, const gated_step *g, int64_t 
 /* The reasons as a JSON array of strings (new reference). */
 json_t *reasons_json(const ll_strlist *reasons);
 
-/* Defers an event that needs the run in `needed` while it is still earlier on its path. */
-ll_apply defer_until(ll_run_status current, ll_run_status needed, ll_apply_out *out);
+/* Writes why an event that needs the run in `needed` waits while the run is still `current`,
+ * earlier on its path, into out->reason; the entry point then returns LL_APPLY_DEFER. */
+void defer_reason(ll_run_status current, ll_run_status needed, ll_apply_out *out);
 
 #endif

@@ -25,27 +25,29 @@ void owned_partition_clear(owned_partition *op)
     ll_run_row_clear(&op->run);
 }
 
-ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
-                               owned_partition *op, ll_db_rc *rc)
+ll_db_rc lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
+                              owned_partition *op, ownership *own)
 {
     memset(op, 0, sizeof *op);
-    if ((*rc = ll_run_lock(db, run_id, &op->run)) != LL_DB_OK)
-        return OWN_NO_RUN;
+    *own = OWN_NO_RUN;
+    ll_db_rc rc = ll_run_lock(db, run_id, &op->run);
+    if (rc != LL_DB_OK)
+        return rc;
     if (!op->run.found) {
         bool rejected = false;
-        if ((*rc = ll_run_request_rejected(db, run_id, &rejected)) != LL_DB_OK)
-            return OWN_NO_RUN;
-        return rejected ? OWN_RUN_REFUSED : OWN_NO_RUN;
+        if ((rc = ll_run_request_rejected(db, run_id, &rejected)) != LL_DB_OK)
+            return rc;
+        *own = rejected ? OWN_RUN_REFUSED : OWN_NO_RUN;
+        return LL_DB_OK;
     }
     const char *p[2] = {run_id, partition_id};
     PGresult *r = ll_db_exec(db, &ST_LOCK_PARTITION, p);
-    if (!r) {
-        *rc = LL_DB_ERROR;
-        return OWN_NO_RUN;
-    }
+    if (!r)
+        return LL_DB_ERROR;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        return op->run.status == LL_RUN_CREATED ? OWN_NO_MANIFEST : OWN_NO_PARTITION;
+        *own = op->run.status == LL_RUN_CREATED ? OWN_NO_MANIFEST : OWN_NO_PARTITION;
+        return LL_DB_OK;
     }
     ll_part_status_parse(PQgetvalue(r, 0, 0), &op->status);
     const char *stored = ll_db_text(r, 0, 1);
@@ -58,14 +60,19 @@ ownership lock_owned_partition(ll_db *db, const char *run_id, const char *partit
                                       .count_sum = ll_db_ll(r, 0, 6, 0),
                                       .count_sumsq = ll_db_ll(r, 0, 7, 0)};
     PQclear(r);
-    if (op->stored_token[0] && strcmp(op->stored_token, token) == 0)
-        return OWN_MATCH;
+    if (op->stored_token[0] && strcmp(op->stored_token, token) == 0) {
+        *own = OWN_MATCH;
+        return LL_DB_OK;
+    }
     bool known = false;
-    if ((*rc = ll_claim_token_known(db, run_id, partition_id, token, &known)) != LL_DB_OK)
-        return OWN_NO_RUN;
+    if ((rc = ll_claim_token_known(db, run_id, partition_id, token, &known)) != LL_DB_OK)
+        return rc;
+    /* an unknown token waits only while its claim could still be granted (§5.3) */
     bool claimable =
-        op->run.status == LL_RUN_EXTRACTING && (op->status == LL_PART_PENDING || op->status == LL_PART_RETRY);
+        ll_claim_decide(op->run.status, op->status, op->stored_token, token, false) == LL_CLAIM_GRANT;
     if (known)
-        return OWN_SUPERSEDED;
-    return claimable ? OWN_NOT_YET : OWN_MISMATCH;
+        *own = OWN_SUPERSEDED;
+    else
+        *own = claimable ? OWN_NOT_YET : OWN_MISMATCH;
+    return LL_DB_OK;
 }

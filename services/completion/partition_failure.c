@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
 
@@ -73,15 +74,19 @@ static json_t *outcome(const ll_msg *m, const pfail_in *f, const char *result, c
     return r;
 }
 
-/* Contract §5.5 steps 5-7. */
-static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, const owned_partition *op,
+/* Contract §5.5 steps 5-7: the partition fails, and the run with it while EXTRACTING
+ * (ll_pfail_run_failure decides; a compare-and-set writes it). LL_DB_OK with the reply set, or
+ * the failed statement's result. */
+static ll_db_rc apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, const owned_partition *op,
                               ll_apply_out *out)
 {
     const char *p[4] = {f->run_id, f->partition_id, f->code, f->message};
     const char *run[1] = {f->run_id};
-    if (ll_db_exec_discard(db, &ST_PARTITION_FAILED, p) != LL_DB_OK ||
-        ll_db_exec_discard(db, &ST_RUN_FAILED_COUNT, run) != LL_DB_OK)
-        return LL_APPLY_DB;
+    ll_db_rc rc = ll_db_exec_discard(db, &ST_PARTITION_FAILED, p);
+    if (rc == LL_DB_OK)
+        rc = ll_db_exec_discard(db, &ST_RUN_FAILED_COUNT, run);
+    if (rc != LL_DB_OK)
+        return rc;
     json_t *details = json_pack("{s:s,s:o}", "stage", f->stage, "attempt",
                                 f->attempt >= 0 ? json_integer(f->attempt) : json_null());
     ll_event pe = {.name = "PARTITION_FAILED",
@@ -94,17 +99,17 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
                    .error_code = f->code,
                    .message = f->message,
                    .details = details};
-    ll_db_rc rc = ll_event_insert(db, &pe);
+    rc = ll_event_insert(db, &pe);
     json_decref(details);
     if (rc != LL_DB_OK)
-        return LL_APPLY_DB;
+        return rc;
     ll_run_status after = op->run.status;
-    if (op->run.status == LL_RUN_EXTRACTING) {
-        after = ll_is_snapshot_error(f->code, f->error_class) ? LL_RUN_FAILED_SNAPSHOT_EXPIRED
-                                                              : LL_RUN_FAILED_EXTRACT;
-        const char *q[5] = {f->run_id, ll_run_status_name(after), f->stage, f->code, f->message};
-        if (ll_db_exec_discard(db, &ST_RUN_FAIL, q) != LL_DB_OK)
-            return LL_APPLY_DB;
+    ll_run_fail rf;
+    if (ll_pfail_run_failure(op->run.status, f->stage, f->code, f->error_class, &rf)) {
+        after = rf.status;
+        const char *q[5] = {f->run_id, ll_run_status_name(rf.status), rf.stage, rf.code, f->message};
+        if ((rc = ll_db_exec_discard(db, &ST_RUN_FAIL, q)) != LL_DB_OK)
+            return rc;
         char msg[2100];
         snprintf(msg, sizeof msg, "partition %s: %s", f->partition_id, f->message);
         ll_event re = {.name = "RUN_FAILED",
@@ -116,11 +121,11 @@ static ll_apply apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, con
                        .error_class = f->error_class,
                        .error_code = f->code,
                        .message = msg};
-        if (ll_event_insert(db, &re) != LL_DB_OK)
-            return LL_APPLY_DB;
+        if ((rc = ll_event_insert(db, &re)) != LL_DB_OK)
+            return rc;
     }
     out->reply = outcome(m, f, "ACCEPTED", NULL, ll_run_status_name(after), "FAILED", true);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -129,8 +134,8 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
     if (!read_pfail(m->value, &f, out))
         return LL_APPLY_DEAD;
     owned_partition op;
-    ll_db_rc rc = LL_DB_OK;
-    ownership own = lock_owned_partition(db, f.run_id, f.partition_id, f.token, &op, &rc);
+    ownership own = OWN_NO_RUN;
+    ll_db_rc rc = lock_owned_partition(db, f.run_id, f.partition_id, f.token, &op, &own);
     const char *rs = op.run.found ? ll_run_status_name(op.run.status) : NULL;
     const char *ps = ll_part_status_name(op.status);
     ll_apply a = LL_APPLY_ROLLBACK;
@@ -151,7 +156,7 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
          * checked before the partition status, as the reference answers (contract §12) */
         switch (ll_pfail_decide(op.status, own == OWN_MATCH ? op.stored_token : NULL, f.token)) {
         case LL_PFAIL_APPLY:
-            a = apply_failure(db, m, &f, &op, out);
+            a = ll_apply_of_db(apply_failure(db, m, &f, &op, out));
             break;
         case LL_PFAIL_REPLAY:
             out->reply = outcome(m, &f, "REPLAY", NULL, rs, "FAILED", false);

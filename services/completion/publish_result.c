@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
 
@@ -22,12 +23,20 @@ static const ll_stmt ST_PUBLISHED = {
     " WHERE run_id = $1::uuid AND status = 'PUBLISHING'",
     1};
 
-/* FAILED_PUBLISH ends the run (completed_at); PUBLISH_UNKNOWN stays active for an operator. */
-static const ll_stmt ST_NOT_PUBLISHED = {
-    "presult_not_published",
+/* A terminal outcome (FAILED_PUBLISH, ll_run_status_is_terminal) ends the run: completed_at. */
+static const ll_stmt ST_NOT_PUBLISHED_ENDED = {
+    "presult_not_published_ended",
+    "UPDATE nifi_ops.load_run SET status = $2::text, error_stage = 'PUBLISH', error_code = $3,"
+    " error_message = nullif(left($4, 2000), ''), completed_at = clock_timestamp(),"
+    " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = 'PUBLISHING'",
+    4};
+
+/* PUBLISH_UNKNOWN stays active for an operator (contract §3.1, §5.15): no completed_at. */
+static const ll_stmt ST_NOT_PUBLISHED_ACTIVE = {
+    "presult_not_published_active",
     "UPDATE nifi_ops.load_run SET status = $2::text, error_stage = 'PUBLISH', error_code = $3,"
     " error_message = nullif(left($4, 2000), ''),"
-    " completed_at = CASE WHEN $2::text = 'FAILED_PUBLISH' THEN clock_timestamp() ELSE completed_at END,"
     " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
     " WHERE run_id = $1::uuid AND status = 'PUBLISHING'",
     4};
@@ -62,15 +71,22 @@ static json_t *reply(const ll_msg *m, const presult_in *p, const char *result, c
     return r;
 }
 
-static ll_apply record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply_out *out)
+/* Contract §5.14: the run's CAS from PUBLISHING and its event; the reply. LL_DB_OK, or the failed
+ * statement's result (db->err). */
+static ll_db_rc record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply_out *out)
 {
     bool published = strcmp(p->outcome, "PUBLISHED") == 0;
     const char *code = p->code && *p->code ? p->code : p->outcome;
     const char *q1[1] = {p->run_id};
     const char *q4[4] = {p->run_id, p->outcome, code, p->message};
-    if (ll_db_exec_discard(db, published ? &ST_PUBLISHED : &ST_NOT_PUBLISHED, published ? q1 : q4) !=
-        LL_DB_OK)
-        return LL_APPLY_DB;
+    ll_run_status to = LL_RUN_PUBLISH_UNKNOWN;
+    ll_run_status_parse(p->outcome, &to);
+    const ll_stmt *st = published                       ? &ST_PUBLISHED
+                        : ll_run_status_is_terminal(to) ? &ST_NOT_PUBLISHED_ENDED
+                                                        : &ST_NOT_PUBLISHED_ACTIVE;
+    ll_db_rc rc = ll_db_exec_discard(db, st, published ? q1 : q4);
+    if (rc != LL_DB_OK)
+        return rc;
     const char *name = published                                   ? "PUBLISH_FINISHED"
                        : strcmp(p->outcome, "FAILED_PUBLISH") == 0 ? "RUN_FAILED"
                                                                    : "PUBLISH_UNKNOWN";
@@ -83,12 +99,12 @@ static ll_apply record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply
                    .error_code = published ? NULL : code,
                    .message = p->message,
                    .details = details};
-    ll_db_rc rc = ll_event_insert(db, &ev);
+    rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
-        return LL_APPLY_DB;
+        return rc;
     out->reply = reply(m, p, "ACCEPTED", NULL, p->outcome, true);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -97,9 +113,11 @@ ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, 
     if (!read_presult(m->value, &p, out))
         return LL_APPLY_DEAD;
     ll_run_row run;
-    switch (lock_run_event(db, p.run_id, &run, out)) {
-    case RUN_DBERR:
-        return LL_APPLY_DB;
+    run_lookup found = RUN_DEFER;
+    ll_db_rc rc = lock_run_event(db, p.run_id, &run, &found, out);
+    if (rc != LL_DB_OK)
+        return ll_apply_of_db(rc);
+    switch (found) {
     case RUN_DEFER:
         return LL_APPLY_DEFER;
     case RUN_REFUSED:
@@ -111,16 +129,18 @@ ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, 
     ll_apply a = LL_APPLY_ROLLBACK;
     const char *rs = ll_run_status_name(run.status);
     if (!run.publish_token || !ll_uuid_equal(run.publish_token, p.token)) {
-        if (!run.publish_token && ll_run_should_wait(run.status, LL_RUN_PUBLISHING, m->wait_expired))
-            a = defer_until(run.status, LL_RUN_PUBLISHING, out);
-        else
+        if (!run.publish_token && ll_run_should_wait(run.status, LL_RUN_PUBLISHING, m->wait_expired)) {
+            defer_reason(run.status, LL_RUN_PUBLISHING, out);
+            a = LL_APPLY_DEFER;
+        } else {
             out->reply = reply(m, &p, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
+        }
     } else if (strcmp(rs, p.outcome) == 0) {
         out->reply = reply(m, &p, "REPLAY", NULL, rs, false);
     } else if (run.status != LL_RUN_PUBLISHING) {
         out->reply = reply(m, &p, "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
     } else {
-        a = record(db, m, &p, out);
+        a = ll_apply_of_db(record(db, m, &p, out));
     }
     ll_run_row_clear(&run);
     return a;

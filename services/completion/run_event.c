@@ -6,24 +6,29 @@
 
 #include "completion.h"
 
-run_lookup lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, ll_apply_out *out)
+ll_db_rc lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, run_lookup *found, ll_apply_out *out)
 {
-    if (ll_run_lock(db, run_id, run) != LL_DB_OK)
-        return RUN_DBERR;
-    if (run->found)
-        return RUN_FOUND;
+    *found = RUN_DEFER;
+    ll_db_rc rc = ll_run_lock(db, run_id, run);
+    if (rc != LL_DB_OK)
+        return rc;
+    if (run->found) {
+        *found = RUN_FOUND;
+        return LL_DB_OK;
+    }
     bool rejected = false;
-    if (ll_run_request_rejected(db, run_id, &rejected) != LL_DB_OK)
-        return RUN_DBERR;
-    if (rejected)
-        return RUN_REFUSED;
+    if ((rc = ll_run_request_rejected(db, run_id, &rejected)) != LL_DB_OK)
+        return rc;
+    if (rejected) {
+        *found = RUN_REFUSED;
+        return LL_DB_OK;
+    }
     snprintf(out->reason, sizeof out->reason, "run %s not in the ledger yet", run_id);
-    return RUN_DEFER;
+    return LL_DB_OK;
 }
 
-ll_apply defer_until(ll_run_status current, ll_run_status needed, ll_apply_out *out)
+void defer_reason(ll_run_status current, ll_run_status needed, ll_apply_out *out)
 {
     snprintf(out->reason, sizeof out->reason, "run is %s; waiting for %s", ll_run_status_name(current),
              ll_run_status_name(needed));
-    return LL_APPLY_DEFER;
 }

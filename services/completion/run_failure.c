@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
 
@@ -56,7 +57,9 @@ static json_t *outcome(const ll_msg *m, const runfail_in *f, const char *result,
     return r;
 }
 
-static ll_apply fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_apply_out *out)
+/* Contract §5.6: the CAS from expectedStatus to failStatus with its event; the reply. LL_DB_OK, or
+ * the failed statement's result (db->err). */
+static ll_db_rc fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_apply_out *out)
 {
     const char *p[6] = {f->run_id, f->expected_s, f->fail_s, f->stage, f->code, f->message};
     json_t *details = json_pack("{s:s,s:s,s:s}", "stage", f->stage, "from", f->expected_s, "to", f->fail_s);
@@ -73,9 +76,9 @@ static ll_apply fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_app
         rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
-        return LL_APPLY_DB;
+        return rc;
     out->reply = outcome(m, f, "ACCEPTED", NULL, f->fail_s, true);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 /* Contract §5.6 check 4: RUN_STATUS_MISMATCH, details {runStatus} besides the pair. */
@@ -96,9 +99,11 @@ ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_
         return LL_APPLY_ROLLBACK;
     }
     ll_run_row run;
-    switch (lock_run_event(db, f.run_id, &run, out)) {
-    case RUN_DBERR:
-        return LL_APPLY_DB;
+    run_lookup found = RUN_DEFER;
+    ll_db_rc rc = lock_run_event(db, f.run_id, &run, &found, out);
+    if (rc != LL_DB_OK)
+        return ll_apply_of_db(rc);
+    switch (found) {
     case RUN_DEFER:
         return LL_APPLY_DEFER;
     case RUN_REFUSED:
@@ -108,14 +113,16 @@ ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_
         break;
     }
     ll_apply a = LL_APPLY_ROLLBACK;
-    if (run.status == f.fail)
+    if (run.status == f.fail) {
         out->reply = outcome(m, &f, "REPLAY", NULL, f.fail_s, false);
-    else if (run.status == f.expected)
-        a = fail_run(db, m, &f, out);
-    else if (ll_run_should_wait(run.status, f.expected, m->wait_expired))
-        a = defer_until(run.status, f.expected, out);
-    else
+    } else if (run.status == f.expected) {
+        a = ll_apply_of_db(fail_run(db, m, &f, out));
+    } else if (ll_run_should_wait(run.status, f.expected, m->wait_expired)) {
+        defer_reason(run.status, f.expected, out);
+        a = LL_APPLY_DEFER;
+    } else {
         mismatch(m, &f, run.status, out);
+    }
     ll_run_row_clear(&run);
     return a;
 }

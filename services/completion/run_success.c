@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
 
@@ -29,18 +30,21 @@ static json_t *outcome(const ll_msg *m, const char *run_id, const char *result, 
 
 static const gated_step STEP = {"TARGET", "TARGET_COUNT", "RUN_SUCCESS", &ST_SUCCESS};
 
-static ll_apply judge(ll_db *db, const ll_msg *m, const char *run_id, int64_t target_count, ll_apply_out *out)
+/* The gate (contract §3.5) and, when it passes, the CAS with its event; the reply. LL_DB_OK after
+ * the move, LL_DB_ROLLBACK when the gate blocks (GATE_BLOCKED), or the failed statement's result. */
+static ll_db_rc judge(ll_db *db, const ll_msg *m, const char *run_id, int64_t target_count, ll_apply_out *out)
 {
     ll_strlist reasons = {0};
     bool passed = false;
-    if (gated_move(db, run_id, &STEP, target_count, &reasons, &passed) != LL_DB_OK) {
+    ll_db_rc rc = gated_move(db, run_id, &STEP, target_count, &reasons, &passed);
+    if (rc != LL_DB_OK) {
         ll_strlist_clear(&reasons);
-        return LL_APPLY_DB;
+        return rc;
     }
     out->reply = passed ? outcome(m, run_id, "ACCEPTED", NULL, "SUCCESS", true, NULL)
                         : outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "PUBLISHED", false, &reasons);
     ll_strlist_clear(&reasons);
-    return passed ? LL_APPLY_COMMIT : LL_APPLY_ROLLBACK;
+    return passed ? LL_DB_OK : LL_DB_ROLLBACK;
 }
 
 ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -53,9 +57,11 @@ ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_
     if (json_is_integer(tc) && target_count < 0)
         return ll_invalid(out, "targetCount: must be ≥ 0"), LL_APPLY_DEAD;
     ll_run_row run;
-    switch (lock_run_event(db, run_id, &run, out)) {
-    case RUN_DBERR:
-        return LL_APPLY_DB;
+    run_lookup found = RUN_DEFER;
+    ll_db_rc rc = lock_run_event(db, run_id, &run, &found, out);
+    if (rc != LL_DB_OK)
+        return ll_apply_of_db(rc);
+    switch (found) {
     case RUN_DEFER:
         return LL_APPLY_DEFER;
     case RUN_REFUSED:
@@ -68,9 +74,10 @@ ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_
     if (run.status == LL_RUN_SUCCESS) {
         out->reply = outcome(m, run_id, "REPLAY", NULL, "SUCCESS", true, NULL);
     } else if (run.status == LL_RUN_PUBLISHED) {
-        a = judge(db, m, run_id, target_count, out);
+        a = ll_apply_of_db(judge(db, m, run_id, target_count, out));
     } else if (ll_run_should_wait(run.status, LL_RUN_PUBLISHED, m->wait_expired)) {
-        a = defer_until(run.status, LL_RUN_PUBLISHED, out);
+        defer_reason(run.status, LL_RUN_PUBLISHED, out);
+        a = LL_APPLY_DEFER;
     } else {
         ll_strlist reasons = {0};
         ll_strlist_addf(&reasons, "RUN_STATUS %s", ll_run_status_name(run.status));

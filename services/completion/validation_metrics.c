@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
 
@@ -129,9 +130,11 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
     if (!read_metrics(m->value, &mi, out))
         return LL_APPLY_DEAD;
     ll_run_row run;
-    switch (lock_run_event(db, mi.run_id, &run, out)) {
-    case RUN_DBERR:
-        return LL_APPLY_DB;
+    run_lookup found = RUN_DEFER;
+    ll_db_rc rc = lock_run_event(db, mi.run_id, &run, &found, out);
+    if (rc != LL_DB_OK)
+        return ll_apply_of_db(rc);
+    switch (found) {
     case RUN_DEFER:
         return LL_APPLY_DEFER;
     case RUN_REFUSED:
@@ -144,7 +147,8 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
     ll_apply a = LL_APPLY_COMMIT;
     if (run.status != need) {
         if (ll_run_should_wait(run.status, need, m->wait_expired)) {
-            a = defer_until(run.status, need, out);
+            defer_reason(run.status, need, out);
+            a = LL_APPLY_DEFER;
         } else {
             /* contract §5.8 step 2: details {runStatus, stage} */
             const char *rs = ll_run_status_name(run.status);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "completion.h"
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
 
@@ -63,14 +64,14 @@ static json_t *decision(const ll_msg *m, const vstart_in *v, const char *outcome
     return r;
 }
 
-/* The winner's answer: the run context the validation flow needs. */
-static ll_apply winner_reply(ll_db *db, const ll_msg *m, const vstart_in *v, const ll_run_row *run,
+/* The winner's answer: the run context the validation flow needs. LL_DB_OK, or LL_DB_ERROR. */
+static ll_db_rc winner_reply(ll_db *db, const ll_msg *m, const vstart_in *v, const ll_run_row *run,
                              const char *outcome, ll_apply_out *out)
 {
     const char *p[1] = {v->run_id};
     PGresult *r = ll_db_exec(db, &ST_SOURCE_METRICS, p);
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     json_t *metrics = json_object();
     for (int i = 0; i < PQntuples(r); i++)
         json_object_set_new(metrics, PQgetvalue(r, i, 0),
@@ -88,17 +89,18 @@ static ll_apply winner_reply(ll_db *db, const ll_msg *m, const vstart_in *v, con
     json_object_set_new(d, "extractedCount", json_integer(run->extracted_count));
     json_object_set_new(d, "sourceMetrics", metrics);
     out->reply = d;
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
-/* Step 4: the CAS, or who won before. */
-static ll_apply start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, const ll_run_row *run,
+/* Step 4: the CAS, or who won before. LL_DB_OK with the reply set, or the failed statement's
+ * result (db->err). */
+static ll_db_rc start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, const ll_run_row *run,
                                 bool acked_now, ll_apply_out *out)
 {
     const char *p[1] = {v->run_id};
     PGresult *r = ll_db_exec(db, &ST_START, p);
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     bool won = ll_db_affected(r) == 1;
     PQclear(r);
     if (won) {
@@ -114,17 +116,17 @@ static ll_apply start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, 
         if (rc == LL_DB_OK)
             rc = ll_event_insert(db, &ev);
         json_decref(details);
-        return rc == LL_DB_OK ? winner_reply(db, m, v, run, "ACCEPTED", out) : LL_APPLY_DB;
+        return rc == LL_DB_OK ? winner_reply(db, m, v, run, "ACCEPTED", out) : rc;
     }
     if (!(r = ll_db_exec(db, &ST_WINNER, p)))
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     bool same = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), v->dispatch_id) == 0 &&
                 strcmp(PQgetvalue(r, 0, 1), v->node) == 0;
     PQclear(r);
     if (same && run->status == LL_RUN_STAGE_VALIDATING)
         return winner_reply(db, m, v, run, "REPLAY", out);
     out->reply = decision(m, v, acked_now ? "ACCEPTED" : "REPLAY", NULL, ll_run_status_name(run->status));
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -138,9 +140,11 @@ ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m
         v.node = "";
     ll_run_row run;
     ll_apply a = LL_APPLY_ROLLBACK;
-    switch (lock_run_event(db, v.run_id, &run, out)) {
-    case RUN_DBERR:
-        return LL_APPLY_DB;
+    run_lookup found = RUN_DEFER;
+    ll_db_rc rc = lock_run_event(db, v.run_id, &run, &found, out);
+    if (rc != LL_DB_OK)
+        return ll_apply_of_db(rc);
+    switch (found) {
     case RUN_DEFER:
         return LL_APPLY_DEFER;
     case RUN_REFUSED:
@@ -158,8 +162,8 @@ ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m
         out->reply = decision(m, &v, "REJECTED", "DISPATCH_MISMATCH", ll_run_status_name(run.status));
     } else {
         bool acked_now = strcmp(PQgetvalue(r, 0, 2), "ACKED") != 0;
-        a = ll_db_exec_discard(db, &ST_ACK, p) == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out)
-                                                           : LL_APPLY_DB;
+        rc = ll_db_exec_discard(db, &ST_ACK, p);
+        a = ll_apply_of_db(rc == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out) : rc);
     }
     PQclear(r);
     ll_run_row_clear(&run);

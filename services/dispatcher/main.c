@@ -14,6 +14,7 @@
 #include "ll/kloop.h"
 #include "ll/log.h"
 #include "ll/obs.h"
+#include "ll/rules.h"
 #include "ll/svc.h"
 #include "ll/topics.h"
 
@@ -110,7 +111,7 @@ static void deliver(dispatch_sink *sink, leased *rows, size_t n, const dispatch_
 
 static bool delivered(const leased *l)
 {
-    return l->http_status >= 200 && l->http_status < 300;
+    return ll_dispatch_delivered(l->http_status);
 }
 
 /* Opens the configured sink. 0, or -1 with err. */

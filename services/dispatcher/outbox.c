@@ -317,7 +317,7 @@ static ll_db_rc settle_tx(ll_db *db, void *arg)
                 rc = mark_dead(db, l, l->build_error[0] ? l->build_error : "build failed", &a->dead);
             } else {
                 /* a permanent answer (4xx but 408/425/429) is DEAD on the first attempt */
-                bool permanent = ll_dispatch_classify(l->http_status, 1, 1 << 30) == LL_SEND_DEAD;
+                bool permanent = ll_dispatch_status_permanent(l->http_status);
                 char why[700];
                 snprintf(why, sizeof why, "%s%s", permanent ? "" : "max attempts reached: ", l->error);
                 rc = mark_dead(db, l, why, &a->dead);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/ledger.h"
 #include "ll/rules.h"
@@ -191,14 +192,15 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Contract §5.2 step 2: the run is past CREATED; answer from the ledger. */
-static ll_apply answer_registered(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_run_row *run,
+/* Contract §5.2 step 2: the run is past CREATED; answer from the ledger. LL_DB_ROLLBACK with the
+ * reply set (nothing is written), or LL_DB_ERROR (db->err). */
+static ll_db_rc answer_registered(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_run_row *run,
                                   const ll_strlist *violations, ll_apply_out *out)
 {
     const char *p[1] = {mi->run_id};
     PGresult *r = ll_db_exec(db, &ST_PARTITIONS, p);
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     size_t n = mi->plan.n_partitions;
     bool same = PQntuples(r) > 0 && (size_t)PQntuples(r) == n && run->source_count == mi->plan.source_count;
     if (same) {
@@ -246,17 +248,18 @@ static ll_apply answer_registered(ll_db *db, const ll_msg *m, const manifest_in 
                               ll_run_status_name(run->status), NULL, 0, false, NULL);
     }
     PQclear(r);
-    return LL_APPLY_ROLLBACK;
+    return LL_DB_ROLLBACK;
 }
 
-/* Contract §5.2 step 5: commit FAILED_MANIFEST, then answer MANIFEST_INVALID. */
-static ll_apply fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_strlist *violations,
+/* Contract §5.2 step 5: commit FAILED_MANIFEST, then answer MANIFEST_INVALID. LL_DB_OK with the
+ * reply set, or the failed statement's result (db->err). */
+static ll_db_rc fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_strlist *violations,
                               ll_apply_out *out)
 {
     char *joined = ll_strlist_join(violations, "; ");
     const char *p[2] = {mi->run_id, joined};
     PGresult *r = ll_db_exec(db, &ST_FAIL_MANIFEST, p);
-    ll_apply a = LL_APPLY_DB;
+    ll_db_rc rc = LL_DB_ERROR;
     if (r) {
         PQclear(r);
         ll_event ev = {.name = "MANIFEST_INVALID",
@@ -266,21 +269,20 @@ static ll_apply fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi,
                        .row_count = -1,
                        .error_code = "MANIFEST_INVALID",
                        .message = joined};
-        if (ll_event_insert(db, &ev) == LL_DB_OK) {
+        if ((rc = ll_event_insert(db, &ev)) == LL_DB_OK) {
             json_t *vs = json_array();
             for (size_t i = 0; i < violations->n; i++)
                 json_array_append_new(vs, json_string(violations->items[i]));
             out->reply = decision(m, mi->run_id, "REJECTED", "MANIFEST_INVALID", joined, "FAILED_MANIFEST",
                                   NULL, 0, false, vs);
-            a = LL_APPLY_COMMIT;
         }
     }
     free(joined);
-    return a;
+    return rc;
 }
 
-/* Contract §5.2 steps 6-10. */
-static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi, ll_apply_out *out)
+/* Contract §5.2 steps 6-10. LL_DB_OK with the reply set, or the failed statement's result. */
+static ll_db_rc register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi, ll_apply_out *out)
 {
     int empty = 0;
     json_t *dispatch = dispatch_from_request(mi, &empty);
@@ -300,11 +302,11 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
         mi->run_id, mi->scn, count, nulls, mi->plan.source_min_split, mi->plan.source_max_split,
         pcount,     ecount};
     const char *p_met[3] = {mi->run_id, metrics_s, mi->metrics_version};
-    ll_apply a = ll_db_exec_discard(db, &ST_INSERT_PARTITIONS, p_ins) == LL_DB_OK &&
-                         ll_db_exec_discard(db, &ST_START_EXTRACT, p_start) == LL_DB_OK &&
-                         ll_db_exec_discard(db, &ST_SOURCE_METRICS, p_met) == LL_DB_OK
-                     ? LL_APPLY_COMMIT
-                     : LL_APPLY_DB;
+    ll_db_rc rc = ll_db_exec_discard(db, &ST_INSERT_PARTITIONS, p_ins);
+    if (rc == LL_DB_OK)
+        rc = ll_db_exec_discard(db, &ST_START_EXTRACT, p_start);
+    if (rc == LL_DB_OK)
+        rc = ll_db_exec_discard(db, &ST_SOURCE_METRICS, p_met);
     free(parts);
     free(metrics_s);
     json_t *details = json_pack("{s:i,s:i,s:o}", "partitions", (int)mi->plan.n_partitions, "empty", empty,
@@ -315,20 +317,19 @@ static ll_apply register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi,
                    .chunk_index = -1,
                    .row_count = mi->plan.source_count,
                    .details = details};
-    if (a == LL_APPLY_COMMIT && ll_event_insert(db, &ev) != LL_DB_OK)
-        a = LL_APPLY_DB;
+    if (rc == LL_DB_OK)
+        rc = ll_event_insert(db, &ev);
     json_decref(details);
     bool won = false;
-    if (a == LL_APPLY_COMMIT && (size_t)empty == mi->plan.n_partitions &&
-        ll_run_complete_extract(db, mi->run_id, &won) != LL_DB_OK)
-        a = LL_APPLY_DB;
-    if (a != LL_APPLY_COMMIT) {
+    if (rc == LL_DB_OK && (size_t)empty == mi->plan.n_partitions)
+        rc = ll_run_complete_extract(db, mi->run_id, &won);
+    if (rc != LL_DB_OK) {
         json_decref(dispatch);
-        return a;
+        return rc;
     }
     out->reply = decision(m, mi->run_id, "ACCEPTED", NULL, NULL, won ? "EXTRACTED_VALIDATED" : "EXTRACTING",
                           dispatch, empty, won, NULL);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
 ll_apply registrar_apply_manifest(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -363,11 +364,11 @@ ll_apply registrar_apply_manifest(void *svc, ll_db *db, const ll_msg *m, ll_appl
         goto done_run;
     }
     if (run.status != LL_RUN_CREATED)
-        a = answer_registered(db, m, &mi, &run, &violations, out);
+        a = ll_apply_of_db(answer_registered(db, m, &mi, &run, &violations, out));
     else if (violations.n > 0)
-        a = fail_manifest(db, m, &mi, &violations, out);
+        a = ll_apply_of_db(fail_manifest(db, m, &mi, &violations, out));
     else
-        a = register_plan(db, m, &mi, out);
+        a = ll_apply_of_db(register_plan(db, m, &mi, out));
 done_run:
     ll_run_row_clear(&run);
 done:

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/ledger.h"
 #include "ll/rules.h"
@@ -72,14 +73,15 @@ static json_t *reply(const ll_msg *m, const run_request *rq, const char *outcome
     return r;
 }
 
-/* Records a refusal so that every replay of this request is refused the same way. */
-static ll_apply refuse(ll_db *db, const ll_msg *m, const run_request *rq, const char *code,
+/* Records a refusal so that every replay of this request is refused the same way. LL_DB_OK with the
+ * reply set (the refusal is committed), or the failed statement's result (db->err). */
+static ll_db_rc refuse(ll_db *db, const ll_msg *m, const run_request *rq, const char *code,
                        const char *message, ll_apply_out *out)
 {
     const char *p[5] = {rq->run_id, rq->job_key, rq->business_key, code, message};
     PGresult *r = ll_db_exec(db, &ST_INSERT_REJECTION, p);
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     PQclear(r);
     json_t *details = json_pack("{s:s,s:s}", "jobKey", rq->job_key, "businessKey", rq->business_key);
     ll_event ev = {.name = "RUN_REJECTED",
@@ -93,20 +95,21 @@ static ll_apply refuse(ll_db *db, const ll_msg *m, const run_request *rq, const 
     ll_db_rc rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
-        return LL_APPLY_DB;
+        return rc;
     out->reply = reply(m, rq, "REJECTED", code, message, NULL, NULL, NULL);
-    return LL_APPLY_COMMIT;
+    return LL_DB_OK;
 }
 
-/* An earlier answer for this run id, if any: the run itself or its refusal. */
-static ll_apply replay_if_known(ll_db *db, const ll_msg *m, const run_request *rq, ll_apply_out *out,
+/* An earlier answer for this run id, if any: the run itself or its refusal (*known; the reply set).
+ * LL_DB_OK, or LL_DB_ERROR (db->err). */
+static ll_db_rc replay_if_known(ll_db *db, const ll_msg *m, const run_request *rq, ll_apply_out *out,
                                 bool *known)
 {
     const char *p[1] = {rq->run_id};
     PGresult *r = ll_db_exec(db, &ST_FIND_RUN, p);
     *known = false;
     if (!r)
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     if (PQntuples(r) == 1) {
         *known = true;
         bool same = strcmp(PQgetvalue(r, 0, 0), rq->job_key) == 0 &&
@@ -117,17 +120,17 @@ static ll_apply replay_if_known(ll_db *db, const ll_msg *m, const run_request *r
                                   "run id already used for another job or business key", PQgetvalue(r, 0, 2),
                                   NULL, NULL);
         PQclear(r);
-        return LL_APPLY_ROLLBACK;
+        return LL_DB_OK;
     }
     PQclear(r);
     if (!(r = ll_db_exec(db, &ST_FIND_REJECTION, p)))
-        return LL_APPLY_DB;
+        return LL_DB_ERROR;
     if (PQntuples(r) == 1) {
         *known = true;
         out->reply = reply(m, rq, "REPLAY", PQgetvalue(r, 0, 0), ll_db_text(r, 0, 1), NULL, NULL, NULL);
     }
     PQclear(r);
-    return LL_APPLY_ROLLBACK;
+    return LL_DB_OK;
 }
 
 static char *parameters_json(const run_request *rq)
@@ -145,11 +148,13 @@ ll_apply registrar_apply_run_request(void *svc, ll_db *db, const ll_msg *m, ll_a
     if (!read_request(m->value, &rq, out))
         return LL_APPLY_DEAD;
     bool known = false;
-    ll_apply a = replay_if_known(db, m, &rq, out, &known);
-    if (a == LL_APPLY_DB || known)
-        return a;
+    ll_db_rc rc = replay_if_known(db, m, &rq, out, &known);
+    if (rc != LL_DB_OK)
+        return ll_apply_of_db(rc);
+    if (known)
+        return LL_APPLY_ROLLBACK; /* answered from the ledger; nothing to write */
     if (ll_path_has_dotdot(rq.hdfs_root))
-        return refuse(db, m, &rq, "INVALID_HDFS_ROOT", "hdfsRoot has a '..' segment", out);
+        return ll_apply_of_db(refuse(db, m, &rq, "INVALID_HDFS_ROOT", "hdfsRoot has a '..' segment", out));
 
     char path[2048], table[160];
     if (ll_hdfs_run_path(rq.hdfs_root, rq.job_key, rq.run_id, path, sizeof path) != 0 ||
@@ -169,8 +174,8 @@ ll_apply registrar_apply_run_request(void *svc, ll_db *db, const ll_msg *m, ll_a
             return LL_APPLY_DB;
         if (ll_db_command(db, "ROLLBACK TO SAVEPOINT run_insert") != LL_DB_OK)
             return LL_APPLY_DB;
-        return refuse(db, m, &rq, "DUPLICATE_ACTIVE_RUN",
-                      "another run of this job and business key is active", out);
+        return ll_apply_of_db(refuse(db, m, &rq, "DUPLICATE_ACTIVE_RUN",
+                                     "another run of this job and business key is active", out));
     }
     PQclear(r);
     json_t *details = json_pack("{s:s,s:s}", "hdfsRunPath", path, "stageTable", table);
@@ -180,7 +185,7 @@ ll_apply registrar_apply_run_request(void *svc, ll_db *db, const ll_msg *m, ll_a
                    .chunk_index = -1,
                    .row_count = -1,
                    .details = details};
-    ll_db_rc rc = ll_event_insert(db, &ev);
+    rc = ll_event_insert(db, &ev);
     json_decref(details);
     if (rc != LL_DB_OK)
         return LL_APPLY_DB;

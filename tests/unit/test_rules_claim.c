@@ -1,4 +1,5 @@
-/* test_rules_claim.c - the claim decision over every run and partition status (contract §5.3). */
+/* test_rules_claim.c - the claim decision over every run and partition status, token and token
+ * history (contract §5.3; kafka-edition.md §6 for a superseded token), and its refusal codes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -22,22 +23,28 @@ static void test_run_not_extracting_refused_first(void **state)
         if (r == LL_RUN_EXTRACTING)
             continue;
         for (int p = 0; p < LL_PART_STATUS_COUNT; p++) {
-            /* even the owner's replay is refused: the run no longer extracts */
-            assert_int_equal(ll_claim_decide((ll_run_status)r, (ll_part_status)p, TOKEN, TOKEN),
-                             LL_CLAIM_REFUSE_RUN);
-            assert_int_equal(ll_claim_decide((ll_run_status)r, (ll_part_status)p, NULL, OTHER),
-                             LL_CLAIM_REFUSE_RUN);
+            for (int known = 0; known <= 1; known++) {
+                /* even the owner's replay is refused: the run no longer extracts */
+                assert_int_equal(ll_claim_decide((ll_run_status)r, (ll_part_status)p, TOKEN, TOKEN, known),
+                                 LL_CLAIM_REFUSE_RUN);
+                assert_int_equal(ll_claim_decide((ll_run_status)r, (ll_part_status)p, NULL, OTHER, known),
+                                 LL_CLAIM_REFUSE_RUN);
+            }
         }
     }
 }
 
-/* Expected decision while EXTRACTING for a partition status and whether the token matches. */
-static ll_claim_decision expected(ll_part_status p, bool same)
+/*
+ * Expected decision while EXTRACTING for a partition status, whether the request token is the
+ * stored one, and whether the history holds it (granted here before): what the claimer does.
+ */
+static ll_claim_decision expected(ll_part_status p, bool same, bool granted_before)
 {
     switch (p) {
     case LL_PART_PENDING:
     case LL_PART_RETRY:
-        return LL_CLAIM_GRANT;
+        /* a token granted before and superseded never owns the partition again */
+        return granted_before ? LL_CLAIM_REFUSE_SUPERSEDED : LL_CLAIM_GRANT;
     case LL_PART_RUNNING:
         return same ? LL_CLAIM_REPLAY : LL_CLAIM_REFUSE_PARTITION;
     default: /* SUCCESS, FAILED, TIMED_OUT */
@@ -49,33 +56,59 @@ static void test_extracting_matrix(void **state)
 {
     (void)state;
     for (int p = 0; p < LL_PART_STATUS_COUNT; p++) {
-        for (size_t i = 0; i < sizeof same_tokens / sizeof *same_tokens; i++)
-            assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, (ll_part_status)p, TOKEN, same_tokens[i]),
-                             expected((ll_part_status)p, true));
-        for (size_t i = 0; i < sizeof other_tokens / sizeof *other_tokens; i++)
-            assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, (ll_part_status)p, TOKEN, other_tokens[i]),
-                             expected((ll_part_status)p, false));
-        /* no stored token (fresh, or cleared by a reissue) */
-        assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, (ll_part_status)p, NULL, TOKEN),
-                         expected((ll_part_status)p, false));
+        ll_part_status ps = (ll_part_status)p;
+        for (int known = 0; known <= 1; known++) {
+            for (size_t i = 0; i < sizeof same_tokens / sizeof *same_tokens; i++)
+                assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, ps, TOKEN, same_tokens[i], known),
+                                 expected(ps, true, known));
+            for (size_t i = 0; i < sizeof other_tokens / sizeof *other_tokens; i++)
+                assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, ps, TOKEN, other_tokens[i], known),
+                                 expected(ps, false, known));
+            /* no stored token (fresh, or cleared by a reissue) */
+            assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, ps, NULL, TOKEN, known),
+                             expected(ps, false, known));
+        }
     }
 }
 
 static void test_named_cases(void **state)
 {
     (void)state;
-    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_PENDING, NULL, TOKEN), LL_CLAIM_GRANT);
-    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, NULL, TOKEN), LL_CLAIM_GRANT);
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_PENDING, NULL, TOKEN, false), LL_CLAIM_GRANT);
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, NULL, TOKEN, false), LL_CLAIM_GRANT);
     /* a RETRY partition keeping an old token is still claimable by a new one */
-    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, OTHER, TOKEN), LL_CLAIM_GRANT);
-    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RUNNING, TOKEN_UC, TOKEN), LL_CLAIM_REPLAY);
-    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RUNNING, OTHER, TOKEN),
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, OTHER, TOKEN, false), LL_CLAIM_GRANT);
+    /* ... but not by the old token again (a replayed or zombie claim after the reissue): the
+     * claimer answers CLAIM_MISMATCH, where the reference would grant it */
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, TOKEN, TOKEN, true),
+                     LL_CLAIM_REFUSE_SUPERSEDED);
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RETRY, OTHER, TOKEN, true),
+                     LL_CLAIM_REFUSE_SUPERSEDED);
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RUNNING, TOKEN_UC, TOKEN, true),
+                     LL_CLAIM_REPLAY);
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_RUNNING, OTHER, TOKEN, false),
                      LL_CLAIM_REFUSE_PARTITION);
-    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_SUCCESS, TOKEN, TOKEN),
+    assert_int_equal(ll_claim_decide(LL_RUN_EXTRACTING, LL_PART_SUCCESS, TOKEN, TOKEN, true),
                      LL_CLAIM_REFUSE_PARTITION);
-    assert_int_equal(ll_claim_decide(LL_RUN_CREATED, LL_PART_PENDING, NULL, TOKEN), LL_CLAIM_REFUSE_RUN);
-    assert_int_equal(ll_claim_decide(LL_RUN_FAILED_EXTRACT, LL_PART_RUNNING, TOKEN, TOKEN),
+    assert_int_equal(ll_claim_decide(LL_RUN_CREATED, LL_PART_PENDING, NULL, TOKEN, false),
                      LL_CLAIM_REFUSE_RUN);
+    assert_int_equal(ll_claim_decide(LL_RUN_FAILED_EXTRACT, LL_PART_RUNNING, TOKEN, TOKEN, true),
+                     LL_CLAIM_REFUSE_RUN);
+}
+
+/* The code of each refusal over every partition status (what the claimer answers). */
+static void test_refusal_codes(void **state)
+{
+    (void)state;
+    for (int p = 0; p < LL_PART_STATUS_COUNT; p++) {
+        ll_part_status ps = (ll_part_status)p;
+        assert_null(ll_claim_refusal_code(LL_CLAIM_GRANT, ps));
+        assert_null(ll_claim_refusal_code(LL_CLAIM_REPLAY, ps));
+        assert_string_equal(ll_claim_refusal_code(LL_CLAIM_REFUSE_RUN, ps), "RUN_STATUS_MISMATCH");
+        assert_string_equal(ll_claim_refusal_code(LL_CLAIM_REFUSE_SUPERSEDED, ps), "CLAIM_MISMATCH");
+        assert_string_equal(ll_claim_refusal_code(LL_CLAIM_REFUSE_PARTITION, ps),
+                            ps == LL_PART_RUNNING ? "CLAIM_MISMATCH" : "PARTITION_STATUS_MISMATCH");
+    }
 }
 
 int main(void)
@@ -84,6 +117,7 @@ int main(void)
         cmocka_unit_test(test_run_not_extracting_refused_first),
         cmocka_unit_test(test_extracting_matrix),
         cmocka_unit_test(test_named_cases),
+        cmocka_unit_test(test_refusal_codes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -84,6 +84,36 @@ static void test_classify_transient(void **state)
     }
 }
 
+/* Every status from -1 to 700: permanent is exactly 4xx but 408/425/429, delivered exactly 2xx. */
+static void test_status_matrix(void **state)
+{
+    (void)state;
+    int permanent = 0, delivered = 0;
+    for (int st = -1; st <= 700; st++) {
+        bool want_permanent = st >= 400 && st <= 499 && st != 408 && st != 425 && st != 429;
+        assert_int_equal(ll_dispatch_status_permanent(st), want_permanent);
+        assert_int_equal(ll_dispatch_delivered(st), st >= 200 && st <= 299);
+        /* the classifier agrees: on a first attempt of many, DEAD is exactly the permanent ones */
+        ll_send_outcome first = ll_dispatch_classify(st, 1, 10);
+        assert_int_equal(first == LL_SEND_DEAD, want_permanent);
+        assert_int_equal(first == LL_SEND_SENT, st >= 200 && st <= 299);
+        permanent += want_permanent;
+        delivered += st >= 200 && st <= 299;
+    }
+    assert_int_equal(permanent, 97);
+    assert_int_equal(delivered, 100);
+    /* the named ones */
+    assert_true(ll_dispatch_status_permanent(400));
+    assert_true(ll_dispatch_status_permanent(404));
+    assert_true(ll_dispatch_status_permanent(422));
+    assert_false(ll_dispatch_status_permanent(0));
+    assert_false(ll_dispatch_status_permanent(408));
+    assert_false(ll_dispatch_status_permanent(425));
+    assert_false(ll_dispatch_status_permanent(429));
+    assert_false(ll_dispatch_status_permanent(500));
+    assert_false(ll_dispatch_status_permanent(200));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -95,6 +125,7 @@ int main(void)
         cmocka_unit_test(test_classify_success),
         cmocka_unit_test(test_classify_permanent_4xx),
         cmocka_unit_test(test_classify_transient),
+        cmocka_unit_test(test_status_matrix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

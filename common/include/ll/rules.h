@@ -104,15 +104,25 @@ int ll_manifest_violations(const ll_manifest *m, bool allow_empty_source, ll_str
 /* ---- Partition claim (contract §5.3) -------------------------------------------------------- */
 
 typedef enum ll_claim_decision {
-    LL_CLAIM_GRANT = 0,       /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
-    LL_CLAIM_REPLAY,          /* RUNNING with the same token: granted again, heartbeat only */
-    LL_CLAIM_REFUSE_RUN,      /* run not EXTRACTING: claimed=false (NiFi must not query Oracle) */
-    LL_CLAIM_REFUSE_PARTITION /* partition owned by another token or finished: claimed=false */
+    LL_CLAIM_GRANT = 0,        /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
+    LL_CLAIM_REPLAY,           /* RUNNING with the same token: granted again, heartbeat only */
+    LL_CLAIM_REFUSE_RUN,       /* run not EXTRACTING: claimed=false (NiFi must not query Oracle) */
+    LL_CLAIM_REFUSE_PARTITION, /* partition owned by another token or finished: claimed=false */
+    LL_CLAIM_REFUSE_SUPERSEDED /* a token granted before and superseded (a zombie or replayed claim
+                                * after a reissue) over a claimable partition: claimed=false */
 } ll_claim_decision;
 
-/* Decides a claim; stored_token may be NULL; tokens compared as canonical UUIDs. */
+/*
+ * Decides a claim (contract §5.3 steps 2-5; kafka-edition.md §6 for a superseded token).
+ * stored_token may be NULL; tokens compared as canonical UUIDs; both borrowed. granted_before:
+ * the claim-token history holds request_token for this partition (it was granted once).
+ */
 ll_claim_decision ll_claim_decide(ll_run_status run, ll_part_status part, const char *stored_token,
-                                  const char *request_token);
+                                  const char *request_token, bool granted_before);
+/* The reply code of a refusal (static): RUN_STATUS_MISMATCH for REFUSE_RUN, CLAIM_MISMATCH for a
+ * RUNNING partition's REFUSE_PARTITION and for REFUSE_SUPERSEDED, PARTITION_STATUS_MISMATCH for
+ * any other REFUSE_PARTITION; NULL for GRANT and REPLAY. part: the locked partition's status. */
+const char *ll_claim_refusal_code(ll_claim_decision d, ll_part_status part);
 
 /* ---- Chunk report gate (contract §5.4 steps 8-10) ------------------------------------------- */
 
@@ -222,6 +232,30 @@ ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token,
 /* Snapshot error: errorCode upper-cased in {ORA-01555, ORA-08180} or errorClass upper-cased = SNAPSHOT. */
 bool ll_is_snapshot_error(const char *error_code, const char *error_class);
 
+/* ---- A failed partition ends its run's extraction (contract §5.4 step 10, §5.5 step 5) -------- */
+
+/* How a run fails because one of its partitions failed. Strings static or the caller's (borrowed). */
+typedef struct ll_run_fail {
+    ll_run_status status; /* FAILED_EXTRACT or FAILED_SNAPSHOT_EXPIRED */
+    const char *stage;    /* error_stage */
+    const char *code;     /* error_code */
+} ll_run_fail;
+
+/*
+ * §5.4 step 10: a partition's ROW_COUNT_MISMATCH fails its run only while the run is EXTRACTING
+ * (FAILED_EXTRACT, stage PARTITION_GATE, code ROW_COUNT_MISMATCH; all static); any other status
+ * is kept (the partition still counts as failed). Returns whether the run fails; *out is filled
+ * then. The caller writes it with a compare-and-set on status = 'EXTRACTING'.
+ */
+bool ll_gate_run_failure(ll_run_status current, ll_run_fail *out);
+/*
+ * §5.5 step 5: a worker's partition failure fails its run only while the run is EXTRACTING:
+ * FAILED_SNAPSHOT_EXPIRED for a snapshot error (ll_is_snapshot_error), else FAILED_EXTRACT, with
+ * the report's errorStage and errorCode (borrowed into *out). Returns whether the run fails.
+ */
+bool ll_pfail_run_failure(ll_run_status current, const char *error_stage, const char *error_code,
+                          const char *error_class, ll_run_fail *out);
+
 /* ---- Run failure report (contract §5.6) ----------------------------------------------------- */
 
 /* True for exactly the five allowed (expectedStatus, failStatus) pairs. */
@@ -245,6 +279,11 @@ typedef enum ll_send_outcome {
  * delivered command and 0 for a failed one.
  */
 ll_send_outcome ll_dispatch_classify(int http_status, int attempt, int max_attempts);
+/* Whether a delivery's status is delivered: 2xx (a Kafka sink's 200). */
+bool ll_dispatch_delivered(int http_status);
+/* Whether a delivery's status is a permanent refusal, DEAD on any attempt: 4xx other than
+ * 408/425/429 (contract §6, §12). 0 (transport error), 3xx, 5xx and the three are transient. */
+bool ll_dispatch_status_permanent(int http_status);
 
 /* ---- Name-based ids (kafka-edition.md §4) --------------------------------------------------- */
 

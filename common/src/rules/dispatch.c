@@ -28,6 +28,19 @@ static bool retryable_4xx(int http_status)
     return http_status == 408 || http_status == 425 || http_status == 429;
 }
 
+/* §6: 2xx is delivered. */
+bool ll_dispatch_delivered(int http_status)
+{
+    return http_status >= 200 && http_status <= 299;
+}
+
+/* §6, §12: a 4xx answer is the receiver's final word, except the three a proxy or rate limiter
+ * answers transiently. */
+bool ll_dispatch_status_permanent(int http_status)
+{
+    return http_status >= 400 && http_status <= 499 && !retryable_4xx(http_status);
+}
+
 /*
  * §6 outcome table. http_status is the receiver's HTTP status, 0 for a transport error (a Kafka
  * sink: 200 delivered, 0 failed); attempt is the leased attempt_count (already incremented).
@@ -38,9 +51,9 @@ static bool retryable_4xx(int http_status)
  */
 ll_send_outcome ll_dispatch_classify(int http_status, int attempt, int max_attempts)
 {
-    if (http_status >= 200 && http_status <= 299)
+    if (ll_dispatch_delivered(http_status))
         return LL_SEND_SENT;
-    if (http_status >= 400 && http_status <= 499 && !retryable_4xx(http_status))
+    if (ll_dispatch_status_permanent(http_status))
         return LL_SEND_DEAD;
     return attempt >= max_attempts ? LL_SEND_DEAD : LL_SEND_RETRY;
 }
