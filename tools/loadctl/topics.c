@@ -147,9 +147,9 @@ static int create(const lc_opts *o, rd_kafka_t *rk, rd_kafka_NewTopic_t **nt, in
     int rc = LC_OK;
     json_t *created = json_array(), *existing = json_array();
     if (!ev)
-        rc = lc_fail(o, LC_DB, "KAFKA_UNAVAILABLE", NULL, "no answer from the broker in time");
+        rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "no answer from the broker in time");
     else if (rd_kafka_event_error(ev))
-        rc = lc_fail(o, LC_DB, "KAFKA_UNAVAILABLE", NULL, "%s", rd_kafka_event_error_string(ev));
+        rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", rd_kafka_event_error_string(ev));
     else {
         size_t cnt = 0;
         const rd_kafka_topic_result_t **res =
@@ -163,7 +163,8 @@ static int create(const lc_opts *o, rd_kafka_t *rk, rd_kafka_NewTopic_t **nt, in
                     printf("%-8s %s\n", te ? "exists" : "created", name);
             } else {
                 const char *msg = rd_kafka_topic_result_error_string(res[i]);
-                rc = lc_fail(o, LC_DB, "KAFKA_ERROR", NULL, "%s: %s", name, msg ? msg : rd_kafka_err2str(te));
+                rc = lc_fail(o, LC_DB, "TOPIC_CREATE_FAILED", NULL, "%s: %s", name,
+                             msg ? msg : rd_kafka_err2str(te));
             }
         }
     }
