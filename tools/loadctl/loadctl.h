@@ -70,6 +70,9 @@ int lc_redrive(const lc_opts *o, int argc, char **argv);
  * committed offsets (with their metadata) recorded before a base backup and committed again after
  * the restore (offsets.c; docs/operations.md "Restore from a backup"). */
 int lc_offsets(const lc_opts *o, int argc, char **argv);
+/* `loadctl topics create --file TOPICS_CONF [--config F] [--replication-factor N] [--timeout D]`:
+ * every topic of the file in one CreateTopics request, existing ones kept (topics.c). */
+int lc_topics(const lc_opts *o, int argc, char **argv);
 /* `loadctl monitor [--once]`: the terminal dashboard (monitor.c). */
 int lc_monitor(const lc_opts *o, int argc, char **argv);
 

@@ -28,6 +28,7 @@ static const struct {
     {"redrive", lc_redrive, "republish dead letters to their source topic (once)"},
     {"verify", lc_verify, "check the ledger's (and --topics: the topics') invariants"},
     {"offsets", lc_offsets, "save / restore the input groups' committed offsets (backup, restore)"},
+    {"topics", lc_topics, "create the topics of config/topics.conf (one request, existing kept)"},
     {"migrate", lc_migrate, "apply the SQL migrations not yet applied"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
