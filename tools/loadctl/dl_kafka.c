@@ -43,7 +43,7 @@ int dl_open(const lc_opts *o, const char *config, dl_ctx *c)
     if (!ll_config_get(c->cfg, "kafka.bootstrap.servers")) {
         lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL,
                 "no broker: give --config FILE with kafka.bootstrap.servers (or "
-                "LOADLEDGER_KAFKA__BOOTSTRAP_SERVERS)");
+                "LOADLEDGER_KAFKA__BOOTSTRAP__SERVERS)");
         dl_close(c);
         return LC_USAGE;
     }
