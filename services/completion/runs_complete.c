@@ -13,6 +13,7 @@
 #include "chunk.h"
 #include "ll/ledger.h"
 #include "ll/pgarray.h"
+#include "ll/strmap.h"
 
 /* $1 the run ids, $2 their VALIDATE_RUN dispatch ids (same order). One row per run that won:
  * its id, then (the same on every row) how many outbox rows and events were written. The runs are
@@ -44,34 +45,37 @@ static const ll_stmt ST_RUNS_COMPLETE = {
 
 ll_db_rc runs_complete_extract(ll_db *db, const char *const *run_ids, size_t n, bool *won)
 {
+    if (n == 0)
+        return LL_DB_OK;
     ll_pgarray runs = {0}, dids = {0};
+    ll_strmap at = {0}; /* run id -> its index, to mark the winners the statement returns */
+    ll_strmap_init(&at, n);
     for (size_t i = 0; i < n; i++) {
         char did[37];
         ll_validate_dispatch_id(run_ids[i], did);
         ll_pgarray_add(&runs, run_ids[i]);
         ll_pgarray_add(&dids, did);
+        ll_strmap_put(&at, run_ids[i], i);
         won[i] = false;
     }
     const char *p[2] = {ll_pgarray_text(&runs), ll_pgarray_text(&dids)};
-    PGresult *r = n ? ll_db_exec(db, &ST_RUNS_COMPLETE, p) : NULL;
+    PGresult *r = ll_db_exec(db, &ST_RUNS_COMPLETE, p);
     ll_pgarray_free(&runs);
     ll_pgarray_free(&dids);
-    if (!n)
-        return LL_DB_OK;
-    if (!r)
-        return LL_DB_ERROR;
-    int rows = PQntuples(r);
-    ll_db_rc rc = LL_DB_OK;
+    ll_db_rc rc = r ? LL_DB_OK : LL_DB_ERROR;
+    int rows = r ? PQntuples(r) : 0;
     if (rows > 0 && ll_db_ll(r, 0, 2, -1) != rows) {
         db->err.sqlstate[0] = '\0';
         snprintf(db->err.message, sizeof db->err.message, "runs complete: %d runs won, %s events written",
                  rows, PQgetvalue(r, 0, 2));
         rc = LL_DB_ERROR;
     }
-    for (int j = 0; j < rows && rc == LL_DB_OK; j++)
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(PQgetvalue(r, j, 0), run_ids[i]) == 0)
-                won[i] = true;
+    for (int j = 0; j < rows && rc == LL_DB_OK; j++) {
+        const size_t *i = ll_strmap_get(&at, PQgetvalue(r, j, 0));
+        if (i)
+            won[*i] = true;
+    }
     PQclear(r);
+    ll_strmap_free(&at);
     return rc;
 }
