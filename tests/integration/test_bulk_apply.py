@@ -119,10 +119,11 @@ def isos():
 def test_set_based_path_answers_as_the_per_message_path(isos):
     rs = runs()
     seq = sequence(*rs)
-    # the set-based stack also commits each batch's Kafka transaction beside the next batch's
-    # database work (loop.overlap_commit): the answers and rows must not change
+    # the set-based stack commits each batch's Kafka transaction beside the next batch's database
+    # work (loop.overlap_commit, the default), the one-by-one stack in line before its next poll:
+    # the answers and rows must not change
     bulk = play(isos("bulk"), seq, dict(LOOP, **{"loop.overlap_commit": "true"}), rs)  # share only run ids
-    one = play(isos("onebyone"), seq, dict(LOOP, **{"loop.db_batch_max": "1"}), rs)
+    one = play(isos("onebyone"), seq, dict(LOOP, **{"loop.db_batch_max": "1", "loop.overlap_commit": "false"}), rs)
     for r in rs:
         assert bulk[0][r.run_id] == one[0][r.run_id], "replies of run %s differ" % r.run_id
     assert bulk[1] == one[1]

@@ -58,7 +58,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      "savepoints per database transaction (1..60): messages applied one by one, a savepoint each; a"
      " batch needing more commits in parts; those the set-based apply decides need none. 1 = one"
      " transaction per message, without the set-based apply"},
-    {"loop.overlap_commit", "false", false,
+    {"loop.overlap_commit", "true", false,
      "commit a batch's Kafka transaction on a thread of its own while the next batch's database work"
      " runs (its database commit waits for it); for a broker whose commit is network wait"},
     {"loop.max_held", "64", false,
