@@ -103,7 +103,12 @@ class Counter:
         self.topic = topic
         self.seen = []   # (timestamp ms, wall time seen, key)
         self.values = []
-        self.poll(0.5)  # connected and fetching before anything is timed
+        # connected and fetching before anything is timed: a consumer assigned less than about a
+        # second ago sees a new record only after its first fetch (up to fetch.wait.max.ms, 500
+        # ms, later: measured), which a flow of single records would count as the services' time
+        ready = time.time() + 1.2
+        while time.time() < ready:
+            self.poll(0.2)
 
     def poll(self, timeout=0.2):
         # consume(n, timeout) waits for n records or the whole timeout: poll() returns with the
@@ -118,6 +123,18 @@ class Counter:
             self.seen.append((m.timestamp()[1], time.time(), m.key().decode()))
             if self.schema:
                 self.values.append(avroframe.decode(m.value(), self.schema))
+
+    def wait_key(self, key, count, timeout):
+        """Until `count` records of `key` are seen; returns them."""
+        end = time.time() + timeout
+        while True:
+            mine = [x for x in self.seen if x[2] == key]
+            if len(mine) >= count:
+                return mine
+            if time.time() > end:
+                raise TimeoutError("%s: %d of %d records of %s after %ss" % (self.topic, len(mine), count, key,
+                                                                           timeout))
+            self.poll()
 
     def wait(self, count, timeout, partial_after=None):
         """Until `count` records are seen; after partial_after seconds (if given) returns what
@@ -515,31 +532,36 @@ def fmt(v, spec="%.0f"):
     return "n/a" if v is None else spec % v
 
 
-def flow(iso, run, sender, partition, timeout):
+FLOW_REPLIES = ("run-decisions", "manifest-decisions", "claim-decisions", "validate-run-commands")
+
+
+def flow_readers(iso, runs):
+    """One reader per reply topic of flow(), for every run of `runs`, made once (each takes a
+    second to be ready); close them after the flows."""
+    return {t: Counter(iso.bootstrap, iso.topic(t), [r.run_id for r in runs]) for t in FLOW_REPLIES}
+
+
+def flow(readers, run, sender, partition, timeout):
     """One run's whole flow through Kafka partition `partition` of every input topic, each step
-    waited for as NiFi does: (ms from its run request to its validate-run command, ms from its
-    last chunk to the command)."""
-    readers = {t: Counter(iso.bootstrap, iso.topic(t), [run.run_id])
-               for t in ("run-decisions", "manifest-decisions", "claim-decisions", "validate-run-commands")}
+    waited for as NiFi does, with `readers` of flow_readers(): (ms from its run request to its
+    validate-run command, ms from its last chunk to the command)."""
     t0 = time.time()
     sender.send("run-requests", sender.encode("run-requests", run.run_request()), run.run_id, partition)
     sender.flush()
-    readers["run-decisions"].wait(1, timeout)
+    readers["run-decisions"].wait_key(run.run_id, 1, timeout)
     sender.send("manifests", sender.encode("manifests", run.manifest()), run.run_id, partition)
     sender.flush()
-    readers["manifest-decisions"].wait(1, timeout)
+    readers["manifest-decisions"].wait_key(run.run_id, 1, timeout)
     for pid in run.nonempty():
         sender.send("partition-claims", sender.encode("partition-claims", run.claim(pid)), run.run_id, partition)
     sender.flush()
-    readers["claim-decisions"].wait(len(run.nonempty()), timeout)
+    readers["claim-decisions"].wait_key(run.run_id, len(run.nonempty()), timeout)
     for pid in run.nonempty():
         for c in run.chunks(pid, rows_per_chunk=ROWS_PER_CHUNK):
             sender.send("chunks", sender.encode("chunks", c), run.run_id, partition)
     sender.flush()
     t_last = time.time()
-    seen = readers["validate-run-commands"].wait(1, timeout)
-    for r in readers.values():
-        r.close()
+    seen = readers["validate-run-commands"].wait_key(run.run_id, 1, timeout)
     return (seen[0][1] - t0) * 1000.0, (seen[0][1] - t_last) * 1000.0
 
 
@@ -558,8 +580,10 @@ def held(args):
         st.start(s)
     st.start("completion", settings={"loop.prerequisite_wait": "PT%dS" % (args.hold * 2 + 30)})
     s = Sender(iso.bootstrap, iso.prefix, linger_ms=0)
-    flow(iso, bench_run(2, 5), s, 0, args.timeout)  # warm-up
-    base = [flow(iso, bench_run(2, 5), s, 0, args.timeout) for _ in range(HELD_FLOWS)]
+    flows = [bench_run(2, 5) for _ in range(2 * HELD_FLOWS + 1)]
+    readers = flow_readers(iso, flows)
+    flow(readers, flows[0], s, 0, args.timeout)  # warm-up
+    base = [flow(readers, r, s, 0, args.timeout) for r in flows[1:HELD_FLOWS + 1]]
     h = bench_run(1, 2)
     admit_on(iso, s, h, 0)
     first = h.chunks("0000", token=h.claim("0000")["claimToken"], rows_per_chunk=ROWS_PER_CHUNK)
@@ -571,12 +595,14 @@ def held(args):
         "partition-claims", h.claim("0000")), h.run_id, 0), s.flush()))
     time.sleep(1.0)  # the early chunk reaches the service and waits for its claim
     timer.start()
-    with_held = [flow(iso, bench_run(2, 5), s, 0, args.timeout + args.hold) for _ in range(HELD_FLOWS)]
+    with_held = [flow(readers, r, s, 0, args.timeout + args.hold) for r in flows[HELD_FLOWS + 1:]]
     still_held = not outs.seen  # all measured while the early chunk still waited
     outs.wait(1, args.timeout + args.hold)
     held_answer_s = outs.seen[0][1] - t_held
     timer.join()
     outs.close()
+    for r in readers.values():
+        r.close()
     iso.close()
     med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
     f = {"hold_s": args.hold, "flows": HELD_FLOWS, "still_held": still_held,
