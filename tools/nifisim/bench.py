@@ -124,30 +124,20 @@ class Counter:
             if self.schema:
                 self.values.append(avroframe.decode(m.value(), self.schema))
 
-    def wait_key(self, key, count, timeout):
-        """Until `count` records of `key` are seen; returns them."""
-        end = time.time() + timeout
-        while True:
-            mine = [x for x in self.seen if x[2] == key]
-            if len(mine) >= count:
-                return mine
-            if time.time() > end:
-                raise TimeoutError("%s: %d of %d records of %s after %ss" % (self.topic, len(mine), count, key,
-                                                                           timeout))
-            self.poll()
-
-    def wait(self, count, timeout, partial_after=None):
-        """Until `count` records are seen; after partial_after seconds (if given) returns what
-        was seen so far instead of raising at timeout."""
+    def wait(self, count, timeout, partial_after=None, key=None):
+        """Until `count` records (of `key` only, if given) are seen, and returns them; after
+        partial_after seconds (if given) returns what was seen so far instead of raising at
+        timeout."""
         end = time.time() + timeout
         stop = time.time() + partial_after if partial_after else None
-        while len(self.seen) < count:
-            if stop and time.time() > stop and self.seen:
-                return self.seen
+        while True:
+            mine = self.seen if key is None else [x for x in self.seen if x[2] == key]
+            if len(mine) >= count or (stop and time.time() > stop and mine):
+                return mine
             if time.time() > end:
-                raise TimeoutError("%s: %d of %d records after %ss" % (self.topic, len(self.seen), count, timeout))
+                raise TimeoutError("%s: %d of %d records%s after %ss" % (
+                    self.topic, len(mine), count, "" if key is None else " of " + key, timeout))
             self.poll()
-        return self.seen
 
     def close(self):
         self.c.close()
@@ -470,7 +460,8 @@ def latency(args, rate):
     stages = latency_stages(iso, last, cmds.seen)
     cmds.close()
     iso.close()
-    f = {"rate": rate, "runs": n_runs, "warmup_runs": n_warm, "warmup_s": args.latency_warmup, "answered": len(lat), "produced_s": produced_s, "vm_hwm_kib": hwm,
+    f = {"rate": rate, "runs": n_runs, "warmup_runs": n_warm, "warmup_s": args.latency_warmup, "answered": len(lat),
+         "produced_s": produced_s, "vm_hwm_kib": hwm,
          "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None, "stages": stages}
     say("   %d of %d commands: p50 %s ms, p99 %s ms" % (len(lat), n_runs, fmt(f["p50_ms"]), fmt(f["p99_ms"])))
     return f
@@ -548,20 +539,20 @@ def flow(readers, run, sender, partition, timeout):
     t0 = time.time()
     sender.send("run-requests", sender.encode("run-requests", run.run_request()), run.run_id, partition)
     sender.flush()
-    readers["run-decisions"].wait_key(run.run_id, 1, timeout)
+    readers["run-decisions"].wait(1, timeout, key=run.run_id)
     sender.send("manifests", sender.encode("manifests", run.manifest()), run.run_id, partition)
     sender.flush()
-    readers["manifest-decisions"].wait_key(run.run_id, 1, timeout)
+    readers["manifest-decisions"].wait(1, timeout, key=run.run_id)
     for pid in run.nonempty():
         sender.send("partition-claims", sender.encode("partition-claims", run.claim(pid)), run.run_id, partition)
     sender.flush()
-    readers["claim-decisions"].wait_key(run.run_id, len(run.nonempty()), timeout)
+    readers["claim-decisions"].wait(len(run.nonempty()), timeout, key=run.run_id)
     for pid in run.nonempty():
         for c in run.chunks(pid, rows_per_chunk=ROWS_PER_CHUNK):
             sender.send("chunks", sender.encode("chunks", c), run.run_id, partition)
     sender.flush()
     t_last = time.time()
-    seen = readers["validate-run-commands"].wait_key(run.run_id, 1, timeout)
+    seen = readers["validate-run-commands"].wait(1, timeout, key=run.run_id)
     return (seen[0][1] - t0) * 1000.0, (seen[0][1] - t_last) * 1000.0
 
 
@@ -604,7 +595,8 @@ def held(args):
     for r in readers.values():
         r.close()
     iso.close()
-    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
+    def med(xs):
+        return pct(sorted(xs), 50)
     f = {"hold_s": args.hold, "flows": HELD_FLOWS, "still_held": still_held,
          "without_ms": med([b[0] for b in base]), "with_ms": med([w[0] for w in with_held]),
          "without_last_ms": med([b[1] for b in base]), "with_last_ms": med([w[1] for w in with_held]),
@@ -689,17 +681,16 @@ def report(res):
     if lat:
         say("last chunk → validate-run command visible (read_committed), %d runs at %.0f events/s"
             " (%s; after %d runs, %.0f s, not measured): p50 %s ms, p99 %s ms, max %s ms (%d of %d answered)"
-            % (lat["runs"], lat["rate"], lat["rate_from"], lat.get("warmup_runs", 0), lat.get("warmup_s", 0), fmt(lat["p50_ms"]), fmt(lat["p99_ms"]),
-               fmt(lat["max_ms"]), lat["answered"], lat["runs"]))
+            % (lat["runs"], lat["rate"], lat["rate_from"], lat["warmup_runs"], lat["warmup_s"], fmt(lat["p50_ms"]),
+               fmt(lat["p99_ms"]), fmt(lat["max_ms"]), lat["answered"], lat["runs"]))
         for s, (p50, p99, mx) in lat["stages"].items():
             say("  %-22s p50 %7.1f  p99 %7.1f  max %7.1f ms" % (s, p50, p99, mx))
     h = res.get("held")
     if h:
         say("held run (claim %d s late) on the same Kafka partition: another run's whole flow, median of %d,"
             " %.0f ms without, %.0f ms with (%+.0f ms), worst %.0f / %.0f ms; its last chunk → command %.0f / %.0f"
-            " ms" % (h["hold_s"], h.get("flows", 1), h["without_ms"], h["with_ms"], h["added_ms"],
-                     h.get("without_max_ms", h["without_ms"]), h.get("with_max_ms", h["with_ms"]),
-                     h["without_last_ms"], h["with_last_ms"]))
+            " ms" % (h["hold_s"], h["flows"], h["without_ms"], h["with_ms"], h["added_ms"], h["without_max_ms"],
+                     h["with_max_ms"], h["without_last_ms"], h["with_last_ms"]))
     hw = {}
     for k in ("default", "overlap", "batch1", "cost10", "cost10k", "latency"):
         for svc, v in ((res.get(k) or {}).get("vm_hwm_kib") or {}).items():
