@@ -72,74 +72,91 @@ static void test_fatal_errors_that_end_the_process(void **state)
     assert_false(ll_kafka_fatal_must_exit(RD_KAFKA_RESP_ERR_UNKNOWN_PRODUCER_ID));
 }
 
-/* Nothing configured: bounded defaults that still fetch a 1 MiB message whole. */
+/* Nothing configured: small bounded fetches, whatever the largest accepted message. */
 static void test_fetch_defaults_are_bounded(void **state)
 {
     (void)state;
     char err[400] = "";
     ll_kfetch k = {0};
-    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &k, err, sizeof err), 0);
-    assert_int_equal(k.partition_fetch_bytes, 1048576 + LL_KFETCH_HEADROOM);
-    assert_int_equal(k.fetch_max_bytes, 1048576 + LL_KFETCH_HEADROOM);
-    assert_int_equal(k.queued_max_kbytes, 2 * 1088);                        /* librdkafka: 65536 */
+    assert_int_equal(ll_kfetch_settle(1048576, &k, err, sizeof err), 0);
+    assert_int_equal(k.partition_fetch_bytes, 131072);                      /* librdkafka: 1048576 */
+    assert_int_equal(k.fetch_max_bytes, 131072);                            /* librdkafka: 52428800 */
+    assert_int_equal(k.message_max_bytes, 131072);                          /* librdkafka: 1000000 */
+    assert_int_equal(k.queued_max_kbytes, 2 * 128);                         /* librdkafka: 65536 */
     assert_int_equal(k.queued_min_messages, LL_KFETCH_QUEUED_MIN_MESSAGES); /* librdkafka: 100000 */
     assert_int_equal(k.receive_max_bytes, 0);                               /* librdkafka derives it */
-    /* a larger consumer message.max.bytes raises fetch.max.bytes (librdkafka's own rule) */
-    ll_kfetch m = {0};
-    assert_int_equal(ll_kfetch_settle(1048576, 4000000, &m, err, sizeof err), 0);
-    assert_int_equal(m.fetch_max_bytes, 4000000);
-    assert_int_equal(m.queued_max_kbytes, 2 * 3907);
-    /* a larger loop.max_message_bytes raises every floor with it */
+    /* a larger loop.max_message_bytes changes none of them (KIP-74: fetched whole anyway) */
     ll_kfetch b = {0};
-    assert_int_equal(ll_kfetch_settle(3000000, 1000000, &b, err, sizeof err), 0);
-    assert_int_equal(b.partition_fetch_bytes, 3065536);
-    assert_int_equal(b.fetch_max_bytes, 3065536);
-    assert_int_equal(b.queued_max_kbytes, 2 * 2994);
+    assert_int_equal(ll_kfetch_settle(3000000, &b, err, sizeof err), 0);
+    assert_int_equal(b.fetch_max_bytes, 131072);
+    assert_int_equal(b.queued_max_kbytes, 256);
+    /* a configured consumer message.max.bytes raises fetch.max.bytes (librdkafka's own rule) */
+    ll_kfetch m = {.message_max_bytes = 4000000};
+    assert_int_equal(ll_kfetch_settle(1048576, &m, err, sizeof err), 0);
+    assert_int_equal(m.fetch_max_bytes, 4000000);
+    assert_int_equal(m.message_max_bytes, 4000000);
+    assert_int_equal(m.queued_max_kbytes, 2 * 3907);
+    /* and so does a larger per-partition fetch */
+    ll_kfetch p = {.partition_fetch_bytes = 1048576};
+    assert_int_equal(ll_kfetch_settle(1048576, &p, err, sizeof err), 0);
+    assert_int_equal(p.fetch_max_bytes, 1048576);
+    assert_int_equal(p.message_max_bytes, 1048576);
 }
 
-/* Configured values are kept when a loop.max_message_bytes message still fits. */
+/* Configured values are kept, even below the largest accepted message: it is fetched whole. */
 static void test_fetch_overrides_kept(void **state)
 {
     (void)state;
     char err[400] = "";
     ll_kfetch k = {.queued_min_messages = 20000,
-                   .queued_max_kbytes = 4096,
-                   .fetch_max_bytes = 8388608,
-                   .partition_fetch_bytes = 2097152,
+                   .queued_max_kbytes = 64,
+                   .fetch_max_bytes = 65536,
+                   .partition_fetch_bytes = 32768,
                    .receive_max_bytes = 8389120};
-    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &k, err, sizeof err), 0);
+    assert_int_equal(ll_kfetch_settle(1048576, &k, err, sizeof err), 0);
     assert_int_equal(k.queued_min_messages, 20000);
-    assert_int_equal(k.queued_max_kbytes, 4096);
-    assert_int_equal(k.fetch_max_bytes, 8388608);
-    assert_int_equal(k.partition_fetch_bytes, 2097152);
+    assert_int_equal(k.queued_max_kbytes, 64);
+    assert_int_equal(k.fetch_max_bytes, 65536);
+    assert_int_equal(k.partition_fetch_bytes, 32768);
     assert_int_equal(k.receive_max_bytes, 8389120);
+    assert_int_equal(k.message_max_bytes, 65536);
 }
 
-/* Each setting below what a loop.max_message_bytes message needs is refused, named. */
-static void test_fetch_below_the_largest_message_refused(void **state)
+/* What could not receive a loop.max_message_bytes message, or that librdkafka refuses, is refused,
+ * named. */
+static void test_fetch_that_cannot_take_the_largest_message_refused(void **state)
 {
     (void)state;
     char err[400];
-    ll_kfetch p = {.partition_fetch_bytes = 1048576};
-    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &p, err, sizeof err), -1);
-    assert_non_null(strstr(err, "kafka.max.partition.fetch.bytes = 1048576 is below 1114112"));
+    ll_kfetch r = {.receive_max_bytes = 1114112};
+    assert_int_equal(ll_kfetch_settle(1048576, &r, err, sizeof err), -1);
+    assert_non_null(strstr(err, "kafka.receive.message.max.bytes = 1114112 is below 1114624"));
     assert_non_null(strstr(err, "loop.max_message_bytes"));
-    ll_kfetch f = {.fetch_max_bytes = 262144};
-    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &f, err, sizeof err), -1);
-    assert_non_null(strstr(err, "kafka.fetch.max.bytes = 262144 is below 1114112"));
-    ll_kfetch m = {.fetch_max_bytes = 2000000};
-    assert_int_equal(ll_kfetch_settle(1048576, 4000000, &m, err, sizeof err), -1);
+    ll_kfetch f = {.fetch_max_bytes = 4000000, .receive_max_bytes = 2000000};
+    assert_int_equal(ll_kfetch_settle(1048576, &f, err, sizeof err), -1);
+    assert_non_null(strstr(err, "kafka.receive.message.max.bytes = 2000000 is below 4000512"));
+    ll_kfetch m = {.fetch_max_bytes = 2000000, .message_max_bytes = 4000000};
+    assert_int_equal(ll_kfetch_settle(1048576, &m, err, sizeof err), -1);
     assert_non_null(strstr(err, "kafka.fetch.max.bytes = 2000000 is below 4000000"));
     assert_non_null(strstr(err, "message.max.bytes"));
-    ll_kfetch q = {.queued_max_kbytes = 1024};
-    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &q, err, sizeof err), -1);
-    assert_non_null(strstr(err, "kafka.queued.max.messages.kbytes = 1024 KiB is below 1088 KiB"));
-    ll_kfetch r = {.receive_max_bytes = 1114112};
-    assert_int_equal(ll_kfetch_settle(1048576, 1000000, &r, err, sizeof err), -1);
-    assert_non_null(strstr(err, "kafka.receive.message.max.bytes = 1114112 is below 1114624"));
-    /* the same settings are fine for a loop that accepts smaller messages */
-    ll_kfetch s = {.partition_fetch_bytes = 262144, .fetch_max_bytes = 1000000, .queued_max_kbytes = 1024};
-    assert_int_equal(ll_kfetch_settle(131072, 1000000, &s, err, sizeof err), 0);
+    /* the same receive limit is fine for a loop that accepts smaller messages */
+    ll_kfetch s = {.receive_max_bytes = 1114112};
+    assert_int_equal(ll_kfetch_settle(131072, &s, err, sizeof err), 0);
+}
+
+/* The fetcher is woken only after as much as may have filled the queue up to a threshold. */
+static void test_fetch_wake_after_half_a_threshold(void **state)
+{
+    (void)state;
+    char err[400];
+    ll_kfetch k = {0};
+    assert_int_equal(ll_kfetch_settle(1048576, &k, err, sizeof err), 0); /* 256 KiB, 100,000 msgs */
+    assert_false(ll_kfetch_wake_due(0, 0, &k));
+    assert_false(ll_kfetch_wake_due(131071, 300, &k));   /* a batch at half load: never stopped */
+    assert_true(ll_kfetch_wake_due(131072, 300, &k));    /* half of 256 KiB */
+    assert_true(ll_kfetch_wake_due(4 << 20, 10000, &k)); /* a backlog drained */
+    assert_false(ll_kfetch_wake_due(1000, 49999, &k));   /* the count threshold, tiny values */
+    assert_true(ll_kfetch_wake_due(1000, 50000, &k));
 }
 
 int main(void)
@@ -151,7 +168,8 @@ int main(void)
         cmocka_unit_test(test_fatal_errors_that_end_the_process),
         cmocka_unit_test(test_fetch_defaults_are_bounded),
         cmocka_unit_test(test_fetch_overrides_kept),
-        cmocka_unit_test(test_fetch_below_the_largest_message_refused),
+        cmocka_unit_test(test_fetch_that_cannot_take_the_largest_message_refused),
+        cmocka_unit_test(test_fetch_wake_after_half_a_threshold),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,45 +54,71 @@ int ll_kafka_topic_max_message_bytes(rd_kafka_t *rk, const char *topic, int time
 
 /*
  * The consumer's fetch and prefetch sizes (issue 8: memory under a backlog). librdkafka's own
- * defaults prefetch up to 100,000 messages or 64 MiB per partition before the loop asks for them;
- * the loop's defaults keep LL_KFETCH_QUEUED_FETCHES fetch responses queued per partition. A field
+ * defaults fetch up to 50 MiB a response and prefetch up to 100,000 messages or 64 MiB before
+ * the loop asks for them; the loop's defaults fetch LL_KFETCH_FETCH_BYTES a response and queue
+ * LL_KFETCH_QUEUED_FETCHES responses (the consumer's one queue, all partitions together: each
+ * partition's fetch queue is forwarded to it, and librdkafka compares that queue's size). A field
  * is 0 when kafka.<property> is not configured.
+ *
+ * A message larger than the fetch sizes is still fetched whole: since Kafka 0.10.1 (KIP-74) the
+ * broker returns the first record batch of a fetch even when it exceeds fetch.max.bytes or
+ * max.partition.fetch.bytes, and the queue threshold only stops further fetches. What must hold
+ * the largest accepted message is receive.message.max.bytes (librdkafka refuses a larger
+ * response and reconnects, for ever).
  */
 typedef struct ll_kfetch {
-    int64_t queued_min_messages;   /* queued.min.messages (messages per partition) */
-    int64_t queued_max_kbytes;     /* queued.max.messages.kbytes (KiB) */
+    int64_t queued_min_messages;   /* queued.min.messages (messages, the consumer's queue) */
+    int64_t queued_max_kbytes;     /* queued.max.messages.kbytes (KiB, the consumer's queue) */
     int64_t fetch_max_bytes;       /* fetch.max.bytes (bytes, one fetch response) */
     int64_t partition_fetch_bytes; /* max.partition.fetch.bytes (bytes, per partition) */
     int64_t receive_max_bytes;     /* receive.message.max.bytes (bytes, one response) */
+    int64_t message_max_bytes;     /* the consumer's message.max.bytes (bytes, its largest request) */
 } ll_kfetch;
 
-/* The loop's default queued.min.messages (messages per partition): librdkafka's own. A lower one
- * stalls a backlog: librdkafka 2.0.2 stops fetching a partition for a fixed 1,000 ms once its
- * queue reaches queued.min.messages or queued.max.messages.kbytes (fetch.queue.backoff.ms is
- * librdkafka ≥ 2.2), so a queue must hold at least a second of work. */
+/* The loop's default queued.min.messages (messages): librdkafka's own; the byte threshold below
+ * is the one a backlog reaches. */
 #define LL_KFETCH_QUEUED_MIN_MESSAGES 100000
-/* The loop's default queued.max.messages.kbytes, in fetch responses (fetch.max.bytes) per partition:
- * about a second of chunk events at 5,000/s, whose memory the RSS pays under a backlog. */
+/* The loop's default fetch.max.bytes and max.partition.fetch.bytes (bytes): 128 KiB, about 300
+ * chunk events, some 30 ms of work at 10,000 events/s; librdkafka's are 50 MiB and 1 MiB. */
+#define LL_KFETCH_FETCH_BYTES 131072
+/* The loop's default queued.max.messages.kbytes, in fetch responses (fetch.max.bytes): what a
+ * backlog keeps in memory before the loop asks for it. librdkafka 2.0.2 stops fetching once the
+ * queue reaches it and looks again only when its broker thread wakes (at the latest a second
+ * later: fetch.queue.backoff.ms is librdkafka >= 2.2); the loop wakes it (ll_kfetch_wake_due). */
 #define LL_KFETCH_QUEUED_FETCHES 2
-/* Room a fetch needs above loop.max_message_bytes for the key, the headers and the record
- * batch framing of the largest accepted message (bytes). */
+/* Room a response needs above loop.max_message_bytes for the key, the headers, the record
+ * batch framing of the largest accepted message and the protocol's own (bytes). */
 #define LL_KFETCH_HEADROOM 65536
 
 /*
  * Settles the consumer's fetch sizes for a loop that accepts values of up to max_message_bytes
- * (loop.max_message_bytes), where message_max is the consumer's message.max.bytes (librdkafka
- * requires fetch.max.bytes ≥ it). Every 0 field of *k gets its bounded default:
- *   max.partition.fetch.bytes = need = max_message_bytes + LL_KFETCH_HEADROOM,
- *   fetch.max.bytes = max(need, message_max), queued.max.messages.kbytes = LL_KFETCH_QUEUED_FETCHES
- *   × fetch.max.bytes in KiB,
+ * (loop.max_message_bytes). Every 0 field of *k gets its bounded default:
+ *   max.partition.fetch.bytes = LL_KFETCH_FETCH_BYTES,
+ *   fetch.max.bytes = max(LL_KFETCH_FETCH_BYTES, max.partition.fetch.bytes, a configured
+ *   message.max.bytes) (librdkafka requires fetch.max.bytes >= message.max.bytes),
+ *   message.max.bytes = fetch.max.bytes (the consumer's requests are small; librdkafka's
+ *   default, 1,000,000, would force a 1 MB fetch),
+ *   queued.max.messages.kbytes = LL_KFETCH_QUEUED_FETCHES x fetch.max.bytes in KiB,
  *   queued.min.messages = LL_KFETCH_QUEUED_MIN_MESSAGES, receive.message.max.bytes stays 0
- *   (librdkafka derives it from fetch.max.bytes).
- * A configured field is checked so that a message of max_message_bytes can still be fetched
- * whole: max.partition.fetch.bytes, fetch.max.bytes and queued.max.messages.kbytes × 1024 ≥ need,
- * fetch.max.bytes ≥ message_max, receive.message.max.bytes ≥ fetch.max.bytes + 512.
+ *   (librdkafka derives max(100 MB, fetch.max.bytes + 512)).
+ * A configured receive.message.max.bytes must hold a response with one message of
+ * max_message_bytes (+ LL_KFETCH_HEADROOM) and fetch.max.bytes + 512 (librdkafka's rule); a
+ * configured fetch.max.bytes must be >= message.max.bytes (librdkafka's rule).
  * Returns 0, or -1 with err naming the setting, its value and what it must reach.
  */
-int ll_kfetch_settle(int64_t max_message_bytes, int64_t message_max, ll_kfetch *k, char *err, size_t errlen);
+int ll_kfetch_settle(int64_t max_message_bytes, ll_kfetch *k, char *err, size_t errlen);
+
+/*
+ * Whether the loop should wake librdkafka's fetcher now that it found the consumer's queue
+ * empty, after run_bytes bytes (values and keys) in run_msgs messages since it last found it
+ * empty. librdkafka 2.0.2 stops fetching once the queue reaches queued.max.messages.kbytes or
+ * queued.min.messages, and looks again only when its broker thread wakes for some other
+ * reason, up to a second later: a backlog would then pay a second for every queue it drains.
+ * The queue reached a threshold only if at least that much was delivered since it was last
+ * empty, so the wake is due from half a threshold on (an estimate: librdkafka counts values
+ * only); below it, the fetcher never stopped and a wake would be a wasted request.
+ */
+bool ll_kfetch_wake_due(int64_t run_bytes, int64_t run_msgs, const ll_kfetch *k);
 
 /* True when a fatal producer error must end the process rather than recreate the producer:
  * another instance took this transactional.id over (fenced), or an authorization failure

@@ -48,35 +48,42 @@ static int below(const char *key, int64_t value, const char *unit, int64_t floor
     return -1;
 }
 
-int ll_kfetch_settle(int64_t max_message_bytes, int64_t message_max, ll_kfetch *k, char *err, size_t errlen)
+int ll_kfetch_settle(int64_t max_message_bytes, ll_kfetch *k, char *err, size_t errlen)
 {
-    static const char big[] =
-        "a message of loop.max_message_bytes (plus 64 KiB for its key, headers and "
-        "framing) could not be fetched whole; raise it, or lower loop.max_message_bytes";
-    int64_t need = max_message_bytes + LL_KFETCH_HEADROOM;
+    int64_t need = max_message_bytes + LL_KFETCH_HEADROOM; /* one response, one largest message */
     if (!k->partition_fetch_bytes)
-        k->partition_fetch_bytes = need;
-    else if (k->partition_fetch_bytes < need)
-        return below("max.partition.fetch.bytes", k->partition_fetch_bytes, "", need, big, err, errlen);
-    if (!k->fetch_max_bytes)
-        k->fetch_max_bytes = need > message_max ? need : message_max;
-    else if (k->fetch_max_bytes < need)
-        return below("fetch.max.bytes", k->fetch_max_bytes, "", need, big, err, errlen);
-    else if (k->fetch_max_bytes < message_max)
-        return below("fetch.max.bytes", k->fetch_max_bytes, "", message_max,
+        k->partition_fetch_bytes = LL_KFETCH_FETCH_BYTES;
+    if (!k->fetch_max_bytes) {
+        k->fetch_max_bytes = LL_KFETCH_FETCH_BYTES;
+        if (k->fetch_max_bytes < k->partition_fetch_bytes)
+            k->fetch_max_bytes = k->partition_fetch_bytes;
+        if (k->fetch_max_bytes < k->message_max_bytes)
+            k->fetch_max_bytes = k->message_max_bytes;
+    } else if (k->fetch_max_bytes < k->message_max_bytes) {
+        return below("fetch.max.bytes", k->fetch_max_bytes, "", k->message_max_bytes,
                      "librdkafka requires fetch.max.bytes >= kafka.message.max.bytes; raise it", err, errlen);
-    int64_t need_kb = (need + 1023) / 1024;
+    }
+    if (!k->message_max_bytes)
+        k->message_max_bytes = k->fetch_max_bytes;
     if (!k->queued_max_kbytes)
         k->queued_max_kbytes = LL_KFETCH_QUEUED_FETCHES * ((k->fetch_max_bytes + 1023) / 1024);
-    else if (k->queued_max_kbytes < need_kb)
-        return below("queued.max.messages.kbytes", k->queued_max_kbytes, " KiB", need_kb, big, err, errlen);
     if (!k->queued_min_messages)
         k->queued_min_messages = LL_KFETCH_QUEUED_MIN_MESSAGES;
+    if (k->receive_max_bytes && k->receive_max_bytes < need + 512)
+        return below("receive.message.max.bytes", k->receive_max_bytes, "", need + 512,
+                     "a response with one message of loop.max_message_bytes (plus 64 KiB for its key, "
+                     "headers and framing) could not be received; raise it, or lower loop.max_message_bytes",
+                     err, errlen);
     if (k->receive_max_bytes && k->receive_max_bytes < k->fetch_max_bytes + 512)
         return below("receive.message.max.bytes", k->receive_max_bytes, "", k->fetch_max_bytes + 512,
                      "a whole fetch response (fetch.max.bytes + 512) must be received; raise it", err,
                      errlen);
     return 0;
+}
+
+bool ll_kfetch_wake_due(int64_t run_bytes, int64_t run_msgs, const ll_kfetch *k)
+{
+    return run_bytes * 2 >= k->queued_max_kbytes * 1024 || run_msgs * 2 >= k->queued_min_messages;
 }
 
 int ll_seek_timeout_arg(int rdk_version, int timeout_ms)

@@ -244,6 +244,8 @@ void ll_loop_free(ll_loop *l)
     if (!l)
         return;
     ll_loop_commit_wait(l);
+    if (l->consumer_q)
+        rd_kafka_queue_destroy(l->consumer_q);
     if (l->consumer) {
         rd_kafka_consumer_close(l->consumer);
         rd_kafka_destroy(l->consumer);
@@ -332,7 +334,7 @@ int ll_loop_run(ll_loop *l)
         int recovering = ll_loop_recover_step(l);
         size_t n = 0;
         unsigned gen = l->rebalance_gen;
-        /* a held run due soon shortens the wait for new messages */
+        /* the wait for new messages (loop.poll); a held run waits for its turn in the batches */
         int wait = (int)l->poll_ms;
         rd_kafka_message_t *rkm = rd_kafka_consumer_poll(l->consumer, wait);
         while (rkm) {
@@ -341,12 +343,14 @@ int ll_loop_run(ll_loop *l)
                     ll_log(LL_WARN, NULL, "consumer_error", "%s", rd_kafka_message_errstr(rkm));
                 rd_kafka_message_destroy(rkm);
             } else {
+                ll_loop_fetch_count(l, rkm);
                 batch[n++] = rkm;
             }
             if (n >= (size_t)l->batch_max)
                 break;
             rkm = rd_kafka_consumer_poll(l->consumer, 0);
         }
+        ll_loop_fetch_drained(l); /* librdkafka 2.0.2's fetcher may have stopped at a full queue */
         if (l->producer)
             rd_kafka_poll(l->producer, 0);
         if (recovering || l->producer_broken || l->rewind_pending) {

@@ -151,28 +151,57 @@ static int kafka_int(ll_loop *l, const char *key, int64_t *out, char *err, size_
  */
 static int fetch_bounds(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
 {
-    ll_kfetch k = {0};
-    int64_t message_max = 1000000; /* librdkafka's default message.max.bytes */
-    if (kafka_int(l, "queued.min.messages", &k.queued_min_messages, err, errlen) ||
-        kafka_int(l, "queued.max.messages.kbytes", &k.queued_max_kbytes, err, errlen) ||
-        kafka_int(l, "fetch.max.bytes", &k.fetch_max_bytes, err, errlen) ||
-        kafka_int(l, "fetch.message.max.bytes", &k.partition_fetch_bytes, err, errlen) ||
-        kafka_int(l, "max.partition.fetch.bytes", &k.partition_fetch_bytes, err, errlen) ||
-        kafka_int(l, "receive.message.max.bytes", &k.receive_max_bytes, err, errlen) ||
-        kafka_int(l, "message.max.bytes", &message_max, err, errlen) ||
-        ll_kfetch_settle((int64_t)l->io[0].dopts.max_message_bytes, message_max, &k, err, errlen))
+    ll_kfetch *k = &l->fetch;
+    memset(k, 0, sizeof *k);
+    if (kafka_int(l, "queued.min.messages", &k->queued_min_messages, err, errlen) ||
+        kafka_int(l, "queued.max.messages.kbytes", &k->queued_max_kbytes, err, errlen) ||
+        kafka_int(l, "fetch.max.bytes", &k->fetch_max_bytes, err, errlen) ||
+        kafka_int(l, "fetch.message.max.bytes", &k->partition_fetch_bytes, err, errlen) ||
+        kafka_int(l, "max.partition.fetch.bytes", &k->partition_fetch_bytes, err, errlen) ||
+        kafka_int(l, "receive.message.max.bytes", &k->receive_max_bytes, err, errlen) ||
+        kafka_int(l, "message.max.bytes", &k->message_max_bytes, err, errlen) ||
+        ll_kfetch_settle((int64_t)l->io[0].dopts.max_message_bytes, k, err, errlen))
         return -1;
-    char v[4][32];
-    snprintf(v[0], sizeof v[0], "%lld", (long long)k.queued_min_messages);
-    snprintf(v[1], sizeof v[1], "%lld", (long long)k.queued_max_kbytes);
-    snprintf(v[2], sizeof v[2], "%lld", (long long)k.fetch_max_bytes);
-    snprintf(v[3], sizeof v[3], "%lld", (long long)k.partition_fetch_bytes);
+    char v[5][32];
+    snprintf(v[0], sizeof v[0], "%lld", (long long)k->queued_min_messages);
+    snprintf(v[1], sizeof v[1], "%lld", (long long)k->queued_max_kbytes);
+    snprintf(v[2], sizeof v[2], "%lld", (long long)k->fetch_max_bytes);
+    snprintf(v[3], sizeof v[3], "%lld", (long long)k->partition_fetch_bytes);
+    snprintf(v[4], sizeof v[4], "%lld", (long long)k->message_max_bytes);
+    /* message.max.bytes before fetch.max.bytes: librdkafka checks the pair when the handle is
+     * made, so the order only matters for readers */
     return conf_set(cc, "queued.min.messages", v[0], err, errlen) ||
                    conf_set(cc, "queued.max.messages.kbytes", v[1], err, errlen) ||
+                   conf_set(cc, "message.max.bytes", v[4], err, errlen) ||
                    conf_set(cc, "fetch.max.bytes", v[2], err, errlen) ||
                    conf_set(cc, "max.partition.fetch.bytes", v[3], err, errlen)
                ? -1
                : 0;
+}
+
+void ll_loop_fetch_count(ll_loop *l, const rd_kafka_message_t *rkm)
+{
+    l->fetch_run_bytes += (int64_t)rkm->len + (int64_t)rkm->key_len;
+    l->fetch_run_msgs++;
+}
+
+void ll_loop_fetch_drained(ll_loop *l)
+{
+    if (!l->consumer_q || rd_kafka_queue_length(l->consumer_q) > 0)
+        return;
+    int due = ll_kfetch_wake_due(l->fetch_run_bytes, l->fetch_run_msgs, &l->fetch);
+    l->fetch_run_bytes = l->fetch_run_msgs = 0;
+    rd_kafka_topic_partition_list_t *a = NULL;
+    if (!due || rd_kafka_assignment(l->consumer, &a) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        return;
+    if (a->cnt > 0) {
+        for (int i = 0; i < a->cnt; i++)
+            a->elems[i].offset = RD_KAFKA_OFFSET_END; /* the latest offset: any answer will do */
+        rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(l->consumer, a, LL_LOOP_FETCH_WAKE_MS);
+        if (e && e != RD_KAFKA_RESP_ERR__TIMED_OUT)
+            ll_log(LL_DEBUG, NULL, "fetch_wake", "waking the fetcher: %s", rd_kafka_err2str(e));
+    }
+    rd_kafka_topic_partition_list_destroy(a);
 }
 
 /* The lag of one partition of a statistics sample: its end offset from librdkafka, its
@@ -253,6 +282,7 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
         return -1;
     }
     rd_kafka_poll_set_consumer(l->consumer);
+    l->consumer_q = rd_kafka_queue_get_consumer(l->consumer);
     if (ll_loop_make_producer(l, 30000, err, errlen) != 0 || check_dead_letter_topic(l, err, errlen) != 0)
         return -1;
     ll_log(LL_INFO, NULL, "kafka_ready", "group %s, transactional.id %s, dead letters up to %zu bytes",

@@ -29,6 +29,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ll/kclient.h"
 #include "ll/kloop.h"
 #include "ll/offtrack.h"
 
@@ -119,6 +120,13 @@ struct ll_loop {
     struct ll_commit_job *commit;
     bool overlap_commit;
     int64_t last_commit_ms; /* how long the last Kafka commit took (ms) */
+    /* The consumer's settled fetch sizes (ll_kfetch_settle), its queue (for its length; owned),
+     * and what was delivered since the loop last found that queue empty (bytes of values and
+     * keys, messages): ll_loop_fetch_drained wakes librdkafka's fetcher after a queue it may have
+     * stopped at (ll_kfetch_wake_due). */
+    ll_kfetch fetch;
+    rd_kafka_queue_t *consumer_q;
+    int64_t fetch_run_bytes, fetch_run_msgs;
 };
 
 /* Monotonic clock (ms). */
@@ -136,6 +144,17 @@ int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen);
  * owned from here). 0, or -1 (logged). */
 int ll_loop_produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
                     rd_kafka_headers_t *hdrs, int free_val);
+
+/* Counts a delivered message toward the fetcher's wake (ll_loop_fetch_drained). */
+void ll_loop_fetch_count(ll_loop *l, const rd_kafka_message_t *rkm);
+/* After a poll: when the consumer's queue is empty and as much was delivered since it was last
+ * empty as may have stopped librdkafka 2.0.2's fetcher at its queue threshold, wakes the
+ * fetcher of every assigned partition's leader with one ListOffsets request per leader
+ * (rd_kafka_offsets_for_times, waiting at most LL_LOOP_FETCH_WAKE_MS: its answer is not needed,
+ * only the broker thread's wake-up; a late one is dropped by librdkafka). */
+void ll_loop_fetch_drained(ll_loop *l);
+/* How long ll_loop_fetch_drained waits for the ListOffsets answers (ms). */
+#define LL_LOOP_FETCH_WAKE_MS 5
 
 /* kloop_parts.c */
 /* The state of (topic, partition), created on first use (owned by the loop). */
