@@ -172,10 +172,11 @@ ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs,
             continue;
         const brun *run = find_run(&k, rp->c.run_id);
         bool won = rp->completes && run->won;
-        outs[i].reply =
-            chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_REPLAY ? "REPLAY" : "ACCEPTED", NULL, NULL,
-                          won ? "EXTRACTED_VALIDATED" : ll_run_status_name(run->status),
-                          ll_part_status_name(rp->part_status), (long long)rp->received, won);
+        /* encoded at once by the loop: a batch's replies are never all records at the same time */
+        ll_bulk_reply(&outs[i],
+                      chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_REPLAY ? "REPLAY" : "ACCEPTED",
+                                    NULL, NULL, won ? "EXTRACTED_VALIDATED" : ll_run_status_name(run->status),
+                                    ll_part_status_name(rp->part_status), (long long)rp->received, won));
     }
 out:
     bulk_free(&k);

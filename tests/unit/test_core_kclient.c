@@ -79,17 +79,17 @@ static void test_fetch_defaults_are_bounded(void **state)
     char err[400] = "";
     ll_kfetch k = {0};
     assert_int_equal(ll_kfetch_settle(1048576, &k, err, sizeof err), 0);
-    assert_int_equal(k.partition_fetch_bytes, 131072);                      /* librdkafka: 1048576 */
-    assert_int_equal(k.fetch_max_bytes, 131072);                            /* librdkafka: 52428800 */
-    assert_int_equal(k.message_max_bytes, 131072);                          /* librdkafka: 1000000 */
-    assert_int_equal(k.queued_max_kbytes, 2 * 128);                         /* librdkafka: 65536 */
+    assert_int_equal(k.partition_fetch_bytes, 65536);                       /* librdkafka: 1048576 */
+    assert_int_equal(k.fetch_max_bytes, 65536);                             /* librdkafka: 52428800 */
+    assert_int_equal(k.message_max_bytes, 65536);                           /* librdkafka: 1000000 */
+    assert_int_equal(k.queued_max_kbytes, 2 * 64);                          /* librdkafka: 65536 */
     assert_int_equal(k.queued_min_messages, LL_KFETCH_QUEUED_MIN_MESSAGES); /* librdkafka: 100000 */
     assert_int_equal(k.receive_max_bytes, 0);                               /* librdkafka derives it */
     /* a larger loop.max_message_bytes changes none of them (KIP-74: fetched whole anyway) */
     ll_kfetch b = {0};
     assert_int_equal(ll_kfetch_settle(3000000, &b, err, sizeof err), 0);
-    assert_int_equal(b.fetch_max_bytes, 131072);
-    assert_int_equal(b.queued_max_kbytes, 256);
+    assert_int_equal(b.fetch_max_bytes, 65536);
+    assert_int_equal(b.queued_max_kbytes, 128);
     /* a configured consumer message.max.bytes raises fetch.max.bytes (librdkafka's own rule) */
     ll_kfetch m = {.message_max_bytes = 4000000};
     assert_int_equal(ll_kfetch_settle(1048576, &m, err, sizeof err), 0);
@@ -150,10 +150,10 @@ static void test_fetch_wake_after_half_a_threshold(void **state)
     (void)state;
     char err[400];
     ll_kfetch k = {0};
-    assert_int_equal(ll_kfetch_settle(1048576, &k, err, sizeof err), 0); /* 256 KiB, 100,000 msgs */
+    assert_int_equal(ll_kfetch_settle(1048576, &k, err, sizeof err), 0); /* 128 KiB, 100,000 msgs */
     assert_false(ll_kfetch_wake_due(0, 0, &k));
-    assert_false(ll_kfetch_wake_due(131071, 300, &k));   /* a batch at half load: never stopped */
-    assert_true(ll_kfetch_wake_due(131072, 300, &k));    /* half of 256 KiB */
+    assert_false(ll_kfetch_wake_due(65535, 150, &k));    /* a batch at half load: never stopped */
+    assert_true(ll_kfetch_wake_due(65536, 150, &k));     /* half of 128 KiB */
     assert_true(ll_kfetch_wake_due(4 << 20, 10000, &k)); /* a backlog drained */
     assert_false(ll_kfetch_wake_due(1000, 49999, &k));   /* the count threshold, tiny values */
     assert_true(ll_kfetch_wake_due(1000, 50000, &k));

@@ -78,9 +78,10 @@ typedef struct ll_kfetch {
 /* The loop's default queued.min.messages (messages): librdkafka's own; the byte threshold below
  * is the one a backlog reaches. */
 #define LL_KFETCH_QUEUED_MIN_MESSAGES 100000
-/* The loop's default fetch.max.bytes and max.partition.fetch.bytes (bytes): 128 KiB, about 300
- * chunk events, some 30 ms of work at 10,000 events/s; librdkafka's are 50 MiB and 1 MiB. */
-#define LL_KFETCH_FETCH_BYTES 131072
+/* The loop's default fetch.max.bytes and max.partition.fetch.bytes (bytes): 64 KiB, about 150
+ * chunk events, some 15 ms of work at 10,000 events/s; librdkafka's are 50 MiB and 1 MiB. With
+ * two of them queued ll-completion ran a backlog as fast as with 2 MiB (docs/performance.md). */
+#define LL_KFETCH_FETCH_BYTES 65536
 /* The loop's default queued.max.messages.kbytes, in fetch responses (fetch.max.bytes): what a
  * backlog keeps in memory before the loop asks for it. librdkafka 2.0.2 stops fetching once the
  * queue reaches it and looks again only when its broker thread wakes (at the latest a second

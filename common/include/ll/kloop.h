@@ -85,13 +85,29 @@ typedef struct ll_apply_out {
 /* Applies one message inside an open transaction. May be called again for the same message. */
 typedef ll_apply (*ll_apply_fn)(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
 
+/* Where ll_bulk_reply hands a reply: the loop's, opaque to a bulk function. */
+typedef struct ll_bulk_sink ll_bulk_sink;
+
 /* What a bulk apply decided for one message (see ll_bulk_fn). */
 typedef struct ll_bulk_out {
-    bool decided;  /* true: applied, its reply below; false: left to the per-message apply */
-    bool retry;    /* when not decided: left only to keep its run's order, and it could be decided
-                    * on its own; worth another set-based try once the earlier one is applied */
-    json_t *reply; /* the reply record when decided (owned by the loop after return) */
+    bool decided;       /* true: applied, its reply handed over by ll_bulk_reply; false: left to
+                         * the per-message apply */
+    bool retry;         /* when not decided: left only to keep its run's order, and it could be
+                         * decided on its own; worth another set-based try once the earlier one is
+                         * applied */
+    bool replied;       /* set by ll_bulk_reply */
+    ll_bulk_sink *sink; /* the loop's, set before the call */
+    size_t at;          /* the message's index in the call, set before the call */
 } ll_bulk_out;
+
+/*
+ * Hands the reply record of a decided message to the loop, which encodes it at once and owns it
+ * from here (a record that does not fit its schema becomes a dead letter, as for
+ * ll_apply_out.reply). A bulk function calls it once per decided message, in message order, as
+ * it builds each reply, so that a batch's replies are never all in memory as records (issue 8:
+ * memory). If the function then returns LL_APPLY_DB, the loop drops what was handed over.
+ */
+void ll_bulk_reply(ll_bulk_out *out, json_t *reply);
 
 /*
  * Optional, per input: applies many messages of one input at the start of a database transaction
@@ -103,7 +119,9 @@ typedef struct ll_bulk_out {
  * a message it leaves. It waits for no lock (SKIP LOCKED: a run locked elsewhere is left).
  * Returns LL_APPLY_COMMIT, or LL_APPLY_DB when a statement failed (db->err says why): the loop then
  * rolls the transaction back and applies each of its messages one by one. msgs[i]->txn is set
- * (ll_msg_touch_run works); outs has n zeroed elements.
+ * (ll_msg_touch_run works); outs has n elements, zeroed but for sink and at. A message decided
+ * without a reply handed over is a defect of the function: the loop then undoes the call and
+ * applies its messages one by one.
  */
 typedef ll_apply (*ll_bulk_fn)(void *svc, ll_db *db, const ll_msg *const *msgs, size_t n, ll_bulk_out *outs);
 

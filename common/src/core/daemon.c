@@ -55,6 +55,7 @@ static void on_signal(int sig)
 int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const char *summary,
                     const ll_config_key *own_keys, const char *extra_help)
 {
+    ll_malloc_settle();
     memset(d, 0, sizeof *d);
     d->name = name;
     d->keys = ll_config_keys_merge(LL_DAEMON_CONFIG_KEYS, LL_DB_TIMEOUT_KEYS, own_keys);

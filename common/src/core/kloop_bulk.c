@@ -35,6 +35,22 @@ int ll_waits_on(const run_waits *w, const part_state *ps)
     return w->all;
 }
 
+/* What ll_bulk_reply needs to queue a reply: the batch, and the call's messages. */
+struct ll_bulk_sink {
+    batch *b;
+    lmsg **ms;
+    const ll_msg *msgs;
+};
+
+void ll_bulk_reply(ll_bulk_out *o, json_t *reply)
+{
+    ll_bulk_sink *s = o->sink;
+    lmsg *m = s->ms[o->at];
+    const char *rid = json_string_value(json_object_get(s->msgs[o->at].value, "runId"));
+    ll_batch_out_push(s->b, m, reply, NULL, NULL, rid ? rid : m->run);
+    o->replied = true;
+}
+
 /* Hands the messages of one input among work[from..to) to its bulk function; what it decides is
  * marked and its reply queued. *decided counts them. W_DONE, W_FAILED (the database went away), or
  * W_HELD when a statement failed: the transaction is then rolled back (nothing of it is kept). */
@@ -75,11 +91,22 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         got++;
     }
     w_result r = W_DONE;
+    ll_bulk_sink sink = {b, ms, msgs};
+    for (size_t i = 0; i < got; i++)
+        outs[i] = (ll_bulk_out){.sink = &sink, .at = i};
     /* one message: the per-message path is as cheap */
     if (got >= 2 && ll_batch_tx_begin(b) != 0) {
         r = W_FAILED; /* no transaction: the database result, nothing to decide */
     } else if (got >= 2) {
         ll_apply a = io->in->bulk(l->svc, &l->db, ptrs, got, outs);
+        for (size_t i = 0; i < got && a == LL_APPLY_COMMIT; i++)
+            if (outs[i].decided != outs[i].replied) {
+                ll_log(LL_ERROR, NULL, "bulk_reply_missing",
+                       "set-based apply of %s decided a message without its reply (or the reverse): "
+                       "its messages go one by one",
+                       io->in->logical);
+                a = LL_APPLY_DB;
+            }
         /* the decision table (kloop_decide.h), its bulk rows */
         switch (ll_loop_decide(a, true, false, ll_batch_fault(&l->db))) {
         case LL_STEP_BULK_KEEP:
@@ -87,11 +114,8 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
                 ms[i]->retry = !outs[i].decided && outs[i].retry;
             for (size_t i = 0; i < got; i++)
                 if (outs[i].decided) {
-                    const char *rid = json_string_value(json_object_get(msgs[i].value, "runId"));
-                    ms[i]->decided = 1;
+                    ms[i]->decided = 1; /* its reply queued by ll_bulk_reply */
                     (*decided)++;
-                    ll_batch_out_push(b, ms[i], outs[i].reply, NULL, NULL, rid ? rid : ms[i]->run);
-                    outs[i].reply = NULL;
                 }
             break;
         case LL_STEP_BULK_UNDO:
@@ -113,10 +137,8 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
             break;
         }
     }
-    for (size_t i = 0; i < got; i++) {
-        json_decref(outs[i].reply);
+    for (size_t i = 0; i < got; i++)
         json_decref(msgs[i].value);
-    }
     free(ms);
     free(msgs);
     free(ptrs);

@@ -3,6 +3,9 @@
  */
 #include "ll/svc.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,8 +89,17 @@ static void usage(const ll_service *svc, const ll_config_key *keys)
     printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error.\n");
 }
 
+void ll_malloc_settle(void)
+{
+#ifdef __GLIBC__
+    if (!getenv("MALLOC_ARENA_MAX"))
+        mallopt(M_ARENA_MAX, LL_MALLOC_ARENAS);
+#endif
+}
+
 int ll_service_main(int argc, char **argv, const ll_service *svc)
 {
+    ll_malloc_settle();
     const char *path = getenv("LOADLEDGER_CONFIG");
     ll_config_key *keys = ll_config_keys_merge(LL_LOOP_CONFIG_KEYS, LL_DB_TIMEOUT_KEYS, svc->keys);
     for (int i = 1; i < argc; i++) {
