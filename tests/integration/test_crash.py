@@ -237,12 +237,28 @@ def test_a_zombie_is_fenced_by_its_restarted_self(iso):
         zombie.send_signal(signal.SIGCONT)
         # the zombie notices its expired session, rejoins, and the range assignor gives each of
         # the two members a share (its assignment from before the pause does not count)
+        def last_events(path, n=8):
+            return ["%s: %s" % (e.get("event"), e.get("msg", "")[:160]) for e in log_lines(path)[-n:]]
+
         def rejoined():
+            if zombie.poll() is not None:  # fenced before it rejoined: say so, not a timeout
+                raise AssertionError("the zombie exited with %s before rejoining the group; its last events: %s"
+                                     % (zombie.returncode, last_events(log + ".zombie")))
             if len(events(log + ".zombie", "partitions_assigned")) < 2:
                 return False
             z, r = assignment(log + ".zombie", chunks), assignment(log, chunks)
             return z and r and sorted(z + r) == [0, 1, 2] and z
-        zpart = wait_until(rejoined, 60, "the zombie back in the group")
+        # the zombie's session (kafka.session.timeout.ms 10 s) has expired: it rejoins at once, and
+        # the replacement follows within a heartbeat (3 s); the rebalance itself is bounded by
+        # max.poll.interval.ms (300 s), so 60 s is far more than a healthy rejoin needs
+        try:
+            zpart = wait_until(rejoined, 60, "the zombie back in the group")
+        except TimeoutError as e:
+            raise TimeoutError("%s: zombie assigned %s (%d assignments), replacement %s; the zombie's last events: %s;"
+                               " the replacement's: %s" % (e, assignment(log + ".zombie", chunks),
+                                                           len(events(log + ".zombie", "partitions_assigned")),
+                                                           assignment(log, chunks), last_events(log + ".zombie"),
+                                                           last_events(log))) from e
         # one chunk of 0006 to a partition of the zombie (one message: its whole last batch),
         # the two others to the replacement's partitions
         rpart = assignment(log, chunks)

@@ -198,7 +198,7 @@ void ll_loop_fetch_drained(ll_loop *l)
         for (int i = 0; i < a->cnt; i++)
             a->elems[i].offset = RD_KAFKA_OFFSET_END; /* the latest offset: any answer will do */
         rd_kafka_resp_err_t e = rd_kafka_offsets_for_times(l->consumer, a, LL_LOOP_FETCH_WAKE_MS);
-        if (e && e != RD_KAFKA_RESP_ERR__TIMED_OUT)
+        if (e && e != RD_KAFKA_RESP_ERR__TIMED_OUT) /* __TIMED_OUT: sent, not waited for */
             ll_log(LL_DEBUG, NULL, "fetch_wake", "waking the fetcher: %s", rd_kafka_err2str(e));
     }
     rd_kafka_topic_partition_list_destroy(a);

@@ -150,11 +150,14 @@ void ll_loop_fetch_count(ll_loop *l, const rd_kafka_message_t *rkm);
 /* After a poll: when the consumer's queue is empty and as much was delivered since it was last
  * empty as may have stopped librdkafka 2.0.2's fetcher at its queue threshold, wakes the
  * fetcher of every assigned partition's leader with one ListOffsets request per leader
- * (rd_kafka_offsets_for_times, waiting at most LL_LOOP_FETCH_WAKE_MS: its answer is not needed,
- * only the broker thread's wake-up; a late one is dropped by librdkafka). */
+ * (rd_kafka_offsets_for_times with a timeout of LL_LOOP_FETCH_WAKE_MS: the answer is not needed,
+ * only the broker thread's wake-up, and librdkafka drops a late one). */
 void ll_loop_fetch_drained(ll_loop *l);
-/* How long ll_loop_fetch_drained waits for the ListOffsets answers (ms). */
-#define LL_LOOP_FETCH_WAKE_MS 5
+/* How long ll_loop_fetch_drained waits for the ListOffsets answers (ms): not at all. With the
+ * leaders in librdkafka's metadata cache (an assigned partition's always are) the call sends the
+ * requests and returns __TIMED_OUT at once; with one not cached it asks for metadata and returns
+ * (the next wake finds it). */
+#define LL_LOOP_FETCH_WAKE_MS 0
 
 /* kloop_parts.c */
 /* The state of (topic, partition), created on first use (owned by the loop). */
