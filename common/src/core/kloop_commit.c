@@ -43,10 +43,16 @@ int ll_loop_begin(ll_loop *l)
     return e ? ll_loop_txn_failed(l, e, "begin_transaction") : 0;
 }
 
-/* The offsets, then the commit (a retriable commit error is tried again, 5 times at most).
- * Blocks up to 30 s for the offsets and 60 s per commit attempt (the transaction's timeout). */
+/* The replies delivered, the offsets, then the commit (a retriable commit error is tried again,
+ * 5 times at most). Blocks up to 30 s for the flush, 30 s for the offsets and 60 s per commit
+ * attempt (the transaction's timeout). */
 static void commit_job_run(struct ll_commit_job *j)
 {
+    /* the replies delivered first: their partitions' AddPartitionsToTxn is then over, and the
+     * AddOffsetsToTxn below cannot meet it at the coordinator (CONCURRENT_TRANSACTIONS, retried
+     * 20 ms later by librdkafka 2.0.2; docs/design.md §3). A flush that times out is the
+     * commit's to report: commit_transaction flushes again and fails the same way. */
+    (void)rd_kafka_flush(j->producer, 30000);
     if (j->offsets->cnt > 0) {
         j->err = rd_kafka_send_offsets_to_transaction(j->producer, j->offsets, j->group, 30000);
         if (j->err) {
