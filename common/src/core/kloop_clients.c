@@ -146,8 +146,10 @@ static int kafka_int(ll_loop *l, const char *key, int64_t *out, char *err, size_
 
 /*
  * The consumer's bounded fetch and prefetch sizes (ll_kfetch_settle, issue 8): the loop's
- * defaults where kafka.<property> is not configured, and a configuration refused at start when
- * a message of loop.max_message_bytes could not be fetched with it. 0, or -1 with err.
+ * defaults where kafka.<property> is not configured, and a configuration refused at start when a
+ * response with one message of loop.max_message_bytes could not be received (a larger message is
+ * still fetched whole: KIP-74), or that librdkafka would refuse. Keeps the settled sizes in
+ * l->fetch for the fetcher's wake. 0, or -1 with err.
  */
 static int fetch_bounds(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
 {
