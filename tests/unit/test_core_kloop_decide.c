@@ -1,6 +1,6 @@
 /*
- * test_core_kloop_decide.c - the consumer loop's decision table (ll/kloop_decide.h): every row,
- * for one message and for the set-based part.
+ * test_core_kloop_decide.c - the consumer loop's decision tables (ll/kloop_decide.h): every row,
+ * for one message and for the set-based part; and when staged records go into a Kafka commit.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -63,6 +63,72 @@ static void test_bulk(void **state)
     }
 }
 
+/* A commit state: 10 records of 2,000 bytes staged behind the commit in flight (bounds 500 records,
+ * 512 KiB), nothing blocked. */
+static ll_commit_state staged_behind(void)
+{
+    ll_commit_state s = {.in_flight = true,
+                         .ended = false,
+                         .owed = true,
+                         .blocked = false,
+                         .staged = 10,
+                         .staged_bytes = 2000,
+                         .max_staged = 500,
+                         .max_staged_bytes = 524288};
+    return s;
+}
+
+/* No commit in flight: one starts when anything is owed, whether the loop may wait or not. */
+static void test_commit_none_in_flight(void **state)
+{
+    (void)state;
+    ll_commit_state s = staged_behind();
+    s.in_flight = false;
+    for (int w = 0; w < 2; w++) {
+        s.owed = true;
+        assert_int_equal(ll_loop_commit_decide(&s, w), LL_COMMIT_START);
+        s.owed = false;
+        assert_int_equal(ll_loop_commit_decide(&s, w), LL_COMMIT_LEAVE);
+    }
+}
+
+/* One in flight: the staged records wait behind it; an ended one is taken at once; the loop waits
+ * only when the staged records reach a bound (either) and it may wait. */
+static void test_commit_in_flight(void **state)
+{
+    (void)state;
+    ll_commit_state s = staged_behind();
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_LEAVE);
+    assert_int_equal(ll_loop_commit_decide(&s, false), LL_COMMIT_LEAVE);
+    s.staged = 499;
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_LEAVE);
+    s.staged = 500;
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_WAIT_START);
+    assert_int_equal(ll_loop_commit_decide(&s, false), LL_COMMIT_LEAVE);
+    s = staged_behind();
+    s.staged_bytes = 524287;
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_LEAVE);
+    s.staged_bytes = 524288;
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_WAIT_START);
+    s.ended = true;
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_TAKE_START);
+    assert_int_equal(ll_loop_commit_decide(&s, false), LL_COMMIT_TAKE_START);
+}
+
+/* A rewind or a new producer owed: nothing begins, but an ended commit's outcome is still taken. */
+static void test_commit_blocked(void **state)
+{
+    (void)state;
+    ll_commit_state s = staged_behind();
+    s.blocked = true;
+    s.staged = 1000;
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_LEAVE);
+    s.in_flight = false;
+    assert_int_equal(ll_loop_commit_decide(&s, true), LL_COMMIT_LEAVE);
+    s.in_flight = s.ended = true;
+    assert_int_equal(ll_loop_commit_decide(&s, false), LL_COMMIT_TAKE_START);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -70,6 +136,9 @@ int main(void)
         cmocka_unit_test(test_defer),
         cmocka_unit_test(test_db),
         cmocka_unit_test(test_bulk),
+        cmocka_unit_test(test_commit_none_in_flight),
+        cmocka_unit_test(test_commit_in_flight),
+        cmocka_unit_test(test_commit_blocked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

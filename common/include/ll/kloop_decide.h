@@ -19,7 +19,22 @@
  *   any other         yes   input or other                  BULK_UNDO        undo its part, one by one
  *
  * "undo" is ROLLBACK TO SAVEPOINT (or ROLLBACK without savepoints); a reply or dead letter is
- * produced after the database commit, in the batch's Kafka transaction (kloop_batch.c).
+ * staged after the database commit, for the next Kafka transaction (kloop_commit.c).
+ *
+ * The second table, ll_loop_commit_decide: when the staged records go into a Kafka transaction
+ * (docs/design.md §3). A database commit never waits for a Kafka commit; the loop waits only when
+ * the records staged behind the commit in flight reach their bound.
+ *
+ *   commit in flight  it ended  staged reach the bound  may wait   step
+ *   ----------------  --------  ----------------------  --------   ---------------------------
+ *   no                -         -                       -          START (when anything is owed)
+ *   yes               yes       -                       -          TAKE_START
+ *   yes               no        no                      -          LEAVE
+ *   yes               no        yes                     yes        WAIT_START
+ *   yes               no        yes                     no         LEAVE
+ *
+ * and LEAVE whenever a rewind or a new producer is owed (nothing begins before it), or nothing is
+ * owed and no commit in flight.
  */
 #ifndef LL_KLOOP_DECIDE_H
 #define LL_KLOOP_DECIDE_H
@@ -54,5 +69,25 @@ typedef enum ll_loop_step {
  * loop.prerequisite_wait has passed since the message's first deferral; fault: the class of
  * db->err, read only for a DB answer (or a value outside ll_apply). */
 ll_loop_step ll_loop_decide(ll_apply answer, bool bulk, bool wait_expired, ll_loop_fault fault);
+
+/* What the loop does with its staged records now (the second table). */
+typedef enum ll_commit_step {
+    LL_COMMIT_LEAVE,      /* nothing now: they wait for the commit in flight, or nothing is owed */
+    LL_COMMIT_START,      /* begin a Kafka commit with everything staged and the changed offsets */
+    LL_COMMIT_TAKE_START, /* take the ended commit's outcome, then (if it committed) START */
+    LL_COMMIT_WAIT_START  /* wait for the commit in flight, take its outcome, then START */
+} ll_commit_step;
+
+/* The staged records of a commit waiting behind the one in flight: how many there are, their bytes,
+ * and their bounds (records: loop.batch_max; bytes: LL_LOOP_STAGED_BYTES). */
+typedef struct ll_commit_state {
+    bool in_flight, ended; /* a Kafka commit is in flight; its thread has finished */
+    bool owed;             /* staged records, or offsets changed since the last commit began */
+    bool blocked;          /* a rewind or a new producer is owed */
+    size_t staged, staged_bytes, max_staged, max_staged_bytes;
+} ll_commit_state;
+
+/* The second table: may_wait is false for the loop's turn (never blocks), true after a batch. */
+ll_commit_step ll_loop_commit_decide(const ll_commit_state *s, bool may_wait);
 
 #endif

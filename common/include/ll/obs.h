@@ -61,12 +61,16 @@ void ll_obs_fenced(void);
 /* The outcome ("ACCEPTED", ...) and code ("" when none) of a reply record, sanitised to the
  * bounded label sets, into the given buffers (outcome >= 16 bytes, code >= 48 bytes). */
 void ll_obs_reply_labels(const json_t *reply, char *outcome, size_t olen, char *code, size_t clen);
-/* Stages one reply (input topic, outcome, code) or one dead letter (topic, code) of the
- * open Kafka transaction; counted by ll_obs_stage_commit when it commits, dropped by
- * ll_obs_stage_drop when it aborts (so a redone batch is not counted twice). */
+/* Stages one reply (input topic, outcome, code) or one dead letter (topic, code) for the Kafka
+ * transaction that will carry it; counted by ll_obs_stage_commit when that transaction commits,
+ * dropped by ll_obs_stage_drop when it aborts (so a redone batch is not counted twice). Staged in
+ * order: ll_obs_stage_count is how many are staged now (the ones a Kafka transaction starting now
+ * carries), ll_obs_stage_commit(n) counts the first n of them and keeps the rest staged. Not
+ * thread-safe: the loop's thread only. */
 void ll_obs_stage_input(const char *topic, const char *outcome, const char *code);
 void ll_obs_stage_dead_letter(const char *topic, const char *code);
-void ll_obs_stage_commit(void);
+size_t ll_obs_stage_count(void);
+void ll_obs_stage_commit(size_t n);
 void ll_obs_stage_drop(void);
 
 /* One poll batch of n messages (n > 0). */

@@ -59,8 +59,9 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      " batch needing more commits in parts; those the set-based apply decides need none. 1 = one"
      " transaction per message, without the set-based apply"},
     {"loop.overlap_commit", "true", false,
-     "commit a batch's Kafka transaction on a thread of its own while the next batch's database work"
-     " runs (its database commit waits for it); for a broker whose commit is network wait"},
+     "commit the Kafka transactions on a thread of its own while the next batches are applied and"
+     " committed in the database (their replies go into the next Kafka transaction); false: each"
+     " batch's Kafka commit on the loop's thread before the next poll"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
     {"fault.crash_after_db_commits", "0", false,
@@ -244,6 +245,8 @@ void ll_loop_free(ll_loop *l)
     if (!l)
         return;
     ll_loop_commit_wait(l);
+    ll_loop_staged_drop(l);
+    free(l->staged);
     if (l->consumer_q)
         rd_kafka_queue_destroy(l->consumer_q);
     if (l->consumer) {
@@ -377,11 +380,12 @@ int ll_loop_run(ll_loop *l)
         }
         for (size_t i = 0; i < n; i++)
             rd_kafka_message_destroy(batch[i]);
-        if (n == 0)
-            ll_loop_commit_wait(l); /* idle: the last commit's outcome (a fence ends the process) */
+        /* a commit that ended is taken (a fence ends the process), and what was staged behind
+         * it begins (its thread's end wakes the poll above) */
+        ll_loop_commit_poll(l);
         observe_turn(l, n, &obs);
     }
-    ll_loop_commit_wait(l); /* the last batch's commit, before the consumer leaves its group */
+    ll_loop_commit_drain(l); /* everything staged committed, before the consumer leaves its group */
     free(batch);
     return l->fatal ? 2 : 0;
 }

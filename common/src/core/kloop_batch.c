@@ -1,7 +1,7 @@
 /*
  * kloop_batch.c - one batch of the loop from start to end (kloop_batch.h has the map of its files):
- * its steps in order, the database commit, then its replies and dead letters, its offsets and the
- * start of its Kafka commit; a failed batch undone.
+ * its steps in order, the database commit, then its replies and dead letters staged, its offsets
+ * and the start of a Kafka commit; a failed batch undone.
  *
  *   work     = the held messages of runs whose retry is due (in offset order), then the polled
  *              messages (a message of a run that is still held joins its run's queue instead),
@@ -13,8 +13,10 @@
  *              subtransaction cache) and at the end. One message per transaction needs no
  *              savepoint (loop.batch_max = 1 or loop.db_batch_max = 1: the old design);
  *   Kafka    = after each database commit, and only then, the replies and dead letters of its
- *              messages; at the end the offsets (the first message not done, plus the done
- *              offsets above it as metadata) and the commit, in one Kafka transaction.
+ *              messages are staged, their offsets marked done; at the end the staged records
+ *              and the offsets (the first message not done, plus the done offsets above it as
+ *              metadata) go into one Kafka transaction, or, while one is in flight, into the
+ *              next (kloop_commit.c).
  *
  * A message whose prerequisite is missing (DEFER), or whose run's rows stay locked by someone
  * else (lock or statement timeout), or that lost a deadlock, is held: copied into its
@@ -24,9 +26,11 @@
  * answer), and a still missing prerequisite becomes a dead letter (PREREQUISITE_TIMEOUT). A full
  * held queue (loop.max_held) pauses the partition's fetching until it drains to half.
  *
- * An unreachable database, or a failed Kafka transaction, undoes the whole batch: the Kafka
- * transaction is aborted and the loop rewinds to the committed offsets (held queues dropped,
- * done offsets reloaded from the commit metadata) after a backoff.
+ * An unreachable database undoes the whole batch, and a failed Kafka transaction every batch
+ * whose records it carried or that were staged behind it: the Kafka transaction is aborted and the
+ * loop rewinds to the committed offsets (held queues dropped, staged records dropped, done offsets
+ * reloaded from the commit metadata) after a backoff; what was committed in the database is then
+ * applied again as a replay.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -37,34 +41,11 @@
 #include "ll/log.h"
 #include "ll/obs.h"
 
-/*
- * Before this batch's first record: the previous batch's Kafka commit is over (it ran beside
- * this batch's database work, kloop_commit.c), then this batch's Kafka transaction begins.
- * 0, or -1: the previous commit failed (aborted and rewound: b->kafka_failed) or the begin did.
- */
-static int kafka_ready(batch *b)
-{
-    if (b->kafka_open)
-        return 0;
-    if (ll_loop_commit_wait(b->l) != 0) {
-        b->kafka_failed = 1;
-        return -1;
-    }
-    if (ll_loop_begin(b->l) != 0) {
-        b->kafka_failed = 1;
-        return -1;
-    }
-    b->kafka_open = 1;
-    return 0;
-}
-
-/* Produces the queued results into the batch's Kafka transaction and marks their offsets done.
- * 0, or -1 (the caller undoes the batch). */
+/* Stages the results of the committed database transaction for the next Kafka transaction
+ * (kloop_commit.c) and marks their offsets done. 0, or -1 (the caller undoes the batch). */
 static int flush_outs(batch *b)
 {
     ll_loop *l = b->l;
-    if (b->n_outs > 0 && kafka_ready(b) != 0)
-        return -1;
     int rc = 0;
     for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
         out_item *o = &b->outs[i];
@@ -78,19 +59,18 @@ static int flush_outs(batch *b)
                          o->encode_err);
                 if (ll_db_ensure(&l->db) != LL_DB_OK || ll_db_command(&l->db, "BEGIN") != LL_DB_OK ||
                     ll_loop_dead_letter_event(l, m, o->run_id, "REPLY_ENCODE_FAILED", err) != 0 ||
-                    ll_db_command(&l->db, "COMMIT") != LL_DB_OK ||
-                    ll_loop_dead_letter_produce(l, m, "REPLY_ENCODE_FAILED", err) != 0)
+                    ll_db_command(&l->db, "COMMIT") != LL_DB_OK)
                     rc = -1;
+                else
+                    ll_loop_dead_letter_stage(l, m, "REPLY_ENCODE_FAILED", err);
             } else {
-                unsigned char *buf = o->reply; /* the producer owns it from here */
+                unsigned char *buf = o->reply; /* staged from here */
                 o->reply = NULL;
-                if (ll_loop_produce(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1) !=
-                    0)
-                    rc = -1;
+                ll_loop_stage_record(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1);
                 ll_obs_stage_input(m->io->topic, o->outcome, o->reply_code);
             }
-        } else if (ll_loop_dead_letter_produce(l, m, o->code, o->reason) != 0) {
-            rc = -1;
+        } else {
+            ll_loop_dead_letter_stage(l, m, o->code, o->reason);
         }
         if (rc == 0) {
             ll_offtrack_done(&m->ps->track, m->offset); /* cannot fail: a new range never */
@@ -113,46 +93,23 @@ int ll_batch_tx_commit(batch *b)
     }
     if (ll_batch_touch_runs(b) != 0)
         return -1; /* still in the (failed) transaction: ll_batch_undo_all rolls it back */
-    /* the previous batch's Kafka commit ends before this database commit: the durable steps
-     * keep their order (kloop_commit.c); if it failed, this transaction is rolled back */
-    if (ll_loop_commit_wait(l) != 0) {
-        b->kafka_failed = 1;
-        return -1;
-    }
+    /* not waiting for the Kafka commit in flight: this database commit may come before it
+     * ends, its results staged for the next one. If that fails, the messages of every database
+     * transaction not yet in a committed Kafka transaction are read again from the committed
+     * offsets and applied as replays, as after a crash between the two commits (kloop_commit.c,
+     * docs/design.md §4) */
     b->in_tx = 0;
     if (ll_batch_db_cmd(b, "COMMIT") != 0)
         return -1;
     if (l->crash_after > 0 && ++l->db_commits >= l->crash_after) {
         ll_log(LL_WARN, NULL, "fault_injected", "killing self after database commit %lld",
                (long long)l->db_commits);
-        /* the replies of earlier commits go to the broker first: it then holds an open
-         * transaction, the most adverse form of this crash point for read_committed readers */
-        rd_kafka_flush(l->producer, 10000);
+        /* the replies of earlier commits go to the broker first, in a transaction left open:
+         * the most adverse form of this crash point for read_committed readers */
+        ll_loop_commit_fault_open(l);
         raise(SIGKILL);
     }
     return flush_outs(b);
-}
-
-/* The offsets to commit: every partition this batch touched, at its first message not done,
- * with the done offsets above it as metadata. */
-static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
-{
-    rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new((int)l->n_parts);
-    for (size_t i = 0; i < l->n_parts; i++) {
-        part_state *ps = l->parts[i];
-        if (ps->touched != l->batch_no)
-            continue;
-        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(o, ps->topic, ps->partition);
-        tp->offset = ps->track.base;
-        char md[LL_OFFTRACK_METADATA_MAX];
-        int n = ll_offtrack_metadata(&ps->track, md, sizeof md);
-        if (n > 0) {
-            tp->metadata = malloc((size_t)n);
-            memcpy(tp->metadata, md, (size_t)n);
-            tp->metadata_size = (size_t)n;
-        }
-    }
-    return o;
 }
 
 /* The batch failed (database gone, Kafka error): undo it all and rewind after a backoff. */
@@ -164,9 +121,7 @@ void ll_batch_undo_all(batch *b)
     b->in_tx = 0;
     b->n_touch = 0;
     ll_batch_outs_clear(b);
-    if (b->kafka_open)
-        ll_loop_abort(l);
-    if (!l->fatal && !l->producer_broken && !b->kafka_failed) {
+    if (!l->fatal && !l->producer_broken && !l->rewind_pending) {
         ll_log(LL_WARN, NULL, "db_unavailable", "batch undone: %s %s (retrying from the committed offsets)",
                l->db.err.sqlstate, l->db.err.message);
         l->rewind_pending = 1;
@@ -232,18 +187,18 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
             ll_batch_bulk_step(&b, i + 1, m->run) != 0)
             goto out;
     }
-    if (ll_batch_tx_commit(&b) != 0 || kafka_ready(&b) != 0) {
+    if (ll_batch_tx_commit(&b) != 0) {
         ll_batch_undo_all(&b);
         goto out;
     }
     int64_t t_db = ll_loop_now_ms();
     ll_log(LL_DEBUG, NULL, "batch_done",
-           "%zu messages (%zu polled, %zu set-based): database and replies %lld ms; the previous Kafka "
+           "%zu messages (%zu polled, %zu set-based): database %lld ms; %zu records staged; the last Kafka "
            "commit took %lld ms",
-           b.n_work, n, b.n_bulk, (long long)(t_db - now), (long long)l->last_commit_ms);
-    /* the commit runs beside the next batch (a failure aborts and rewinds when it is waited for,
-     * or here when loop.overlap_commit is off) */
-    ll_loop_commit_start(l, offsets_of(l));
+           b.n_work, n, b.n_bulk, (long long)(t_db - now), l->n_staged, (long long)l->last_commit_ms);
+    /* the staged results go into a Kafka commit now, or into the one after the commit in flight
+     * (a failure aborts and rewinds when that is taken, kloop_commit.c) */
+    ll_loop_commit_push(l);
     for (size_t i = 0; i < l->n_parts; i++)
         if (l->parts[i]->stopped && (int64_t)l->parts[i]->n_held <= l->max_held / 2)
             ll_loop_resume_partition(l, l->parts[i]);

@@ -54,8 +54,7 @@ typedef struct batch {
     size_t n_touch, cap_touch;
     lmsg **done_held; /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
-    int in_tx, use_savepoints, kafka_open;
-    int kafka_failed; /* the previous batch's Kafka commit failed: aborted and rewound already */
+    int in_tx, use_savepoints;
     int savepoints;   /* savepoints made in the open transaction */
     int tx_msgs;      /* messages applied in it (with or without a savepoint) */
     size_t n_bulk;    /* messages the set-based part applied in this batch */

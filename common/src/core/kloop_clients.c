@@ -291,28 +291,3 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
            l->group, l->txid, l->dlq_limit);
     return 0;
 }
-
-/* ---- producing and committing --------------------------------------------------------------- */
-
-int ll_loop_produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
-                    rd_kafka_headers_t *hdrs, int free_val)
-{
-    for (;;) {
-        rd_kafka_resp_err_t e = rd_kafka_producev(
-            l->producer, RD_KAFKA_V_TOPIC(topic), RD_KAFKA_V_KEY(key, klen), RD_KAFKA_V_VALUE(val, vlen),
-            RD_KAFKA_V_MSGFLAGS(free_val ? RD_KAFKA_MSG_F_FREE : RD_KAFKA_MSG_F_COPY),
-            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
-        if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
-            return 0;
-        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
-            rd_kafka_poll(l->producer, 100);
-            continue;
-        }
-        ll_log(LL_ERROR, NULL, "produce_failed", "produce to %s: %s", topic, rd_kafka_err2str(e));
-        if (hdrs)
-            rd_kafka_headers_destroy(hdrs);
-        if (free_val)
-            free(val);
-        return -1;
-    }
-}

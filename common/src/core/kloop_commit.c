@@ -1,27 +1,40 @@
 /*
- * kloop_commit.c - the batch's Kafka transaction: begun before its first record, committed (its
- * offsets sent with it) on the loop's thread, or, with loop.overlap_commit, on a thread of its own
- * while the loop polls and applies the next batch (docs/design.md §3).
+ * kloop_commit.c - the Kafka side of the loop's batches (docs/design.md §3): the replies and dead
+ * letters of committed database transactions are staged here, and a Kafka transaction carries
+ * them with the offsets (and their done-offset metadata) of every partition changed since the
+ * previous one: begun, produced, flushed, offsets sent and committed on a thread of its own
+ * (loop.overlap_commit, the default) while the loop polls, applies and commits the next batches
+ * in the database; or on the loop's thread, batch by batch.
  *
- * Why a thread (issue 8: time outside PostgreSQL): the commit of a batch's Kafka transaction
- * (AddOffsetsToTxn, TxnOffsetCommit, EndTxn: 20-30 ms a batch on the test machine) is waiting for
- * the broker. The next batch's poll and database work (all but its COMMIT) need nothing from that
- * commit, so they may run beside it; the loop waits for it (ll_loop_commit_wait) before anything
- * durable of the next batch: its database COMMIT, its first record produced, a rewind, a
- * rebalance, the exit. The durable order is therefore the same (database commit k, Kafka commit
- * k, database commit k+1, ...): only work that a crash or a failed commit throws away (the next
- * batch's uncommitted statements) is overlapped. A failed commit is handled as before (abort,
- * rewind to the committed offsets), and the next batch's database transaction, still open, is
- * rolled back by the caller. Off by default: with the broker on the same 2 cores it gained
- * nothing (docs/performance.md).
+ * Why (issue 8: the command's latency): a Kafka transaction on this 2-core machine takes 14 ms
+ * at the median and 60-120 ms at the 99th percentile, whatever it carries (AddPartitionsToTxn,
+ * produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn). When each batch's database commit waited
+ * for the previous batch's Kafka commit, the loop ran at the pace of Kafka commits and a slow one
+ * held back every run's next database commit, hence its outbox row and its command. Now the
+ * database commits go on; what they staged while a commit is in flight goes into the next one,
+ * which begins as soon as the one in flight ends (its thread wakes the loop's poll). The staged
+ * records are bounded (loop.batch_max records, LL_LOOP_STAGED_BYTES bytes): beyond that the loop
+ * waits for the commit in flight.
  *
- * The thread touches only the producer (librdkafka's handles are thread-safe) and the job it was
- * given; every decision on the loop's state stays on the loop's thread.
+ * Why this keeps the contract (docs/design.md §4): an offset is still committed only in the Kafka
+ * transaction that carries its replies, after their database commit. Before a Kafka commit ends,
+ * several database transactions may be committed whose replies are staged or in the open Kafka
+ * transaction: a crash there, or a failed commit (aborted, rewound, the staged records dropped),
+ * has their messages read again from the committed offsets and applied as replays, whose replies
+ * then commit, exactly as after a crash between one batch's two commits. The messages named done
+ * by the last committed metadata are skipped as before.
+ *
+ * The thread touches only the producer (librdkafka's handles are thread-safe), the consumer's
+ * queue (to wake the loop's poll) and the job it was given; every decision on the loop's state,
+ * the metrics' staging included, stays on the loop's thread.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kloop_int.h"
+#include "ll/kloop_decide.h"
 #include "ll/log.h"
 #include "ll/obs.h"
 
@@ -29,25 +42,118 @@
 struct ll_commit_job {
     pthread_t thread;
     rd_kafka_t *producer;
+    rd_kafka_queue_t *wake; /* the consumer's queue, yielded when done */
+    ll_staged_rec *recs;    /* owned; the thread hands them to the producer */
+    size_t n_recs;
+    size_t n_obs;                              /* staged metrics entries this commit carries */
     rd_kafka_topic_partition_list_t *offsets;  /* owned */
     rd_kafka_consumer_group_metadata_t *group; /* owned; NULL when no offsets */
     rd_kafka_error_t *err;                     /* owned; NULL: committed */
     const char *what;                          /* the call that failed */
     int64_t started_us, us;                    /* when it started, how long it took (µs) */
+    atomic_int done;                           /* set by the thread as its last step */
 };
 
-int ll_loop_begin(ll_loop *l)
+static void rec_free(ll_staged_rec *r)
 {
-    ll_obs_stage_drop(); /* what an earlier transaction staged did not commit */
-    rd_kafka_error_t *e = rd_kafka_begin_transaction(l->producer);
-    return e ? ll_loop_txn_failed(l, e, "begin_transaction") : 0;
+    free(r->key);
+    free(r->val);
+    if (r->hdrs)
+        rd_kafka_headers_destroy(r->hdrs);
+    memset(r, 0, sizeof *r);
 }
 
-/* The replies delivered, the offsets, then the commit (a retriable commit error is tried again,
- * 5 times at most). Blocks up to 30 s for the flush, 30 s for the offsets and 60 s per commit
- * attempt (the transaction's timeout). */
+void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
+                          rd_kafka_headers_t *hdrs, int take_val)
+{
+    if (l->n_staged == l->cap_staged) {
+        size_t cap = l->cap_staged ? l->cap_staged * 2 : 64;
+        ll_staged_rec *s = realloc(l->staged, cap * sizeof *s);
+        if (!s)
+            abort();
+        l->staged = s;
+        l->cap_staged = cap;
+    }
+    ll_staged_rec *r = &l->staged[l->n_staged++];
+    memset(r, 0, sizeof *r);
+    r->topic = topic;
+    if (key && klen > 0) {
+        if (!(r->key = malloc(klen)))
+            abort();
+        memcpy(r->key, key, klen);
+        r->klen = klen;
+    }
+    if (val && !take_val) {
+        void *copy = malloc(vlen ? vlen : 1);
+        if (!copy)
+            abort();
+        memcpy(copy, val, vlen);
+        val = copy;
+    }
+    r->val = val;
+    r->vlen = val ? vlen : 0;
+    r->hdrs = hdrs;
+    l->staged_bytes += r->klen + r->vlen + 64;
+    const char *name;
+    const void *hv;
+    size_t hl;
+    for (size_t i = 0;
+         hdrs && rd_kafka_header_get_all(hdrs, i, &name, &hv, &hl) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+        l->staged_bytes += strlen(name) + hl + 8;
+}
+
+void ll_loop_staged_drop(ll_loop *l)
+{
+    for (size_t i = 0; i < l->n_staged; i++)
+        rec_free(&l->staged[i]);
+    l->n_staged = 0;
+    l->staged_bytes = 0;
+    if (l->cap_staged > 1024) { /* a burst's array is not kept */
+        free(l->staged);
+        l->staged = NULL;
+        l->cap_staged = 0;
+    }
+}
+
+/* One record into the open transaction (the value and headers are the producer's from here; a
+ * full queue is waited out, 100 ms at a time). NULL, or the error. */
+static rd_kafka_error_t *produce_rec(rd_kafka_t *producer, ll_staged_rec *r)
+{
+    for (;;) {
+        rd_kafka_resp_err_t e =
+            rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(r->topic), RD_KAFKA_V_KEY(r->key, r->klen),
+                              RD_KAFKA_V_VALUE(r->val, r->vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
+                              RD_KAFKA_V_HEADERS(r->hdrs), RD_KAFKA_V_END);
+        if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+            r->val = NULL; /* freed by the producer */
+            r->hdrs = NULL;
+            rec_free(r);
+            return NULL;
+        }
+        if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
+            rd_kafka_poll(producer, 100);
+            continue;
+        }
+        rd_kafka_error_t *err = rd_kafka_error_new(e, "produce to %s: %s", r->topic, rd_kafka_err2str(e));
+        rec_free(r);
+        return err;
+    }
+}
+
+/* Begin, the records, the replies delivered, the offsets, then the commit (a retriable commit
+ * error is tried again, 5 times at most). Blocks up to 30 s for the flush, 30 s for the offsets
+ * and 60 s per commit attempt (the transaction's timeout). */
 static void commit_job_run(struct ll_commit_job *j)
 {
+    if ((j->err = rd_kafka_begin_transaction(j->producer))) {
+        j->what = "begin_transaction";
+        return;
+    }
+    for (size_t i = 0; i < j->n_recs; i++)
+        if (!j->err && (j->err = produce_rec(j->producer, &j->recs[i])))
+            j->what = "produce";
+    if (j->err)
+        return;
     /* the replies delivered first: their partitions' AddPartitionsToTxn is then over, and the
      * AddOffsetsToTxn below cannot meet it at the coordinator (CONCURRENT_TRANSACTIONS, retried
      * 20 ms later by librdkafka 2.0.2; docs/design.md §3). A flush that times out is the
@@ -74,11 +180,17 @@ static void *commit_thread(void *arg)
     struct ll_commit_job *j = arg;
     commit_job_run(j);
     j->us = ll_loop_now_us() - j->started_us;
+    atomic_store(&j->done, 1);
+    if (j->wake)
+        rd_kafka_queue_yield(j->wake); /* the loop's poll returns: the next commit may begin */
     return NULL;
 }
 
 static void commit_job_free(struct ll_commit_job *j)
 {
+    for (size_t i = 0; i < j->n_recs; i++)
+        rec_free(&j->recs[i]); /* those not produced (a failure) */
+    free(j->recs);
     rd_kafka_topic_partition_list_destroy(j->offsets);
     if (j->group)
         rd_kafka_consumer_group_metadata_destroy(j->group);
@@ -93,27 +205,70 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
     l->last_commit_ms = j->us / 1000;
     if (!e) {
         ll_obs_kafka_commit((double)j->us / 1e6);
-        ll_obs_stage_commit(); /* the batch's replies and dead letters are visible now */
+        ll_obs_stage_commit(j->n_obs); /* its replies and dead letters are visible now */
     }
     commit_job_free(j);
     return e ? ll_loop_txn_failed(l, e, what) : 0;
 }
 
-int ll_loop_commit_start(ll_loop *l, rd_kafka_topic_partition_list_t *offsets)
+/* The offsets to commit: every partition changed since the last commit took its offsets, at its
+ * first message not done, with the done offsets above it as metadata. */
+static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
 {
-    struct ll_commit_job *j = calloc(1, sizeof *j);
-    if (!j) {
-        rd_kafka_topic_partition_list_destroy(offsets);
-        return ll_loop_txn_failed(
-            l, rd_kafka_error_new(RD_KAFKA_RESP_ERR__CRIT_SYS_RESOURCE, "out of memory"), "commit");
+    rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new((int)l->n_parts);
+    for (size_t i = 0; i < l->n_parts; i++) {
+        part_state *ps = l->parts[i];
+        if (ps->touched <= l->offsets_batch_no)
+            continue;
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(o, ps->topic, ps->partition);
+        tp->offset = ps->track.base;
+        char md[LL_OFFTRACK_METADATA_MAX];
+        int n = ll_offtrack_metadata(&ps->track, md, sizeof md);
+        if (n > 0) {
+            tp->metadata = malloc((size_t)n);
+            memcpy(tp->metadata, md, (size_t)n);
+            tp->metadata_size = (size_t)n;
+        }
     }
-    j->producer = l->producer;
-    j->offsets = offsets;
-    j->group = offsets->cnt > 0 ? rd_kafka_consumer_group_metadata(l->consumer) : NULL;
-    j->started_us = ll_loop_now_us();
-    if (l->overlap_commit && pthread_create(&j->thread, NULL, commit_thread, j) == 0) {
-        l->commit = j;
+    l->offsets_batch_no = l->batch_no;
+    return o;
+}
+
+/* Whether anything waits for a Kafka commit: staged records, or offsets changed. */
+static int commit_owed(const ll_loop *l)
+{
+    if (l->n_staged > 0)
+        return 1;
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->touched > l->offsets_batch_no)
+            return 1;
+    return 0;
+}
+
+/* Begins the next commit with everything staged (none may be in flight). 0, or -1. */
+static int commit_start(ll_loop *l)
+{
+    if (l->commit || l->producer_broken || l->rewind_pending || l->fatal || !commit_owed(l))
         return 0;
+    struct ll_commit_job *j = calloc(1, sizeof *j);
+    if (!j)
+        abort();
+    j->producer = l->producer;
+    j->recs = l->staged; /* taken over */
+    j->n_recs = l->n_staged;
+    l->staged = NULL;
+    l->n_staged = l->cap_staged = l->staged_bytes = 0;
+    j->n_obs = ll_obs_stage_count();
+    j->offsets = offsets_of(l);
+    j->group = j->offsets->cnt > 0 ? rd_kafka_consumer_group_metadata(l->consumer) : NULL;
+    j->started_us = ll_loop_now_us();
+    if (l->overlap_commit) {
+        j->wake = l->consumer_q;
+        if (pthread_create(&j->thread, NULL, commit_thread, j) == 0) {
+            l->commit = j;
+            return 0;
+        }
+        j->wake = NULL;
     }
     /* loop.overlap_commit off, or no thread to be had: commit here and now */
     commit_thread(j);
@@ -128,4 +283,64 @@ int ll_loop_commit_wait(ll_loop *l)
     l->commit = NULL;
     pthread_join(j->thread, NULL);
     return commit_job_end(l, j);
+}
+
+/* The staged records into a Kafka commit, as ll_loop_commit_decide says. 0, or -1. */
+static int commit_step(ll_loop *l, bool may_wait)
+{
+    ll_commit_state st = {
+        .in_flight = l->commit != NULL,
+        .ended = l->commit && atomic_load(&l->commit->done),
+        .owed = commit_owed(l),
+        .blocked = l->producer_broken || l->rewind_pending || l->fatal,
+        .staged = l->n_staged,
+        .staged_bytes = l->staged_bytes,
+        .max_staged = (size_t)l->batch_max,
+        .max_staged_bytes = LL_LOOP_STAGED_BYTES,
+    };
+    switch (ll_loop_commit_decide(&st, may_wait)) {
+    case LL_COMMIT_LEAVE:
+        return 0;
+    case LL_COMMIT_START:
+        return commit_start(l);
+    case LL_COMMIT_TAKE_START:
+    case LL_COMMIT_WAIT_START:
+        break;
+    }
+    if (ll_loop_commit_wait(l) != 0)
+        return -1;
+    return commit_start(l);
+}
+
+int ll_loop_commit_poll(ll_loop *l)
+{
+    return commit_step(l, false);
+}
+
+int ll_loop_commit_push(ll_loop *l)
+{
+    return commit_step(l, true);
+}
+
+int ll_loop_commit_drain(ll_loop *l)
+{
+    if (ll_loop_commit_wait(l) != 0 || commit_start(l) != 0)
+        return -1;
+    return ll_loop_commit_wait(l);
+}
+
+void ll_loop_commit_fault_open(ll_loop *l)
+{
+    if (ll_loop_commit_wait(l) != 0)
+        return;
+    rd_kafka_error_t *e = rd_kafka_begin_transaction(l->producer);
+    for (size_t i = 0; i < l->n_staged; i++) {
+        rd_kafka_error_t *pe = e ? NULL : produce_rec(l->producer, &l->staged[i]);
+        if (pe)
+            e = pe;
+    }
+    if (e)
+        rd_kafka_error_destroy(e);
+    ll_loop_staged_drop(l);
+    rd_kafka_flush(l->producer, 10000);
 }

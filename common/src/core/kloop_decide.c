@@ -1,6 +1,7 @@
 /*
- * kloop_decide.c - the consumer loop's decision table (kloop_decide.h has it as a table): one
- * switch over the service's apply decision, then the database error's class. Pure.
+ * kloop_decide.c - the consumer loop's decision tables (kloop_decide.h has them as tables): one
+ * switch over the service's apply decision, then the database error's class; and when the staged
+ * records go into a Kafka commit. Pure.
  */
 #include "ll/kloop_decide.h"
 
@@ -30,4 +31,16 @@ ll_loop_step ll_loop_decide(ll_apply answer, bool bulk, bool wait_expired, ll_lo
     if (bulk)
         return LL_STEP_BULK_UNDO;
     return fault == LL_FAULT_INPUT ? LL_STEP_UNDO_DEAD_LEDGER : LL_STEP_UNDO_RETRY;
+}
+
+ll_commit_step ll_loop_commit_decide(const ll_commit_state *s, bool may_wait)
+{
+    if (s->in_flight && s->ended)
+        return LL_COMMIT_TAKE_START; /* its outcome is taken even while blocked (a failure rewinds) */
+    if (s->blocked)
+        return LL_COMMIT_LEAVE;
+    if (!s->in_flight)
+        return s->owed ? LL_COMMIT_START : LL_COMMIT_LEAVE;
+    bool full = s->staged >= s->max_staged || s->staged_bytes >= s->max_staged_bytes;
+    return full && may_wait ? LL_COMMIT_WAIT_START : LL_COMMIT_LEAVE;
 }

@@ -3,7 +3,7 @@
  * at all gets a DEAD_LETTER event in load_event, written in the batch's database transaction
  * (its id is a name-based UUID of topic/partition/offset, so a replay writes it once), and after
  * that transaction commits, a record on the dead-letter topic with the original key, value and
- * headers plus ll.* headers, in the batch's Kafka transaction. The record always fits
+ * headers plus ll.* headers, staged for the Kafka transaction that commits its offset. The record always fits
  * (dlq.h, issue 7 §1): what does not fit is left out and named.
  */
 #include <stdio.h>
@@ -76,7 +76,7 @@ static const rd_kafka_headers_t *orig_headers(const lmsg *m)
     return NULL;
 }
 
-int ll_loop_dead_letter_produce(ll_loop *l, const lmsg *m, const char *code, const char *reason)
+void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, const char *reason)
 {
     char ts[40], why[DL_REASON_MAX + 1], size[32], sha[65] = "", part[16], off[32];
     time_t t = time(NULL);
@@ -129,6 +129,6 @@ int ll_loop_dead_letter_produce(ll_loop *l, const lmsg *m, const char *code, con
     if (!fit.keep_key && m->key)
         rd_kafka_header_add(h, "ll.key.omitted", -1, "original key omitted (size)", -1);
     ll_obs_stage_dead_letter(m->io->topic, code); /* counted when the transaction commits */
-    return ll_loop_produce(l, l->dlq_topic, fit.keep_key ? m->key : NULL, fit.keep_key ? m->key_len : 0,
-                           fit.keep_value ? (void *)m->value : NULL, fit.keep_value ? m->len : 0, h, 0);
+    ll_loop_stage_record(l, l->dlq_topic, fit.keep_key ? m->key : NULL, fit.keep_key ? m->key_len : 0,
+                         fit.keep_value ? (void *)m->value : NULL, fit.keep_value ? m->len : 0, h, 0);
 }

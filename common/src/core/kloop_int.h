@@ -3,7 +3,7 @@
  *
  *   kloop.c        set-up, configuration, the run loop (one iteration: recover, poll, batch)
  *   kloop_clients.c the Kafka clients: consumer and transactional producer, their settings,
- *                  producing a record
+ *                  the fetcher's wake
  *   kloop_parts.c  the assigned partitions: rebalances, the committed offsets and their metadata,
  *                  a partition paused while its held queue is full
  *   kloop_recover.c aborts, rewinds to the committed offsets, a producer recreated in-process
@@ -11,11 +11,13 @@
  *                  kloop_bulk.c: its parts, mapped in kloop_batch.h): held runs, the database
  *                  transaction with a savepoint per message, replies, the done offsets
  *   kloop_dlq.c    dead letters: the ledger event and the record that always fits
- *   kloop_commit.c the batch's Kafka transaction: begin, and the commit on a thread of its own
- *                  beside the next batch's database work
+ *   kloop_commit.c the Kafka transactions: the records of committed database transactions
+ *                  staged, and carried with their offsets by a commit on a thread of its own
+ *                  beside the next batches' database work
  *
  * The unit of work is the poll batch (one database transaction, or a few of at most
- * LL_BATCH_SAVEPOINTS savepoints each, then one Kafka transaction); the unit of ordering is the
+ * LL_BATCH_SAVEPOINTS savepoints each; its replies then go into the next Kafka transaction, with
+ * those of the batches committed while the previous one was in flight); the unit of ordering is the
  * run: a message whose run waits (for a prerequisite, or a lock someone else holds) is held in
  * memory with the later messages of that run on its Kafka partition, and every other run flows
  * past it. The committed offset stays below the first message that is not done; the done
@@ -77,6 +79,15 @@ typedef struct lmsg {
     int64_t backoff_ms;
 } lmsg;
 
+/* A reply or dead letter whose database transaction committed, staged for the next Kafka
+ * transaction (kloop_commit.c). */
+typedef struct ll_staged_rec {
+    const char *topic;        /* borrowed: a topic_io's reply topic, or the dead-letter topic */
+    void *key, *val;          /* owned (NULL: none, a tombstone) */
+    size_t klen, vlen;        /* bytes */
+    rd_kafka_headers_t *hdrs; /* owned; NULL: none */
+} ll_staged_rec;
+
 /* Per assigned Kafka partition: done offsets, held messages, whether it is paused. */
 typedef struct part_state {
     char topic[256];
@@ -115,9 +126,14 @@ struct ll_loop {
      * member), and the step is retried with backoff from recover_at_ms. */
     int producer_broken, rewind_pending, all_paused;
     int64_t recover_at_ms, recover_backoff_ms;
-    /* The previous batch's Kafka commit, in flight on its own thread (kloop_commit.c); NULL when
-     * none. loop.overlap_commit = false commits on the loop's thread. */
+    /* The Kafka commit in flight on its own thread (kloop_commit.c); NULL when none.
+     * loop.overlap_commit = false commits on the loop's thread. The records staged for the next
+     * one (replies and dead letters of database transactions committed since it began; owned),
+     * their bytes, and the batch number when the last commit took its offsets. */
     struct ll_commit_job *commit;
+    struct ll_staged_rec *staged;
+    size_t n_staged, cap_staged, staged_bytes;
+    int64_t offsets_batch_no;
     bool overlap_commit;
     int64_t last_commit_ms; /* how long the last Kafka commit took (ms) */
     /* The consumer's settled fetch sizes (ll_kfetch_settle), its queue (for its length; owned),
@@ -140,10 +156,12 @@ int64_t ll_loop_now_us(void);
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen);
 /* A new transactional producer, init_transactions waiting at most init_ms. 0, or -1 with err. */
 int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen);
-/* Produces one record into the open transaction (val freed by the producer when free_val; hdrs
- * owned from here). 0, or -1 (logged). */
-int ll_loop_produce(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
-                    rd_kafka_headers_t *hdrs, int free_val);
+/* Stages one record (a reply or a dead letter of a committed database transaction) for the next
+ * Kafka transaction (ll_loop_commit_push): topic borrowed for the loop's lifetime, key copied,
+ * val taken over when take_val (malloc'ed) or copied, hdrs taken over (NULL: none). Aborts on out
+ * of memory, as the loop's other bookkeeping does. */
+void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
+                          rd_kafka_headers_t *hdrs, int take_val);
 
 /* Counts a delivered message toward the fetcher's wake (ll_loop_fetch_drained). */
 void ll_loop_fetch_count(ll_loop *l, const rd_kafka_message_t *rkm);
@@ -187,22 +205,40 @@ void ll_loop_recover_later(ll_loop *l, int64_t delay_ms);
 int ll_loop_recover_step(ll_loop *l);
 
 /* kloop_dlq.c: the DEAD_LETTER event in the open database transaction (0, or -1 with db->err),
- * and the dead-letter record into the open Kafka transaction (0, or -1: abort) */
+ * and, once that transaction committed, the dead-letter record staged (ll_loop_stage_record) */
 int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, const char *code,
                               const char *reason);
-int ll_loop_dead_letter_produce(ll_loop *l, const lmsg *m, const char *code, const char *reason);
+void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, const char *reason);
 
 /* kloop_commit.c */
-/* Begins the Kafka transaction. 0, or -1 after ll_loop_txn_failed. */
-int ll_loop_begin(ll_loop *l);
-/* Sends offsets (owned from here; partitions with their done-offset metadata) to the open
- * transaction and commits it, on a thread of its own while the loop goes on (or at once with
- * loop.overlap_commit = false). The loop must call ll_loop_commit_wait before its next durable
- * step. 0 (started, or committed), or -1 after ll_loop_txn_failed. */
-int ll_loop_commit_start(ll_loop *l, rd_kafka_topic_partition_list_t *offsets);
+/* After a batch's last database commit: when no Kafka commit is in flight, one begins now with
+ * every staged record and the offsets of every partition changed since the last one (on a thread
+ * of its own, or here with loop.overlap_commit = false); when one is in flight and has ended, its
+ * outcome is taken first; when one is in flight and the staged records reach loop.batch_max or
+ * LL_LOOP_STAGED_BYTES, the loop waits for it. Nothing begins while a rewind or a new producer is
+ * owed. 0, or -1 after ll_loop_txn_failed (aborted and rewound). */
+int ll_loop_commit_push(ll_loop *l);
+/* The same without waiting, each turn of the loop: a commit that ended is taken, and the staged
+ * records go into the next one. 0, or -1 after ll_loop_txn_failed. */
+int ll_loop_commit_poll(ll_loop *l);
 /* Waits for the commit in flight, if any, and takes its outcome: 0 (committed, or none), or -1
- * after ll_loop_txn_failed (aborted and rewound, or the producer to be recreated). */
+ * after ll_loop_txn_failed (aborted and rewound, or the producer to be recreated). The staged
+ * records stay staged. */
 int ll_loop_commit_wait(ll_loop *l);
+/* Everything staged committed before the caller goes on (a rebalance, the exit): waits, begins a
+ * commit of what is staged, waits for it. 0, or -1 after ll_loop_txn_failed. */
+int ll_loop_commit_drain(ll_loop *l);
+/* Drops the staged records (a rewind: their messages come again and are answered as replays). */
+void ll_loop_staged_drop(ll_loop *l);
+/* TESTING (fault.crash_after_db_commits), just before the kill: the commit in flight waited for,
+ * then a Kafka transaction begun with the staged records produced into it and delivered, and
+ * left open: the most adverse form of the crash between the two commits for read_committed
+ * readers (the broker holds them back until the restarted instance aborts it). */
+void ll_loop_commit_fault_open(ll_loop *l);
+
+/* The staged records of a Kafka commit waiting behind the one in flight, at most this many bytes
+ * (values, keys and headers) besides loop.batch_max records; beyond either the loop waits. */
+#define LL_LOOP_STAGED_BYTES (512 * 1024)
 
 /* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);

@@ -104,10 +104,10 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
 {
     ll_loop *l = opaque;
     l->rebalance_gen++;
-    /* the previous batch's commit (its offsets are of this generation) ends before the
-     * assignment changes; a failure aborts it and its batch comes again from the committed
+    /* what is staged and in flight is committed (its offsets are of this generation) before
+     * the assignment changes; a failure aborts it and its batches come again from the committed
      * offsets (of the new assignment, for what stays assigned) */
-    ll_loop_commit_wait(l);
+    ll_loop_commit_drain(l);
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",
                     parts->cnt);

@@ -54,6 +54,11 @@ int ll_loop_rewind(ll_loop *l)
     rd_kafka_topic_partition_list_t *asg = NULL;
     char why[512] = "";
     l->rewind_pending = 1;
+    if (l->commit)
+        ll_loop_commit_wait(l); /* the committed offsets are read below */
+    /* what was staged comes again from the committed offsets, answered as replays */
+    ll_loop_staged_drop(l);
+    ll_obs_stage_drop();
     if (rd_kafka_assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg) {
         snprintf(why, sizeof why, "cannot read the assignment");
     } else if (asg->cnt > 0) {

@@ -277,9 +277,16 @@ void ll_obs_stage_dead_letter(const char *topic, const char *code)
     stage_push(1, topic, NULL, ll_obs_code_ok(code) ? code : "OTHER");
 }
 
-void ll_obs_stage_commit(void)
+size_t ll_obs_stage_count(void)
 {
-    for (size_t i = 0; i < n_stage; i++) {
+    return n_stage;
+}
+
+void ll_obs_stage_commit(size_t n)
+{
+    if (n > n_stage)
+        n = n_stage;
+    for (size_t i = 0; i < n; i++) {
         const staged *s = &stage[i];
         if (s->dead) {
             const char *v[2] = {s->topic, s->code};
@@ -289,7 +296,9 @@ void ll_obs_stage_commit(void)
             ll_metric_add(g.inputs, v, 1);
         }
     }
-    n_stage = 0;
+    if (n < n_stage) /* the rest staged for a later transaction */
+        memmove(stage, stage + n, (n_stage - n) * sizeof *stage);
+    n_stage -= n;
 }
 
 void ll_obs_stage_drop(void)
