@@ -238,7 +238,7 @@ void ll_loop_commit_fault_open(ll_loop *l);
 
 /* The staged records of a Kafka commit waiting behind the one in flight, at most this many bytes
  * (values, keys and headers) besides loop.batch_max records; beyond either the loop waits. */
-#define LL_LOOP_STAGED_BYTES (512 * 1024)
+#define LL_LOOP_STAGED_BYTES (64 * 1024)
 
 /* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
