@@ -14,7 +14,9 @@
  * one database transaction (one atomic step), then either commits the Kafka transaction (its
  * reply becomes visible to read_committed readers and the offset moves, one atomic step) or
  * crashes in between: the Kafka transaction is aborted (the reply is lost), the database keeps
- * what it committed, and the message is read again from the committed offset.
+ * what it committed, and the message is read again from the committed offset. The completion's
+ * chunk consumer may apply up to STAGED_MAX messages before one Kafka transaction commits their
+ * replies (kloop_commit.c: a database commit does not wait for the Kafka commit).
  *
  * Database: every transaction of a run takes the run row first (ll_run_lock, SELECT ... FOR
  * UPDATE), so transactions of one run are serial: each is one atomic step. The dispatcher's
@@ -40,6 +42,9 @@
 #endif
 #ifndef STALE_MAX
 #define STALE_MAX 2  /* how often the sweeper may find a RUNNING partition stale */
+#endif
+#ifndef STAGED_MAX
+#define STAGED_MAX 2 /* chunks applied before one Kafka commit of their replies (kloop_commit.c) */
 #endif
 #ifndef CRASH_MAX
 #define CRASH_MAX 2  /* consumer crashes (any consumer) between database and Kafka commit */
@@ -105,6 +110,7 @@ byte nrd;
 byte cl[MAXCL], cl_len, cl_com;   /* partition-claims: token * 2 + partition; claimer's offset */
 byte dec[NT];                     /* claim-decisions seen by the worker holding the token */
 byte ch[MAXCH], ch_len, ch_com;   /* chunks: (token * 2 + partition) * 2 + chunk */
+byte ch_app;                      /* completion: next chunk to apply (ch_com..ch_app-1 staged) */
 byte vs_len, vs_com;              /* validation-starts (all name the one VALIDATE_RUN dispatch) */
 byte vc_len, vc_pos;              /* validate-run-commands; the starter's position */
 byte rc[MAXRC], rc_len, rc_pos;   /* reissue-partition-commands; the workers' group position */
@@ -311,22 +317,39 @@ active proctype completion_chunks() {
 end_idle:
     do
 #ifndef MUTANT_OFFSET_BEFORE_DB
+#ifndef MUTANT_OUTBOX_AFTER_COMMIT
+    /* kloop_commit.c: a database commit does not wait for the Kafka commit, so up to STAGED_MAX
+     * messages are applied (each its own database transaction, its reply staged) before one
+     * Kafka transaction commits their replies and moves the offset past them; a crash, or a
+     * failed Kafka commit, in between loses the staged replies, and every one of those messages
+     * is read again from the committed offset */
+    :: atomic { ch_app < ch_len && ch_app < ch_com + STAGED_MAX ->
+                m = ch[ch_app]; c = m % 2; p = (m / 2) % 2; t = m / 4;
+                apply_chunk(p, c, t);
+#ifdef MUTANT_REPLY_OUTSIDE_TX
+                ch_ans[ch_app]++; assert(ch_ans[ch_app] == 1);
+#endif
+                ch_app++;
+                m = 0; p = 0; c = 0; t = 0; idx = 0; k = 0; CHECK }
+    :: atomic { ch_app > ch_com -> /* Kafka commit: the staged replies and the offset */
+                do
+                :: ch_com < ch_app ->
+#ifndef MUTANT_REPLY_OUTSIDE_TX
+                    ch_ans[ch_com]++; assert(ch_ans[ch_com] == 1); /* I6 */
+#endif
+                    ch_com++
+                :: else -> break
+                od;
+                CHECK }
+    :: atomic { ch_app > ch_com && crashes < CRASH_MAX -> crashes++; ch_app = ch_com; CHECK }
+#else
     :: atomic { ch_com < ch_len -> m = ch[ch_com]; c = m % 2; p = (m / 2) % 2; t = m / 4;
                 apply_chunk(p, c, t);
 #ifdef MUTANT_REPLY_OUTSIDE_TX
                 ch_ans[ch_com]++; assert(ch_ans[ch_com] == 1);
 #endif
-#ifndef MUTANT_OUTBOX_AFTER_COMMIT
-                if
-                :: /* Kafka commit */
-#ifndef MUTANT_REPLY_OUTSIDE_TX
-                    ch_ans[ch_com]++; assert(ch_ans[ch_com] == 1); /* I6 */
-#endif
-                    ch_com++
-                :: crashes < CRASH_MAX -> crashes++
-                fi;
-#endif
                 m = 0; p = 0; c = 0; t = 0; idx = 0; k = 0; CHECK }
+#endif
 #ifdef MUTANT_OUTBOX_AFTER_COMMIT
         if
         :: atomic { if
