@@ -1,14 +1,16 @@
 /*
  * kloop.c - the consume / apply / produce-and-commit loop of kafka-edition.md §3: set-up and the
  * run loop. A batch is applied by kloop_batch.c, the Kafka side lives in kloop_clients.c,
- * kloop_parts.c and kloop_recover.c, dead letters in kloop_dlq.c (kloop_int.h has the map).
+ * kloop_commit.c, kloop_parts.c and kloop_recover.c, dead letters in kloop_dlq.c (kloop_int.h has
+ * the map).
  *
  * Crash points and what they leave (docs/design.md has the long form):
  *   - before a database commit: nothing happened; the messages are consumed again.
- *   - after a database commit, before the Kafka commit: the Kafka transaction (replies and
- *     offsets) is aborted by the broker when the same transactional.id starts again; the messages
- *     are consumed again, the CAS finds the ledger already moved and answers the same way
- *     (REPLAY), and that reply commits. A read_committed reader sees one reply.
+ *   - after a database commit, before the Kafka commit (of this batch and perhaps a few before it:
+ *     a database commit does not wait for a Kafka commit): their replies were staged in memory, or
+ *     sit in a Kafka transaction that the broker aborts when the same transactional.id starts
+ *     again; the messages are consumed again, the CAS finds the ledger already moved and answers
+ *     the same way (REPLAY), and that reply commits. A read_committed reader sees one reply.
  *   - after the Kafka commit: done; the commit metadata names the done offsets above the
  *     committed one, which are skipped when read again.
  * Nothing is ever skipped: a message is either applied (reply + offset), dead-lettered (the
