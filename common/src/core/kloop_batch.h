@@ -55,10 +55,10 @@ typedef struct batch {
     lmsg **done_held; /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
     int in_tx, use_savepoints;
-    int savepoints;   /* savepoints made in the open transaction */
-    int tx_msgs;      /* messages applied in it (with or without a savepoint) */
-    size_t n_bulk;    /* messages the set-based part applied in this batch */
-    int bulk_on;      /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
+    int savepoints; /* savepoints made in the open transaction */
+    int tx_msgs;    /* messages applied in it (with or without a savepoint) */
+    size_t n_bulk;  /* messages the set-based part applied in this batch */
+    int bulk_on;    /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
 } batch;
 
 /* The Kafka partitions on which the run being walked has a message that waits (held, or applied
