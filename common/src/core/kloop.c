@@ -252,6 +252,7 @@ void ll_loop_free(ll_loop *l)
     free(l->staged);
     if (l->consumer_q)
         rd_kafka_queue_destroy(l->consumer_q);
+    l->consumer_q = NULL; /* a commit that the close's revocation begins wakes no poll */
     if (l->consumer) {
         rd_kafka_consumer_close(l->consumer);
         rd_kafka_destroy(l->consumer);
