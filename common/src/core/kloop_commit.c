@@ -143,16 +143,23 @@ static rd_kafka_error_t *produce_rec(rd_kafka_t *producer, ll_staged_rec *r)
 /* Begin, the records, the replies delivered, the offsets, then the commit (a retriable commit
  * error is tried again, 5 times at most). Blocks up to 30 s for the flush, 30 s for the offsets
  * and 60 s per commit attempt (the transaction's timeout). */
+/* Begins a Kafka transaction and produces recs into it (each handed to the producer, or freed).
+ * NULL, or the error with *what the call that failed (the records not produced stay owned). */
+static rd_kafka_error_t *begin_and_produce(rd_kafka_t *producer, ll_staged_rec *recs, size_t n,
+                                           const char **what)
+{
+    rd_kafka_error_t *e = rd_kafka_begin_transaction(producer);
+    *what = "begin_transaction";
+    for (size_t i = 0; i < n && !e; i++) {
+        e = produce_rec(producer, &recs[i]);
+        *what = "produce";
+    }
+    return e;
+}
+
 static void commit_job_run(struct ll_commit_job *j)
 {
-    if ((j->err = rd_kafka_begin_transaction(j->producer))) {
-        j->what = "begin_transaction";
-        return;
-    }
-    for (size_t i = 0; i < j->n_recs; i++)
-        if (!j->err && (j->err = produce_rec(j->producer, &j->recs[i])))
-            j->what = "produce";
-    if (j->err)
+    if ((j->err = begin_and_produce(j->producer, j->recs, j->n_recs, &j->what)))
         return;
     /* the replies delivered first: their partitions' AddPartitionsToTxn is then over, and the
      * AddOffsetsToTxn below cannot meet it at the coordinator (CONCURRENT_TRANSACTIONS, retried
@@ -245,11 +252,10 @@ static int commit_owed(const ll_loop *l)
     return 0;
 }
 
-/* Begins the next commit with everything staged (none may be in flight). 0, or -1. */
+/* Begins the next commit with everything staged (none in flight; ll_loop_commit_decide said
+ * START). 0, or -1. */
 static int commit_start(ll_loop *l)
 {
-    if (l->commit || l->producer_broken || l->rewind_pending || l->fatal || !commit_owed(l))
-        return 0;
     struct ll_commit_job *j = calloc(1, sizeof *j);
     if (!j)
         abort();
@@ -307,9 +313,11 @@ static int commit_step(ll_loop *l, bool may_wait)
     case LL_COMMIT_WAIT_START:
         break;
     }
+    /* the commit in flight taken; then the table again, with none in flight (a failure has
+     * rewound, or the outcome may have left a recovery owed) */
     if (ll_loop_commit_wait(l) != 0)
         return -1;
-    return commit_start(l);
+    return commit_step(l, may_wait);
 }
 
 int ll_loop_commit_poll(ll_loop *l)
@@ -324,7 +332,7 @@ int ll_loop_commit_push(ll_loop *l)
 
 int ll_loop_commit_drain(ll_loop *l)
 {
-    if (ll_loop_commit_wait(l) != 0 || commit_start(l) != 0)
+    if (ll_loop_commit_wait(l) != 0 || commit_step(l, true) != 0)
         return -1;
     return ll_loop_commit_wait(l);
 }
@@ -333,12 +341,8 @@ void ll_loop_commit_fault_open(ll_loop *l)
 {
     if (ll_loop_commit_wait(l) != 0)
         return;
-    rd_kafka_error_t *e = rd_kafka_begin_transaction(l->producer);
-    for (size_t i = 0; i < l->n_staged; i++) {
-        rd_kafka_error_t *pe = e ? NULL : produce_rec(l->producer, &l->staged[i]);
-        if (pe)
-            e = pe;
-    }
+    const char *what;
+    rd_kafka_error_t *e = begin_and_produce(l->producer, l->staged, l->n_staged, &what);
     if (e)
         rd_kafka_error_destroy(e);
     ll_loop_staged_drop(l);
