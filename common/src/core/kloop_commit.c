@@ -13,8 +13,8 @@
  * held back every run's next database commit, hence its outbox row and its command. Now the
  * database commits go on; what they staged while a commit is in flight goes into the next one,
  * which begins as soon as the one in flight ends (its thread wakes the loop's poll). The staged
- * records are bounded (loop.batch_max records, LL_LOOP_STAGED_BYTES bytes): beyond that the loop
- * waits for the commit in flight.
+ * records are bounded (LL_LOOP_STAGED_BATCHES x loop.batch_max records, LL_LOOP_STAGED_BYTES
+ * bytes): beyond that the loop waits for the commit in flight.
  *
  * Why this keeps the contract (docs/design.md §4): an offset is still committed only in the Kafka
  * transaction that carries its replies, after their database commit. Before a Kafka commit ends,
@@ -301,7 +301,7 @@ static int commit_step(ll_loop *l, bool may_wait)
         .blocked = l->producer_broken || l->rewind_pending || l->fatal,
         .staged = l->n_staged,
         .staged_bytes = l->staged_bytes,
-        .max_staged = (size_t)l->batch_max,
+        .max_staged = LL_LOOP_STAGED_BATCHES * (size_t)l->batch_max,
         .max_staged_bytes = LL_LOOP_STAGED_BYTES,
     };
     switch (ll_loop_commit_decide(&st, may_wait)) {

@@ -214,9 +214,9 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
 /* After a batch's last database commit: when no Kafka commit is in flight, one begins now with
  * every staged record and the offsets of every partition changed since the last one (on a thread
  * of its own, or here with loop.overlap_commit = false); when one is in flight and has ended, its
- * outcome is taken first; when one is in flight and the staged records reach loop.batch_max or
- * LL_LOOP_STAGED_BYTES, the loop waits for it. Nothing begins while a rewind or a new producer is
- * owed. 0, or -1 after ll_loop_txn_failed (aborted and rewound). */
+ * outcome is taken first; when one is in flight and the staged records reach
+ * LL_LOOP_STAGED_BATCHES x loop.batch_max or LL_LOOP_STAGED_BYTES, the loop waits for it. Nothing begins
+ * while a rewind or a new producer is owed. 0, or -1 after ll_loop_txn_failed (aborted and rewound). */
 int ll_loop_commit_push(ll_loop *l);
 /* The same without waiting, each turn of the loop: a commit that ended is taken, and the staged
  * records go into the next one. 0, or -1 after ll_loop_txn_failed. */
@@ -236,9 +236,14 @@ void ll_loop_staged_drop(ll_loop *l);
  * readers (the broker holds them back until the restarted instance aborts it). */
 void ll_loop_commit_fault_open(ll_loop *l);
 
-/* The staged records of a Kafka commit waiting behind the one in flight, at most this many bytes
- * (values, keys and headers) besides loop.batch_max records; beyond either the loop waits. */
-#define LL_LOOP_STAGED_BYTES (64 * 1024)
+/* The staged records of a Kafka commit waiting behind the one in flight: at most this many bytes
+ * (values, keys and headers), and at most LL_LOOP_STAGED_BATCHES x loop.batch_max records; beyond
+ * either the loop waits. Two batches, not one: a Kafka commit of one full batch's replies (50-64
+ * ms under a backlog) outlasts the next batch's database work (20-35 ms), so with room for one the
+ * loop ran at the pace of Kafka commits; with two, the next commit carries both batches
+ * (docs/performance.md, 2026-12-02). About 170 bytes a reply: 600 of them fit in 128 KiB. */
+#define LL_LOOP_STAGED_BATCHES 2
+#define LL_LOOP_STAGED_BYTES   (128 * 1024)
 
 /* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
