@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/bench.sh — the benchmark of issue 8 (not part of scripts/test.sh; docs/performance.md).
 #
-#   scripts/bench.sh [--runs N] [--partitions N] [--chunks N] [--quick] [--keep-env] [-- DRIVER ARGS]
+#   scripts/bench.sh [--runs N] [--partitions N] [--chunks N] [--quick] [--keep-env] [--autogroup keep]
+#                    [-- DRIVER ARGS]
 #
 # Builds a Release tree (build-bench), starts an environment of its own with a DURABLE
 # PostgreSQL (fsync, synchronous_commit, full_page_writes on) and pg_stat_statements in
@@ -14,6 +15,15 @@
 # phases (a smoke test of the script, not figures to quote). Anything after `--` goes to
 # bench.py as is (bench.py --help). The figures are printed and written as JSON to
 # $LL_BENCH_RUN_DIR/../loadledger-bench-<time>.json.
+#
+# The kernel's autogroup scheduling (kernel.sched_autogroup_enabled, on in this machine's kernel
+# as in Debian's) shares the CPU between sessions, not threads: the broker and PostgreSQL, each
+# started in a session of its own (setsid), then get a third of the two cores each whenever the
+# load generator's session is busy too, and the broker's bursts (a GC pause's two workers, its
+# network threads) wait for their group's turn: pauses of 100-340 ms, the command's p99 166-344 ms at half load against
+# 68-97 ms without (docs/performance.md, 2026-12-02). The benchmark turns it off for its run when
+# it may (root) and restores the old value at the end; --autogroup keep leaves it as it is. The
+# setting in force is printed with the latency figures.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -21,7 +31,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd -P)
 BUILD_DIR=${LL_BENCH_BUILD_DIR:-$REPO_ROOT/build-bench}
 RUN_DIR=${LL_BENCH_RUN_DIR:-/tmp/loadledger-bench}
 
-runs=20 partitions=8 chunks=50 keep_env=0
+runs=20 partitions=8 chunks=50 keep_env=0 autogroup=off
 extra=()
 quick=()
 while (($#)); do
@@ -34,8 +44,11 @@ while (($#)); do
       quick=(--scale-chunks 1000 --small-runs 20 --latency-seconds 8 --hold 10)
       shift ;;
     --keep-env) keep_env=1; shift ;;
+    --autogroup)
+      [[ ${2:-} == keep || ${2:-} == off ]] || { echo "bench.sh: --autogroup keep|off" >&2; exit 2; }
+      autogroup=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -46,11 +59,29 @@ done
 log() { printf 'bench.sh: %s\n' "$*" >&2; }
 
 export LL_RUN_DIR=$RUN_DIR LL_PG_DURABLE=1 LL_PG_STAT_STATEMENTS=1
+AUTOGROUP_KNOB=/proc/sys/kernel/sched_autogroup_enabled
+autogroup_was=
 stop_env() {
   if ((keep_env)); then
     log "environment left up: LL_RUN_DIR=$RUN_DIR $SCRIPT_DIR/env.sh down"
   else
     "$SCRIPT_DIR/env.sh" down || true
+  fi
+  if [[ -n $autogroup_was ]]; then
+    echo "$autogroup_was" >"$AUTOGROUP_KNOB" 2>/dev/null && log "kernel.sched_autogroup_enabled restored to $autogroup_was" ||
+      log "could not restore kernel.sched_autogroup_enabled to $autogroup_was"
+  fi
+}
+# autogroup_off: kernel.sched_autogroup_enabled 0 for the run, if it is on and writable (header).
+autogroup_off() {
+  local v
+  v=$(cat "$AUTOGROUP_KNOB" 2>/dev/null) || { log "no $AUTOGROUP_KNOB: no autogroup scheduling to turn off"; return 0; }
+  [[ $v == 1 ]] || return 0
+  if echo 0 2>/dev/null >"$AUTOGROUP_KNOB"; then
+    autogroup_was=$v
+    log "kernel.sched_autogroup_enabled 0 for the run (was 1; restored at the end)"
+  else
+    log "WARNING: could not turn kernel.sched_autogroup_enabled off (not root?): the latency figures will carry its stalls"
   fi
 }
 
@@ -65,6 +96,7 @@ cc -std=c11 -O2 -Wall -Wextra -Werror "$SCRIPT_DIR/bench/rss_floor.c" $(pkg-conf
   -o "$BUILD_DIR/ll-rss-floor" >>"$BUILD_DIR/bench-build.log" 2>&1 || { tail -n 30 "$BUILD_DIR/bench-build.log" >&2; exit 1; }
 
 trap stop_env EXIT
+[[ $autogroup == off ]] && autogroup_off
 trap 'exit 130' INT
 trap 'exit 143' TERM HUP
 # A durable cluster: an environment left over from a non-durable start is restarted with the

@@ -412,6 +412,17 @@ def pgbench_set_based(args, iso, parts, chunks, runs_n, per_tx, pre):
     return f
 
 
+def sched_autogroup():
+    """kernel.sched_autogroup_enabled now ("0"/"1"), or "n/a" without the knob: with autogroup on, the
+    CPU is shared between sessions and the broker's bursts wait for its session's turn (bench.sh
+    turns it off for the run; docs/performance.md, 2026-12-02)."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            return f.read().strip()
+    except OSError:
+        return "n/a"
+
+
 def latency(args, rate):
     """p50/p99 from a run's last chunk produced to its validate-run command seen by a
     read_committed reader, under a paced load of `rate` chunk events/s (all services run)."""
@@ -479,7 +490,8 @@ def latency(args, rate):
     f = {"rate": rate, "runs": n_runs, "warmup_runs": n_warm, "warmup_s": args.latency_warmup, "answered": len(lat),
          "produced_s": produced_s, "vm_hwm_kib": hwm,
          "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None, "stages": stages,
-         "produce_ack_ms": (pct(acks, 50), pct(acks, 99), acks[-1] if acks else None, len(acks))}
+         "produce_ack_ms": (pct(acks, 50), pct(acks, 99), acks[-1] if acks else None, len(acks)),
+         "sched_autogroup": sched_autogroup()}
     say("   %d of %d commands: p50 %s ms, p99 %s ms" % (len(lat), n_runs, fmt(f["p50_ms"]), fmt(f["p99_ms"])))
     say("   the load generator's chunks, produce → broker ack: p50 %s ms, p99 %s ms, max %s ms (%d records)"
         % (fmt(pct(acks, 50), "%.1f"), fmt(pct(acks, 99), "%.1f"), fmt(acks[-1] if acks else None, "%.1f"), len(acks)))
@@ -708,6 +720,10 @@ def report(res):
         say("  the floor: the same load generator's chunks, produce call → broker ack (linger 5 ms included),"
             " p50 %s ms, p99 %s ms, max %s ms over %d records" % (fmt(a50, "%.1f"), fmt(a99, "%.1f"),
                                                                    fmt(amax, "%.1f"), an))
+        ag = lat.get("sched_autogroup", "n/a")
+        say("  kernel.sched_autogroup_enabled = %s during the phase%s" % (
+            ag, " (the CPU shared between sessions: the broker's bursts wait for its session's turn;"
+                " scripts/bench.sh turns it off when it may)" if ag == "1" else ""))
     h = res.get("held")
     if h:
         say("held run (claim %d s late) on the same Kafka partition: another run's whole flow, median of %d,"
