@@ -20,8 +20,8 @@
 # as in Debian's) shares the CPU between sessions, not threads: the broker and PostgreSQL, each
 # started in a session of its own (setsid), then get a third of the two cores each whenever the
 # load generator's session is busy too, and the broker's bursts (a GC pause's two workers, its
-# network threads) wait for their group's turn: pauses of 100-340 ms, the command's p99 166-344 ms at half load against
-# 68-97 ms without (docs/performance.md, 2026-12-02). The benchmark turns it off for its run when
+# network threads) wait for their group's turn: pauses of 100-340 ms, the command's p99 166-344
+# ms at half load against 68-97 ms without (docs/performance.md, 2026-12-02). The benchmark turns it off for its run when
 # it may (root) and restores the old value at the end; --autogroup keep leaves it as it is. The
 # setting in force is printed with the latency figures.
 set -euo pipefail
@@ -48,7 +48,7 @@ while (($#)); do
       [[ ${2:-} == keep || ${2:-} == off ]] || { echo "bench.sh: --autogroup keep|off" >&2; exit 2; }
       autogroup=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
