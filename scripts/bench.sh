@@ -21,9 +21,9 @@
 # started in a session of its own (setsid), then get a third of the two cores each whenever the
 # load generator's session is busy too, and the broker's bursts (a GC pause's two workers, its
 # network threads) wait for their group's turn: pauses of 100-340 ms, the command's p99 166-344
-# ms at half load against 68-97 ms without (docs/performance.md, 2026-12-02). The benchmark turns it off for its run when
-# it may (root) and restores the old value at the end; --autogroup keep leaves it as it is. The
-# setting in force is printed with the latency figures.
+# ms at half load against 68-97 ms without (docs/performance.md, 2026-12-02). The benchmark
+# turns it off for its run when it may (root) and restores the old value at the end;
+# --autogroup keep leaves it as it is. The setting in force is printed with the latency figures.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -68,8 +68,11 @@ stop_env() {
     "$SCRIPT_DIR/env.sh" down || true
   fi
   if [[ -n $autogroup_was ]]; then
-    echo "$autogroup_was" >"$AUTOGROUP_KNOB" 2>/dev/null && log "kernel.sched_autogroup_enabled restored to $autogroup_was" ||
+    if echo "$autogroup_was" 2>/dev/null >"$AUTOGROUP_KNOB"; then
+      log "kernel.sched_autogroup_enabled restored to $autogroup_was"
+    else
       log "could not restore kernel.sched_autogroup_enabled to $autogroup_was"
+    fi
   fi
 }
 # autogroup_off: kernel.sched_autogroup_enabled 0 for the run, if it is on and writable (header).
@@ -81,7 +84,8 @@ autogroup_off() {
     autogroup_was=$v
     log "kernel.sched_autogroup_enabled 0 for the run (was 1; restored at the end)"
   else
-    log "WARNING: could not turn kernel.sched_autogroup_enabled off (not root?): the latency figures will carry its stalls"
+    log "WARNING: could not turn kernel.sched_autogroup_enabled off (not root?):" \
+      "the latency figures will carry its stalls"
   fi
 }
 

@@ -140,23 +140,23 @@ static rd_kafka_error_t *produce_rec(rd_kafka_t *producer, ll_staged_rec *r)
     }
 }
 
-/* Begin, the records, the replies delivered, the offsets, then the commit (a retriable commit
- * error is tried again, 5 times at most). Blocks up to 30 s for the flush, 30 s for the offsets
- * and 60 s per commit attempt (the transaction's timeout). */
 /* Begins a Kafka transaction and produces recs into it (each handed to the producer, or freed).
  * NULL, or the error with *what the call that failed (the records not produced stay owned). */
 static rd_kafka_error_t *begin_and_produce(rd_kafka_t *producer, ll_staged_rec *recs, size_t n,
                                            const char **what)
 {
-    rd_kafka_error_t *e = rd_kafka_begin_transaction(producer);
     *what = "begin_transaction";
+    rd_kafka_error_t *e = rd_kafka_begin_transaction(producer);
     for (size_t i = 0; i < n && !e; i++) {
-        e = produce_rec(producer, &recs[i]);
         *what = "produce";
+        e = produce_rec(producer, &recs[i]);
     }
     return e;
 }
 
+/* Begin, the records, the replies delivered, the offsets, then the commit (a retriable commit
+ * error is tried again, 5 times at most). Blocks up to 30 s for the flush, 30 s for the offsets
+ * and 60 s per commit attempt (the transaction's timeout). */
 static void commit_job_run(struct ll_commit_job *j)
 {
     if ((j->err = begin_and_produce(j->producer, j->recs, j->n_recs, &j->what)))

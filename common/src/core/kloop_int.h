@@ -215,8 +215,9 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
  * every staged record and the offsets of every partition changed since the last one (on a thread
  * of its own, or here with loop.overlap_commit = false); when one is in flight and has ended, its
  * outcome is taken first; when one is in flight and the staged records reach
- * LL_LOOP_STAGED_BATCHES x loop.batch_max or LL_LOOP_STAGED_BYTES, the loop waits for it. Nothing begins
- * while a rewind or a new producer is owed. 0, or -1 after ll_loop_txn_failed (aborted and rewound). */
+ * LL_LOOP_STAGED_BATCHES x loop.batch_max or LL_LOOP_STAGED_BYTES, the loop waits for it.
+ * Nothing begins while a rewind or a new producer is owed. 0, or -1 after ll_loop_txn_failed
+ * (aborted and rewound). */
 int ll_loop_commit_push(ll_loop *l);
 /* The same without waiting, each turn of the loop: a commit that ended is taken, and the staged
  * records go into the next one. 0, or -1 after ll_loop_txn_failed. */
