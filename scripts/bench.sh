@@ -89,6 +89,8 @@ autogroup_off() {
   fi
 }
 
+# What is missing first (Debian packages, the broker's jars): the build needs librdkafka's headers.
+"$SCRIPT_DIR/env.sh" install >/dev/null || { log "scripts/env.sh install failed"; exit 1; }
 log "Release build in $BUILD_DIR ..."
 mkdir -p "$BUILD_DIR"
 cmake -S "$REPO_ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >"$BUILD_DIR/bench-build.log" 2>&1 ||

@@ -755,7 +755,7 @@ def main():
     ap.add_argument("--pgbench-batch", type=int, default=40,
                     help="chunks per transaction of the per-message ceiling (pgbench 15 crashed with 50"
                          " copies of the script)")
-    ap.add_argument("--pgbench-bulk-batch", type=int, default=300,
+    ap.add_argument("--pgbench-bulk-batch", type=int, default=240,
                     help="chunks per transaction of the set-based ceiling (the default loop.batch_max; lowered"
                          " to divide the workload)")
     ap.add_argument("--latency-seconds", type=float, default=30)

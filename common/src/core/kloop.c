@@ -40,7 +40,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
     {"schema.dir", NULL, false, "folder of the .avsc files"},
     {"schema.ids_file", NULL, false, "JSON id->.avsc table for the Confluent framing"},
-    {"loop.batch_max", "300", false,
+    {"loop.batch_max", "240", false,
      "messages per poll batch (1..2000); each holds about 4 KiB of memory while its batch runs"},
     {"loop.poll", "PT0.1S", false, "poll wait"},
     {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)"},

@@ -45,13 +45,14 @@ struct ll_commit_job {
     rd_kafka_queue_t *wake; /* the consumer's queue, yielded when done */
     ll_staged_rec *recs;    /* owned; the thread hands them to the producer */
     size_t n_recs;
-    size_t n_obs;                              /* staged metrics entries this commit carries */
-    rd_kafka_topic_partition_list_t *offsets;  /* owned */
-    rd_kafka_consumer_group_metadata_t *group; /* owned; NULL when no offsets */
-    rd_kafka_error_t *err;                     /* owned; NULL: committed */
-    const char *what;                          /* the call that failed */
-    int64_t started_us, us;                    /* when it started, how long it took (µs) */
-    atomic_int done;                           /* set by the thread as its last step */
+    size_t n_obs;                                /* staged metrics entries this commit carries */
+    rd_kafka_topic_partition_list_t *offsets;    /* owned */
+    rd_kafka_consumer_group_metadata_t *group;   /* owned; NULL when no offsets */
+    rd_kafka_error_t *err;                       /* owned; NULL: committed */
+    const char *what;                            /* the call that failed */
+    int64_t started_us, us;                      /* when it started, how long it took (µs) */
+    int64_t produced_us, flushed_us, offsets_us; /* when each step ended (µs, monotonic; 0: not reached) */
+    atomic_int done;                             /* set by the thread as its last step */
 };
 
 static void rec_free(ll_staged_rec *r)
@@ -165,7 +166,9 @@ static void commit_job_run(struct ll_commit_job *j)
      * AddOffsetsToTxn below cannot meet it at the coordinator (CONCURRENT_TRANSACTIONS, retried
      * 20 ms later by librdkafka 2.0.2; docs/design.md §3). A flush that times out is the
      * commit's to report: commit_transaction flushes again and fails the same way. */
+    j->produced_us = ll_loop_now_us();
     (void)rd_kafka_flush(j->producer, 30000);
+    j->flushed_us = ll_loop_now_us();
     if (j->offsets->cnt > 0) {
         j->err = rd_kafka_send_offsets_to_transaction(j->producer, j->offsets, j->group, 30000);
         if (j->err) {
@@ -173,6 +176,7 @@ static void commit_job_run(struct ll_commit_job *j)
             return;
         }
     }
+    j->offsets_us = ll_loop_now_us();
     for (int attempt = 0;; attempt++) {
         j->err = rd_kafka_commit_transaction(j->producer, 60000);
         if (!j->err || !rd_kafka_error_is_retriable(j->err) || attempt >= 5)
@@ -211,6 +215,14 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
     const char *what = j->what;
     l->last_commit_ms = j->us / 1000;
     if (!e) {
+        /* where a slow commit spent its time: the flush includes AddPartitionsToTxn, which meets
+         * the previous commit's markers still being written (CONCURRENT_TRANSACTIONS, retried by
+         * librdkafka 2.0.2 every 20 ms; docs/performance.md, 2026-12-02 later) */
+        ll_log(LL_DEBUG, NULL, "kafka_commit",
+               "%zu records, %d partitions' offsets: produce %lld, flush %lld, offsets %lld, commit %lld µs",
+               j->n_recs, j->offsets->cnt, (long long)(j->produced_us - j->started_us),
+               (long long)(j->flushed_us - j->produced_us), (long long)(j->offsets_us - j->flushed_us),
+               (long long)(j->started_us + j->us - j->offsets_us));
         ll_obs_kafka_commit((double)j->us / 1e6);
         ll_obs_stage_commit(j->n_obs); /* its replies and dead letters are visible now */
     }

@@ -239,12 +239,15 @@ void ll_loop_commit_fault_open(ll_loop *l);
 
 /* The staged records of a Kafka commit waiting behind the one in flight: at most this many bytes
  * (values, keys and headers), and at most LL_LOOP_STAGED_BATCHES x loop.batch_max records; beyond
- * either the loop waits. Two batches, not one: a Kafka commit of one full batch's replies (50-64
- * ms under a backlog) outlasts the next batch's database work (20-35 ms), so with room for one the
- * loop ran at the pace of Kafka commits; with two, the next commit carries both batches
- * (docs/performance.md, 2026-12-02). About 170 bytes a reply: 600 of them fit in 128 KiB. */
-#define LL_LOOP_STAGED_BATCHES 2
-#define LL_LOOP_STAGED_BYTES   (128 * 1024)
+ * either the loop waits. Five batches (1,200 replies at the default loop.batch_max 240): every
+ * Kafka transaction pays a fixed wait, its AddPartitionsToTxn meeting the previous transaction's
+ * markers still being written (CONCURRENT_TRANSACTIONS, retried by librdkafka 2.0.2 every 20 ms:
+ * 20-100 ms under a backlog on this 2-core machine), so the replies a transaction carries set the
+ * loop's pace: two batches' worth gave 7,600-15,900 events/s, five 20,000-22,500
+ * (docs/performance.md, 2026-12-02 later). About 250 bytes a reply as counted: 1,200 fit in 320
+ * KiB; a dead letter (up to 2 MiB) fills them alone. */
+#define LL_LOOP_STAGED_BATCHES 5
+#define LL_LOOP_STAGED_BYTES   (320 * 1024)
 
 /* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
