@@ -217,7 +217,7 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
     if (!e) {
         /* where a slow commit spent its time: the flush includes AddPartitionsToTxn, which meets
          * the previous commit's markers still being written (CONCURRENT_TRANSACTIONS, retried by
-         * librdkafka 2.0.2 every 20 ms; docs/performance.md, 2026-12-02 later) */
+         * librdkafka 2.0.2 every 20 ms; docs/performance.md, "2026-12-02, later") */
         ll_log(LL_DEBUG, NULL, "kafka_commit",
                "%zu records, %d partitions' offsets: produce %lld, flush %lld, offsets %lld, commit %lld µs",
                j->n_recs, j->offsets->cnt, (long long)(j->produced_us - j->started_us),

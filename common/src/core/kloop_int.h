@@ -244,7 +244,7 @@ void ll_loop_commit_fault_open(ll_loop *l);
  * markers still being written (CONCURRENT_TRANSACTIONS, retried by librdkafka 2.0.2 every 20 ms:
  * 20-100 ms under a backlog on this 2-core machine), so the replies a transaction carries set the
  * loop's pace: two batches' worth gave 7,600-15,900 events/s, five 20,000-22,500
- * (docs/performance.md, 2026-12-02 later). About 250 bytes a reply as counted: 1,200 fit in 320
+ * (docs/performance.md, "2026-12-02, later"). About 250 bytes a reply as counted: 1,200 fit in 320
  * KiB; a dead letter (up to 2 MiB) fills them alone. */
 #define LL_LOOP_STAGED_BATCHES 5
 #define LL_LOOP_STAGED_BYTES   (320 * 1024)
