@@ -62,7 +62,7 @@ static rd_kafka_conf_t *base_conf(ll_loop *l, char *err, size_t errlen)
 
 /* The producer's metadata of the topics it writes (the reply topics, the dead-letter topic),
  * asked for now, each bounded by wait_ms. Without it the first record to a topic waited for
- * librdkafka's own lookup: 340 ms, the first Kafka transaction's flush (issue 8: a tenth of the
+ * librdkafka's own lookup: 340 ms, the first Kafka transaction's flush (issue 8: a third of the
  * benchmark's default workload). A topic that does not answer is only logged: the lookup on
  * first use remains. */
 static void warm_producer_topics(ll_loop *l, int wait_ms)

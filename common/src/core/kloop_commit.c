@@ -51,7 +51,7 @@ struct ll_commit_job {
     rd_kafka_error_t *err;                       /* owned; NULL: committed */
     const char *what;                            /* the call that failed */
     int64_t started_us, us;                      /* when it started, how long it took (µs) */
-    int64_t produced_us, flushed_us, offsets_us; /* when each step ended (µs, monotonic; 0: not reached) */
+    int64_t produced_us, flushed_us, offsets_us; /* when each step ended (µs, monotonic) */
     atomic_int done;                             /* set by the thread as its last step */
 };
 
