@@ -81,7 +81,7 @@ def play(iso, seq, settings, n_runs):
             want = sum(1 for kind, m in seq if kind == "chunk" and m["runId"] == r.run_id)
             out[r.run_id] = [tuple(v.get(f) for f in REPLY_FIELDS)
                              for v in flow.reply("chunk-outcomes", r.run_id, count=want, timeout=90)]
-        wait_until(lambda: dlq.drain(0.5) or dlq.records, 30, "the dead letter")
+        dlq.wait_for(lambda r: True, timeout=30)
         db = st.db()
         cur = db.cursor()
         ledger = {}

@@ -201,8 +201,7 @@ def test_a_rejection_and_a_dead_letter_in_a_batch_roll_back_alone(iso):
         assert by_index[("0000", 1)]["outcome"] == "ACCEPTED"
         assert by_index[("0001", 5)]["outcome"] == "REJECTED"
         assert by_index[("0001", 5)]["code"] == "CHUNK_INDEX_OUT_OF_RANGE"
-        wait_until(lambda: dlq.drain(0.5) or [r for r in dlq.records
-                                              if r["headers"].get("ll.error.code") == b"DECODE_FAILED"], 30, "dlq")
+        dlq.wait_for(lambda r: r["headers"].get("ll.error.code") == b"DECODE_FAILED", timeout=30)
         db = st.db()
         cur = db.cursor()
         cur.execute("SELECT partition_id, chunk_index FROM nifi_ops.load_file WHERE run_id = %s ORDER BY 1, 2",
