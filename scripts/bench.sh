@@ -9,8 +9,9 @@
 # $LL_BENCH_RUN_DIR (default /tmp/loadledger-bench; never $LL_RUN_DIR, so a test environment is
 # not disturbed), runs tools/nifisim/bench.py, and stops the environment again (trap).
 #
-# Default workload: 20 runs x 8 partitions x 50 chunks (each loop setting), 1 x 2 x 10,000 for
-# the cost at scale, 100 x 2 x 10 for the cost at 10 chunks per partition; about 10 minutes on a
+# Default workload: 20 runs x 8 partitions x 50 chunks (each loop setting; the default loop's and
+# the set-based pgbench three times, their medians compared: bench.py --repeat), 1 x 2 x 10,000 for
+# the cost at scale, 100 x 2 x 10 for the cost at 10 chunks per partition; about 6 minutes on a
 # 2-core machine. --quick: 4 x 4 x 20, 1 x 2 x 1,000, 20 x 2 x 10, shorter latency and hold
 # phases (a smoke test of the script, not figures to quote). Anything after `--` goes to
 # bench.py as is (bench.py --help). The figures are printed and written as JSON to
@@ -48,7 +49,7 @@ while (($#)); do
       [[ ${2:-} == keep || ${2:-} == off ]] || { echo "bench.sh: --autogroup keep|off" >&2; exit 2; }
       autogroup=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,26p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
