@@ -272,6 +272,11 @@ def short(q, n=60):
 
 # -- measurements ------------------------------------------------------------------------------
 
+def pgbench_prefix(s):
+    """The run-id prefix of pgbench's run set number s (admitted by throughput(pgbench_sets=...))."""
+    return "%08x" % (0xbbbbbbbb + s)
+
+
 def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, keep=False, max_seconds=None):
     """Chunk events/s of ll-completion over a pre-produced workload; returns (figures, iso).
     max_seconds: stop counting after that long and measure over the replies seen so far."""
@@ -283,7 +288,7 @@ def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, kee
     runs = [bench_run(parts, chunks) for _ in range(runs_n)]
     extra = []
     for s in range(pgbench_sets):
-        pre = "%08x" % (0xbbbbbbbb + s)
+        pre = pgbench_prefix(s)
         extra += [bench_run(parts, chunks, run_id=numbered_id(pre, i)) for i in range(runs_n)]
     t = time.time()
     admit(iso, runs + extra)
@@ -802,8 +807,8 @@ def main():
             throughput(args, "warm-up %d of %d (not measured)" % (i + 1, args.warmup_passes), args.runs,
                        args.partitions, args.chunks, {})
     # The default workload lasts about half a second at the default loop's pace: one slow Kafka
-    # commit or broker pause moves a single pass by a factor of two (9,217 and 19,656 events/s on
-    # the same build). So it runs --repeat times, each on a ledger and topics of its own, and so
+    # commit or broker pause moves a single pass by a factor of two (9,217-20,151 events/s, one
+    # build on one machine). So it runs --repeat times, each on a ledger and topics of its own, and so
     # does the set-based pgbench; the ratios use the medians.
     passes = []
     for i in range(args.repeat):
@@ -813,11 +818,11 @@ def main():
         passes.append(a)
         if iso:
             try:
-                res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1, "bbbbbbbb"),
+                res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1, pgbench_prefix(0)),
                                   pgbench(args, iso, args.partitions, args.chunks, args.runs, args.pgbench_batch,
-                                          "bbbbbbbc")]
+                                          pgbench_prefix(1))]
                 bulk = [pgbench_set_based(args, iso, args.partitions, args.chunks, args.runs,
-                                          args.pgbench_bulk_batch, "%08x" % (0xbbbbbbbd + k))
+                                          args.pgbench_bulk_batch, pgbench_prefix(2 + k))
                         for k in range(args.repeat)]
                 res["pgbench"].append(dict(median_of(bulk, "eps"), passes=[x["eps"] for x in bulk]))
             finally:
