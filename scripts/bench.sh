@@ -2,7 +2,7 @@
 # scripts/bench.sh — the benchmark of issue 8 (not part of scripts/test.sh; docs/performance.md).
 #
 #   scripts/bench.sh [--runs N] [--partitions N] [--chunks N] [--quick] [--keep-env] [--autogroup keep]
-#                    [-- DRIVER ARGS]
+#                    [--kafka-data tmpfs|disk] [-- DRIVER ARGS]
 #
 # Builds a Release tree (build-bench), starts an environment of its own with a DURABLE
 # PostgreSQL (fsync, synchronous_commit, full_page_writes on) and pg_stat_statements in
@@ -25,6 +25,14 @@
 # ms at half load against 68-97 ms without (docs/performance.md, 2026-12-02). The benchmark
 # turns it off for its run when it may (root) and restores the old value at the end;
 # --autogroup keep leaves it as it is. The setting in force is printed with the latency figures.
+#
+# The broker's log segments go to a tmpfs (/dev/shm/loadledger-bench-kafka, removed at the end;
+# --kafka-data disk: beside PostgreSQL's, in the run dir). On one disk, the broker's writes (350 MB
+# in a latency phase, written back by the kernel every 5 s) and PostgreSQL's WAL fsyncs wait for each
+# other: the command's p99 at half load was 62-114 ms with the broker's data on the disk and 38-59
+# ms on a tmpfs, in the same hour (docs/performance.md, 2026-12-02, "session 12"). A broker keeps
+# its data on disks of its own, and Kafka does not fsync by default (its durability is replication):
+# the tmpfs stands for those disks, not for a weaker PostgreSQL, which stays on the disk, durable.
 set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -32,7 +40,7 @@ REPO_ROOT=$(cd "$SCRIPT_DIR/.." && pwd -P)
 BUILD_DIR=${LL_BENCH_BUILD_DIR:-$REPO_ROOT/build-bench}
 RUN_DIR=${LL_BENCH_RUN_DIR:-/tmp/loadledger-bench}
 
-runs=20 partitions=8 chunks=50 keep_env=0 autogroup=off
+runs=20 partitions=8 chunks=50 keep_env=0 autogroup=off kafka_data=tmpfs
 extra=()
 quick=()
 while (($#)); do
@@ -42,14 +50,17 @@ while (($#)); do
     --chunks) chunks=$2; shift 2 ;;
     --quick)
       runs=4 partitions=4 chunks=20
-      quick=(--scale-chunks 1000 --small-runs 20 --latency-seconds 8 --hold 10)
+      quick=(--scale-chunks 1000 --small-runs 20 --latency-seconds 8 --hold 10 --warmup-max-passes 2)
       shift ;;
     --keep-env) keep_env=1; shift ;;
     --autogroup)
       [[ ${2:-} == keep || ${2:-} == off ]] || { echo "bench.sh: --autogroup keep|off" >&2; exit 2; }
       autogroup=$2; shift 2 ;;
+    --kafka-data)
+      [[ ${2:-} == tmpfs || ${2:-} == disk ]] || { echo "bench.sh: --kafka-data tmpfs|disk" >&2; exit 2; }
+      kafka_data=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +71,14 @@ done
 log() { printf 'bench.sh: %s\n' "$*" >&2; }
 
 export LL_RUN_DIR=$RUN_DIR LL_PG_DURABLE=1 LL_PG_STAT_STATEMENTS=1
+if [[ $kafka_data == tmpfs ]]; then
+  if [[ $(stat -f -c %T /dev/shm 2>/dev/null) == tmpfs ]] &&
+    (($(df -P -k /dev/shm | awk 'NR == 2 {print $4}') >= 4 * 1024 * 1024)); then
+    export LL_KAFKA_DATA_DIR=/dev/shm/loadledger-bench-kafka
+  else
+    printf 'bench.sh: WARNING: /dev/shm is not a tmpfs with 4 GiB free: the broker writes to the disk\n' >&2
+  fi
+fi
 AUTOGROUP_KNOB=/proc/sys/kernel/sched_autogroup_enabled
 autogroup_was=
 stop_env() {
@@ -119,6 +138,8 @@ durable=$("$LL_PG_BINDIR/psql" -X -At "$LL_PG_CONNINFO" -c \
   "select current_setting('fsync') || current_setting('synchronous_commit') || current_setting('full_page_writes')")
 [[ $durable == ononon ]] || { log "PostgreSQL is not durable ($durable)"; exit 1; }
 
+kdata=$(readlink -f "$RUN_DIR/kafka/data")
+log "the broker's data: $kdata ($(stat -f -c %T "$kdata")); PostgreSQL's: $RUN_DIR/pg/data ($(stat -f -c %T "$RUN_DIR/pg"))"
 json=$(dirname "$RUN_DIR")/loadledger-bench-$(date -u +%Y%m%dT%H%M%SZ).json
 log "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
 LL_BUILD_DIR=$BUILD_DIR /usr/bin/python3 "$REPO_ROOT/tools/nifisim/bench.py" --runs "$runs" \

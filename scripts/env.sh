@@ -22,7 +22,10 @@
 #
 # Settings (environment): LL_RUN_DIR (/tmp/loadledger-run), LL_CACHE_DIR
 # ($HOME/.cache/loadledger), LL_TOPIC_PREFIX (loadledger.), LL_KAFKA_VERSION (4.1.1; 3.9.1 secure),
-# LL_KAFKA_HEAP (512m), LL_KAFKA_START_TIMEOUT (90); for tests only: LL_KAFKA_CLUSTER_ID (the
+# LL_KAFKA_HEAP (512m), LL_KAFKA_START_TIMEOUT (90), LL_KAFKA_DATA_DIR (the broker's log segments
+# and KRaft metadata; default $LL_RUN_DIR/kafka/data; another folder, e.g. on a tmpfs, is linked
+# there at the first start and removed by `down`: scripts/bench.sh keeps the broker's writes off the
+# disk of PostgreSQL's WAL that way, docs/performance.md); for tests only: LL_KAFKA_CLUSTER_ID (the
 # KRaft cluster id of a fresh broker, random by default); for scripts/bench.sh: LL_PG_DURABLE=1
 # (fsync, synchronous_commit and full_page_writes on; default off, a throwaway cluster) and
 # LL_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded: top-level statements, utility ones included).
@@ -72,6 +75,7 @@ K_CONF=$K_DIR/server.properties
 K_PIDFILE=$K_DIR/kafka.pid
 K_OUT=$K_DIR/kafka.out
 K_LOG=$K_DIR/server.log
+K_DATA_MARKER=.loadledger-kafka-data # in an LL_KAFKA_DATA_DIR made by env.sh: `down` may remove it
 ENV_FILE=$LL_RUN_DIR/env
 CONF_DIR=$LL_RUN_DIR/conf
 SERVICE_NAMES=(registrar claimer completion dispatcher sweeper)
@@ -434,6 +438,19 @@ kafka_log_tail() {
   tail -n 20 "$K_OUT" >&2 2>/dev/null || true
 }
 
+# LL_KAFKA_DATA_DIR: made (with a marker), and its data/ linked as $K_DIR/data, before the broker's first start;
+# a broker already formatted keeps the folder it has.
+kafka_data_dir() {
+  [[ -n ${LL_KAFKA_DATA_DIR:-} && ! -e $K_DIR/data && ! -L $K_DIR/data ]] || return 0
+  if [[ -e $LL_KAFKA_DATA_DIR && ! -f $LL_KAFKA_DATA_DIR/$K_DATA_MARKER && -n $(ls -A "$LL_KAFKA_DATA_DIR") ]]; then
+    die "LL_KAFKA_DATA_DIR $LL_KAFKA_DATA_DIR exists, is not empty and was not made by env.sh"
+  fi
+  mkdir -p "$LL_KAFKA_DATA_DIR/data"
+  touch "$LL_KAFKA_DATA_DIR/$K_DATA_MARKER"
+  ln -s "$LL_KAFKA_DATA_DIR/data" "$K_DIR/data"
+  log "Kafka: data in $LL_KAFKA_DATA_DIR"
+}
+
 kafka_start() {
   local fresh_word="existing data" port cport pid java
   if kc_on; then kc_start; return; fi
@@ -445,6 +462,7 @@ kafka_start() {
   kafka_libs_ok "$KAFKA_LIBS" 2>/dev/null || die "Kafka jars missing in $KAFKA_LIBS: run scripts/env.sh install"
   java=$(java_bin) || die "java not found"
   mkdir -p "$K_DIR"
+  kafka_data_dir
   read -r port cport < <(cat "$k_ports_file" 2>/dev/null || echo "")
   if [[ -n ${port:-} && -n ${cport:-} ]]; then
     # Keep the ports clients know; a broker just killed may hold them for a few seconds.
@@ -684,6 +702,11 @@ cmd_down() {
   pg_stop
   if [[ -d $LL_RUN_DIR ]]; then
     if [[ -f $RUN_MARKER ]]; then
+      local kdata
+      if [[ -L $K_DIR/data ]] && kdata=$(dirname "$(readlink "$K_DIR/data")") && [[ -f $kdata/$K_DATA_MARKER ]]; then
+        rm -rf "$kdata"
+        log "removed $kdata"
+      fi
       rm -rf "$LL_RUN_DIR"
       log "removed $LL_RUN_DIR"
     else

@@ -104,6 +104,39 @@ static ll_chunk_fast decide(bulk *k, size_t i, const ll_msg *m, bool *retry)
     return d;
 }
 
+/* The decided reports whose replies one call of hand_replies hands over. */
+typedef struct replies {
+    bulk *k;
+    const ll_msg *const *msgs;
+    ll_bulk_out *outs;
+    bool completing; /* false: the reports whose run stays open; true: those completing it */
+} replies;
+
+/* Hands over the replies of the decided reports of one kind (replies.completing). Each run's
+ * replies keep their order: the report completing a run is the last one decided for it. */
+static void hand_replies(replies *r)
+{
+    bulk *k = r->k;
+    for (size_t i = 0; i < k->n; i++) {
+        const brep *rp = &k->reps[i];
+        if (!r->outs[i].decided || rp->completes != r->completing)
+            continue;
+        const brun *run = find_run(k, rp->c.run_id);
+        bool won = rp->completes && run->won;
+        /* encoded at once by the loop: a batch's replies are never all records at the same time */
+        ll_bulk_reply(&r->outs[i],
+                      chunk_outcome(r->msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_REPLAY ? "REPLAY" : "ACCEPTED",
+                                    NULL, NULL, won ? "EXTRACTED_VALIDATED" : ll_run_status_name(run->status),
+                                    ll_part_status_name(rp->part_status), (long long)rp->received, won));
+    }
+}
+
+/* ll_db_meanwhile_fn: the replies of the reports whose run stays open. */
+static void early_replies(void *arg)
+{
+    hand_replies(arg);
+}
+
 static void bulk_free(bulk *k)
 {
     ll_strmap *maps[] = {&k->run_of,   &k->part_of,  &k->file_of, &k->file_at,
@@ -164,20 +197,14 @@ ll_apply completion_bulk_chunks(void *svc, ll_db *db, const ll_msg *const *msgs,
         if (rp->d != LL_CHUNK_FAST_REPLAY)
             ll_msg_touch_run(msgs[i], rp->c.run_id);
     }
-    if ((rc = bulk_write_rows(&k)) != LL_DB_OK || (rc = bulk_complete_runs(&k)) != LL_DB_OK)
+    /* the replies of the reports whose run does not complete here are known now: encoded while
+     * the server writes the files; the others once the completion CAS has answered */
+    replies r = {&k, msgs, outs, false};
+    if ((rc = bulk_write_rows(&k, early_replies, &r)) != LL_DB_OK ||
+        (rc = bulk_complete_runs(&k)) != LL_DB_OK)
         goto out;
-    for (size_t i = 0; i < n; i++) {
-        const brep *rp = &k.reps[i];
-        if (!outs[i].decided)
-            continue;
-        const brun *run = find_run(&k, rp->c.run_id);
-        bool won = rp->completes && run->won;
-        /* encoded at once by the loop: a batch's replies are never all records at the same time */
-        ll_bulk_reply(&outs[i],
-                      chunk_outcome(msgs[i], &rp->c, rp->d == LL_CHUNK_FAST_REPLAY ? "REPLAY" : "ACCEPTED",
-                                    NULL, NULL, won ? "EXTRACTED_VALIDATED" : ll_run_status_name(run->status),
-                                    ll_part_status_name(rp->part_status), (long long)rp->received, won));
-    }
+    r.completing = true;
+    hand_replies(&r);
 out:
     bulk_free(&k);
     return ll_apply_of_db(rc);

@@ -79,9 +79,10 @@ ll_db_rc bulk_lock_rows(bulk *k);
 ll_db_rc bulk_read_files(bulk *k);
 
 /* Step 5 (chunk_bulk_write.c): the decided files, then their partitions' counters, then the gates
- * passed. LL_DB_OK, or LL_DB_ERROR (db->err set; also when a statement changed another number of
- * rows than decided). */
-ll_db_rc bulk_write_rows(bulk *k);
+ * passed. meanwhile(arg) (may be NULL) runs once, while the server writes the files (or at once
+ * when there are none). LL_DB_OK, or LL_DB_ERROR (db->err set; also when a statement changed
+ * another number of rows than decided). */
+ll_db_rc bulk_write_rows(bulk *k, ll_db_meanwhile_fn meanwhile, void *arg);
 
 /* Step 6 (chunk_bulk_write.c): the completion CAS of every run whose last open partition a gate
  * of this batch passed (contract §5.11, runs_complete.c); sets brun.won. LL_DB_OK, or LL_DB_ERROR

@@ -108,14 +108,16 @@ static ll_db_rc write_gates(bulk *k)
     return rc;
 }
 
-/* Executes a write over n arrays (freed here) that must change `want` rows. LL_DB_OK, or LL_DB_ERROR
- * (db->err set; also when it changed another number of rows). */
-static ll_db_rc exec_arrays(bulk *k, const ll_stmt *st, ll_pgarray *a, int n, size_t want, const char *what)
+/* Executes a write over n arrays (freed here) that must change `want` rows, meanwhile(arg) (may be
+ * NULL) while the server does. LL_DB_OK, or LL_DB_ERROR (db->err set; also when it changed another
+ * number of rows). */
+static ll_db_rc exec_arrays(bulk *k, const ll_stmt *st, ll_pgarray *a, int n, size_t want, const char *what,
+                            ll_db_meanwhile_fn meanwhile, void *arg)
 {
     const char *p[8];
     for (int j = 0; j < n && j < 8; j++)
         p[j] = ll_pgarray_text(&a[j]);
-    PGresult *r = ll_db_exec(k->db, st, p);
+    PGresult *r = ll_db_exec_meanwhile(k->db, st, p, meanwhile, arg);
     long got = r ? ll_db_affected(r) : -1;
     PQclear(r);
     for (int j = 0; j < n; j++)
@@ -128,9 +130,9 @@ static ll_db_rc exec_arrays(bulk *k, const ll_stmt *st, ll_pgarray *a, int n, si
     return r && got == (long)want ? LL_DB_OK : LL_DB_ERROR;
 }
 
-/* Step 5: the decided files, then their partitions' counters, then the gates passed. LL_DB_OK, or
- * LL_DB_ERROR (db->err set). */
-ll_db_rc bulk_write_rows(bulk *k)
+/* Step 5: the decided files (meanwhile(arg) while the server writes them), then their partitions'
+ * counters, then the gates passed. LL_DB_OK, or LL_DB_ERROR (db->err set). */
+ll_db_rc bulk_write_rows(bulk *k, ll_db_meanwhile_fn meanwhile, void *arg)
 {
     ll_pgarray a[8] = {{0}};
     size_t writes = 0;
@@ -154,9 +156,11 @@ ll_db_rc bulk_write_rows(bulk *k)
     if (!writes) {
         for (int j = 0; j < 8; j++)
             ll_pgarray_free(&a[j]);
+        if (meanwhile)
+            meanwhile(arg);
         return LL_DB_OK;
     }
-    ll_db_rc rc = exec_arrays(k, &ST_BULK_WRITE_FILES, a, 8, writes, "file write");
+    ll_db_rc rc = exec_arrays(k, &ST_BULK_WRITE_FILES, a, 8, writes, "file write", meanwhile, arg);
     if (rc != LL_DB_OK)
         return rc;
     ll_pgarray q[7] = {{0}};
@@ -174,7 +178,7 @@ ll_db_rc bulk_write_rows(bulk *k)
         ll_pgarray_add_ll(&q[5], (long long)p->counters.count_sum);
         ll_pgarray_add_ll(&q[6], (long long)p->counters.count_sumsq);
     }
-    rc = exec_arrays(k, &ST_BULK_PARTITIONS, q, 7, dirty, "partition update");
+    rc = exec_arrays(k, &ST_BULK_PARTITIONS, q, 7, dirty, "partition update", NULL, NULL);
     return rc == LL_DB_OK ? write_gates(k) : rc;
 }
 

@@ -64,7 +64,12 @@ def run_dir():
 
 
 def test_failed_up_leaves_nothing_running_and_dash_cluster_id_formats(run_dir):
-    env = dict(os.environ, LL_RUN_DIR=run_dir, LL_KAFKA_START_TIMEOUT="0", LL_KAFKA_CLUSTER_ID=DASH_ID)
+    # the broker's data in a folder of its own (LL_KAFKA_DATA_DIR, as scripts/bench.sh puts it on a
+    # tmpfs): linked into the run dir, and removed by `down`
+    kdata = run_dir + "-kafka-data"
+    shutil.rmtree(kdata, ignore_errors=True)
+    env = dict(os.environ, LL_RUN_DIR=run_dir, LL_KAFKA_START_TIMEOUT="0", LL_KAFKA_CLUSTER_ID=DASH_ID,
+               LL_KAFKA_DATA_DIR=kdata)
     env.pop("LL_TOPIC_PREFIX", None)
     p = subprocess.run([ENV_SH, "up"], env=env, capture_output=True, text=True, timeout=300)
     assert p.returncode != 0, p.stderr
@@ -74,6 +79,8 @@ def test_failed_up_leaves_nothing_running_and_dash_cluster_id_formats(run_dir):
     assert "kafka-storage format failed" not in p.stderr, p.stderr
     with open(os.path.join(run_dir, "kafka", "data", "meta.properties")) as fh:
         assert "cluster.id=%s\n" % DASH_ID in fh.read()
+    assert os.path.realpath(os.path.join(run_dir, "kafka", "data")) == os.path.join(kdata, "data")
+    assert os.path.exists(os.path.join(kdata, "data", "meta.properties"))
     # It failed where it was made to: the broker did not answer in time.
     assert "Kafka did not answer within 0s" in p.stderr, p.stderr
     assert "up failed" in p.stderr, p.stderr
@@ -90,6 +97,9 @@ def test_failed_up_leaves_nothing_running_and_dash_cluster_id_formats(run_dir):
     st = subprocess.run([ENV_SH, "status"], env=env, capture_output=True, text=True, timeout=60)
     assert st.returncode == 3
     assert "PostgreSQL: not running" in st.stderr and "Kafka: not running" in st.stderr, st.stderr
+    down = subprocess.run([ENV_SH, "down"], env=env, capture_output=True, text=True, timeout=120)
+    assert down.returncode == 0, down.stderr
+    assert not os.path.exists(kdata) and not os.path.exists(run_dir), down.stderr
 
 
 def test_dead_letter_topic_takes_two_mib_records_other_topics_one():

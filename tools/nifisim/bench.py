@@ -277,6 +277,55 @@ def pgbench_prefix(s):
     return "%08x" % (0xbbbbbbbb + s)
 
 
+def broker_jit_ms():
+    """CPU ms the broker's JIT compiler threads (HotSpot's "C1/C2 CompilerThread") have used so
+    far, or None when the broker's pid is not known ($LL_RUN_DIR/kafka/kafka.pid, env.sh)."""
+    try:
+        with open(os.path.join(os.environ["LL_RUN_DIR"], "kafka", "kafka.pid")) as f:
+            pid = int(f.read().strip())
+        tasks = os.listdir("/proc/%d/task" % pid)
+    except (KeyError, OSError, ValueError):
+        return None
+    ticks = 0
+    for t in tasks:
+        try:
+            with open("/proc/%d/task/%s/comm" % (pid, t)) as f:
+                if not f.read().startswith(("C1 ", "C2 ")):
+                    continue
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                w = f.read().rsplit(")", 1)[1].split()
+            ticks += int(w[11]) + int(w[12])  # utime, stime
+        except OSError:
+            continue  # a compiler thread that ended
+    return ticks * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def warm_up(args):
+    """Unmeasured passes until the broker is warm, each of the default workload with twice the runs
+    and twice the chunks (four times the events): at least --warmup-passes, then more (up to
+    --warmup-max-passes) while a pass still costs the broker's JIT compilers --warmup-jit-ms or more
+    of CPU per 1,000 events. A fresh broker's compilers took 9.4 s of CPU over twelve 8,000-event
+    passes and still 42 ms per 1,000 events in the last, bursts of a core beside the measured loop
+    and PostgreSQL; after about 600,000 events they took 16, and the same build's loop ran at
+    25,000-28,000 events/s there against 20,900 after the twelve passes (docs/performance.md,
+    2026-12-02, session 12). Returns [(events, JIT ms or None)] per pass."""
+    jit = []
+    runs, chunks = args.runs * 2, args.chunks * 2
+    for i in range(args.warmup_max_passes):
+        before = broker_jit_ms()
+        f, _ = throughput(args, "warm-up %d (not measured)" % (i + 1), runs, args.partitions, chunks, {})
+        after = broker_jit_ms()
+        ms = after - before if before is not None and after is not None else None
+        jit.append((f["produced"], ms))
+        per_k = ms * 1000.0 / f["produced"] if ms is not None else None
+        say("   the broker's JIT compilers: %s ms of CPU during the pass, %s per 1,000 events" % (fmt(ms), fmt(per_k)))
+        if i + 1 >= args.warmup_passes and (per_k is None or per_k < args.warmup_jit_ms):
+            break
+    else:
+        say("   WARNING: the broker's JIT compilers still worked after %d warm-up passes" % args.warmup_max_passes)
+    return jit
+
+
 def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, keep=False, max_seconds=None):
     """Chunk events/s of ll-completion over a pre-produced workload; returns (figures, iso).
     max_seconds: stop counting after that long and measure over the replies seen so far."""
@@ -297,9 +346,11 @@ def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, kee
     counter = Counter(iso.bootstrap, iso.topic("chunk-outcomes"), [r.run_id for r in runs])
     commits0 = stat_reset(iso)
     t0 = time.time()
+    jit0 = broker_jit_ms()
     comp = st.start("completion", settings=settings)
     seen = list(counter.wait(total, args.timeout, partial_after=max_seconds))
     t_end = seen[-1][1]
+    jit1 = broker_jit_ms()
     counter.close()
     partial = len(seen) < total
     hwm = {"completion": vm_hwm(comp.pid), "registrar": vm_hwm(reg.pid), "claimer": vm_hwm(cla.pid)}
@@ -329,12 +380,14 @@ def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, kee
          "db_commits_per_event": (commits1 - commits0 - 1) / applied,  # 1: the read of commits0
          "commit_statements_per_event": commit_calls / applied,
          "statements_per_event": calls / applied, "server_ms_per_event": server_ms / applied,
-         "top_statements": [(c, round(ms, 1), short(q)) for c, ms, _r, q in stmts[:8]], "vm_hwm_kib": hwm}
+         "top_statements": [(c, round(ms, 1), short(q)) for c, ms, _r, q in stmts[:8]], "vm_hwm_kib": hwm,
+         "broker_jit_ms": jit1 - jit0 if jit0 is not None and jit1 is not None else None}
     if partial:
         say("   stopped after %.0f s: %d of %d replies seen, %d chunks applied" % (max_seconds, n, total, applied))
     say("   %d events: %.0f/s (first→last reply), %.0f/s (start→last reply), %.3f ms/event,"
-        " %.2f statements/event" % (n, f["eps_first_last"], f["eps_start_last"], f["ms_per_event"],
-                                    f["statements_per_event"]))
+        " %.2f statements/event; the broker's JIT compilers %s ms of CPU meanwhile"
+        % (n, f["eps_first_last"], f["eps_start_last"], f["ms_per_event"], f["statements_per_event"],
+           fmt(f["broker_jit_ms"])))
     if not keep:
         iso.close()
         iso = None
@@ -417,6 +470,23 @@ def pgbench_set_based(args, iso, parts, chunks, runs_n, per_tx, pre):
     return f
 
 
+def kafka_data():
+    """Where the broker keeps its log segments: (path, file system type), from the environment's
+    run dir (scripts/bench.sh puts them on a tmpfs, off the disk of PostgreSQL's WAL, unless
+    --kafka-data disk), or None outside an env.sh environment."""
+    run_dir = os.environ.get("LL_RUN_DIR")
+    if not run_dir or not os.path.exists(os.path.join(run_dir, "kafka", "data")):
+        return None
+    path = os.path.realpath(os.path.join(run_dir, "kafka", "data"))
+    fs, best = "?", ""
+    with open("/proc/mounts") as f:
+        for line in f:
+            w = line.split()
+            if len(w) > 2 and (path == w[1] or path.startswith(w[1].rstrip("/") + "/")) and len(w[1]) >= len(best):
+                fs, best = w[2], w[1]
+    return (path, fs)
+
+
 def sched_autogroup():
     """kernel.sched_autogroup_enabled now ("0"/"1"), or "n/a" without the knob: with autogroup on, the
     CPU is shared between sessions and the broker's bursts wait for its session's turn (bench.sh
@@ -496,7 +566,7 @@ def latency(args, rate):
          "produced_s": produced_s, "vm_hwm_kib": hwm,
          "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None, "stages": stages,
          "produce_ack_ms": (pct(acks, 50), pct(acks, 99), acks[-1] if acks else None, len(acks)),
-         "sched_autogroup": sched_autogroup()}
+         "sched_autogroup": sched_autogroup(), "kafka_data": kafka_data()}
     say("   %d of %d commands: p50 %s ms, p99 %s ms" % (len(lat), n_runs, fmt(f["p50_ms"]), fmt(f["p99_ms"])))
     say("   the load generator's chunks, produce → broker ack: p50 %s ms, p99 %s ms, max %s ms (%d records)"
         % (fmt(pct(acks, 50), "%.1f"), fmt(pct(acks, 99), "%.1f"), fmt(acks[-1] if acks else None, "%.1f"), len(acks)))
@@ -666,6 +736,9 @@ def admit_on(iso, s, run, partition):
 def report(res):
     a, b = res.get("default"), res.get("batch1")
     say("\n== loadledger benchmark (durable PostgreSQL: fsync, synchronous_commit, full_page_writes on)")
+    if res.get("warmup"):
+        say("warm-up: %d unmeasured passes of %d events, the broker's JIT compilers' CPU in each (ms): %s" % (
+            len(res["warmup"]), res["warmup"][0][0], ", ".join(fmt(ms) for _n, ms in res["warmup"])))
     if a and b:
         say("chunk events/s, %d runs x %d partitions x %d chunks = %d events:" % (
             a["runs"], a["partitions"], a["chunks"], a["produced"]))
@@ -739,6 +812,11 @@ def report(res):
         say("  kernel.sched_autogroup_enabled = %s during the phase%s" % (
             ag, " (the CPU shared between sessions: the broker's bursts wait for its session's turn;"
                 " scripts/bench.sh turns it off when it may)" if ag == "1" else ""))
+        kd = lat.get("kafka_data")
+        if kd:
+            say("  the broker's log segments: %s (%s)%s" % (kd[0], kd[1], "" if kd[1] == "tmpfs" else
+                " (on PostgreSQL's disk: its writes and the WAL's fsyncs wait for each other;"
+                " scripts/bench.sh puts them on a tmpfs unless --kafka-data disk)"))
     h = res.get("held")
     if h:
         say("held run (claim %d s late) on the same Kafka partition: another run's whole flow, median of %d,"
@@ -776,7 +854,13 @@ def main():
     ap.add_argument("--repeat", type=int, default=3,
                     help="passes of the default workload and of the set-based pgbench; the median of each"
                          " is reported and compared")
-    ap.add_argument("--warmup-passes", type=int, default=2, help="unmeasured passes of the default workload")
+    ap.add_argument("--warmup-passes", type=int, default=2,
+                    help="unmeasured passes of the default workload, at least")
+    ap.add_argument("--warmup-max-passes", type=int, default=16,
+                    help="more warm-up passes while the broker's JIT compilers still work (--warmup-jit-ms)")
+    ap.add_argument("--warmup-jit-ms", type=float, default=20,
+                    help="the broker is warm once its JIT compiler threads take less CPU than this (ms) per"
+                         " 1,000 events of a warm-up pass")
     ap.add_argument("--latency-seconds", type=float, default=30)
     ap.add_argument("--latency-chunks", type=int, default=5)
     ap.add_argument("--latency-warmup", type=float, default=5,
@@ -793,19 +877,13 @@ def main():
                     help="comma list of phases to skip: warmup,pgbench,overlap,cost,latency,held,floor")
     ap.add_argument("--json")
     args = ap.parse_args()
-    if args.repeat < 1 or args.warmup_passes < 0:
-        ap.error("--repeat must be at least 1, --warmup-passes at least 0")
+    if args.repeat < 1 or args.warmup_passes < 0 or args.warmup_max_passes < args.warmup_passes:
+        ap.error("--repeat must be at least 1, --warmup-passes at least 0 and at most --warmup-max-passes")
     skip = set(filter(None, args.skip.split(",")))
     res = {"not_measured": {}}
     t = time.time()
     if "warmup" not in skip:
-        # The broker is a fresh JVM: its JIT compiles the produce, fetch and transaction paths
-        # during the first tens of thousands of requests, which would be charged to whichever
-        # phase runs first. Unmeasured passes of the default workload warm it (and PostgreSQL's
-        # caches) for all of them.
-        for i in range(args.warmup_passes):
-            throughput(args, "warm-up %d of %d (not measured)" % (i + 1, args.warmup_passes), args.runs,
-                       args.partitions, args.chunks, {})
+        res["warmup"] = warm_up(args)
     # The default workload lasts about half a second at the default loop's pace: one slow Kafka
     # commit or broker pause moves a single pass by a factor of two (9,217-20,151 events/s, one
     # build on one machine). So it runs --repeat times, each on a ledger and topics of its own, and so

@@ -145,6 +145,18 @@ int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t 
  * ll_db_err_is_* functions classify it. Never an apply decision (issue 12 §1).
  */
 PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params);
+/* Work for the client's CPU while the server executes a statement (ll_db_exec_meanwhile). */
+typedef void (*ll_db_meanwhile_fn)(void *arg);
+/*
+ * ll_db_exec, with meanwhile(arg) run on this thread after the statement is sent and before its
+ * answer is awaited: the client's own work (e.g. encoding the replies of a batch whose rows the
+ * statement writes) overlaps the server's instead of following it (issue 8: the loop's CPU ran in
+ * series with the database's). meanwhile runs exactly once, also when nothing could be sent (on a
+ * pooled connection outside a transaction, before the statement); it must not use db. Returns and
+ * fails as ll_db_exec.
+ */
+PGresult *ll_db_exec_meanwhile(ll_db *db, const ll_stmt *st, const char *const *params,
+                               ll_db_meanwhile_fn meanwhile, void *arg);
 /* ll_db_exec for a statement whose rows are not needed (the result is freed here): LL_DB_OK, or
  * LL_DB_ERROR whatever the failure (db->err says which; ll_db_err_is_unavailable tells an outage). */
 ll_db_rc ll_db_exec_discard(ll_db *db, const ll_stmt *st, const char *const *params);

@@ -82,19 +82,34 @@ static int prepare(ll_db *db, const ll_stmt *st)
     return 0;
 }
 
-/* One statement: prepared by name on a direct connection, unnamed on a pooled one. */
-static PGresult *exec_one(ll_db *db, const ll_stmt *st, const char *const *params)
+/* Runs meanwhile once (if any) and clears it. */
+static void run_meanwhile(ll_db_meanwhile_fn *meanwhile, void *arg)
 {
-    PGresult *res;
+    ll_db_meanwhile_fn fn = *meanwhile;
+    *meanwhile = NULL;
+    if (fn)
+        fn(arg);
+}
+
+/* One statement: prepared by name on a direct connection, unnamed on a pooled one; *meanwhile
+ * (if set) runs between the send and the wait, and is cleared. */
+static PGresult *exec_one(ll_db *db, const ll_stmt *st, const char *const *params,
+                          ll_db_meanwhile_fn *meanwhile, void *arg)
+{
+    int sent;
     if (db->pooled) {
-        res = ll_db_await_answer(
-            db, PQsendQueryParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0));
+        sent = PQsendQueryParams(db->conn, st->sql, st->nparams, NULL, params, NULL, NULL, 0);
     } else {
-        if (prepare(db, st) != 0)
+        if (prepare(db, st) != 0) {
+            run_meanwhile(meanwhile, arg);
             return NULL;
-        res = ll_db_await_answer(db,
-                                 PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0));
+        }
+        sent = PQsendQueryPrepared(db->conn, st->name, st->nparams, params, NULL, NULL, 0);
     }
+    if (sent)
+        PQflush(db->conn); /* the whole statement on its way before the client's work */
+    run_meanwhile(meanwhile, arg);
+    PGresult *res = ll_db_await_answer(db, sent);
     if (!res)
         return NULL;
     ExecStatusType s = PQresultStatus(res);
@@ -105,18 +120,21 @@ static PGresult *exec_one(ll_db *db, const ll_stmt *st, const char *const *param
     return NULL;
 }
 
-PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params)
+PGresult *ll_db_exec_meanwhile(ll_db *db, const ll_stmt *st, const char *const *params,
+                               ll_db_meanwhile_fn meanwhile, void *arg)
 {
     if (!db->conn) {
         ll_db_set_err(db, "08003", "", "no connection");
+        run_meanwhile(&meanwhile, arg);
         return NULL;
     }
     if (!db->pooled || PQtransactionStatus(db->conn) != PQTRANS_IDLE)
-        return exec_one(db, st, params);
+        return exec_one(db, st, params, &meanwhile, arg);
     /* Pooled and outside a transaction: a transaction of its own, so the limits bound it too. */
+    run_meanwhile(&meanwhile, arg);
     if (ll_db_command(db, "BEGIN ISOLATION LEVEL READ COMMITTED") != LL_DB_OK)
         return NULL;
-    PGresult *res = exec_one(db, st, params);
+    PGresult *res = exec_one(db, st, params, &meanwhile, arg);
     if (res && ll_db_command(db, "COMMIT") == LL_DB_OK)
         return res;
     ll_db_error saved = db->err;
@@ -125,6 +143,11 @@ PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params)
     db->err = saved;
     PQclear(res);
     return NULL;
+}
+
+PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params)
+{
+    return ll_db_exec_meanwhile(db, st, params, NULL, NULL);
 }
 
 ll_db_rc ll_db_exec_discard(ll_db *db, const ll_stmt *st, const char *const *params)
