@@ -92,19 +92,6 @@ static void warm_producer_topics(ll_loop *l, int wait_ms)
  * initialised (which fences an earlier instance and settles its open transaction), and the
  * metadata of its topics asked for (warm_producer_topics). init_ms bounds the initialisation
  * and each topic's lookup. 0, or -1 with err (l->producer then NULL). */
-/* The loop producer's delivery report (rd_kafka_conf_set_dr_msg_cb), on the thread that polls the
- * producer: nothing to do per record (a failed delivery fails the transaction's commit,
- * kloop_commit.c). Without a callback librdkafka 2.0.2 enqueues no report, and rd_kafka_flush,
- * which polls in steps of at most 10 ms, slept out the step after the last acknowledgement: the
- * flush of every Kafka commit of a throughput pass took 10.1 ms or 20.2 ms (docs/performance.md,
- * 2026-12-02, session 12). A report now wakes it. */
-static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
-{
-    (void)rk;
-    (void)m;
-    (void)opaque;
-}
-
 int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen)
 {
     char e[512];
@@ -136,7 +123,6 @@ int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen)
             return -1;
         }
     }
-    rd_kafka_conf_set_dr_msg_cb(pc, on_delivery);
     l->producer = rd_kafka_new(RD_KAFKA_PRODUCER, pc, e, sizeof e);
     if (!l->producer) {
         snprintf(err, errlen, "producer: %s", e);
