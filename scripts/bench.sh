@@ -10,8 +10,9 @@
 # not disturbed), runs tools/nifisim/bench.py, and stops the environment again (trap).
 #
 # Default workload: 20 runs x 8 partitions x 50 chunks (each loop setting; the default loop's and
-# the set-based pgbench three times, their medians compared: bench.py --repeat), 1 x 2 x 10,000 for
-# the cost at scale, 100 x 2 x 10 for the cost at 10 chunks per partition; about 6 minutes on a
+# the set-based pgbench five times, their medians compared: bench.py --repeat), 1 x 2 x 10,000 for
+# the cost at scale, 100 x 2 x 10 for the cost at 10 chunks per partition, after warm-up passes
+# until the broker's JIT compilers settle (bench.py --warmup-jit-ms); about 10 minutes on a
 # 2-core machine. --quick: 4 x 4 x 20, 1 x 2 x 1,000, 20 x 2 x 10, shorter latency and hold
 # phases (a smoke test of the script, not figures to quote). Anything after `--` goes to
 # bench.py as is (bench.py --help). The figures are printed and written as JSON to

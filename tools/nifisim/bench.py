@@ -852,7 +852,7 @@ def main():
     ap.add_argument("--pgbench-bulk-batch", type=int, default=240,
                     help="chunks per transaction of the set-based ceiling (the default loop.batch_max; lowered"
                          " to divide the workload)")
-    ap.add_argument("--repeat", type=int, default=3,
+    ap.add_argument("--repeat", type=int, default=5,
                     help="passes of the default workload and of the set-based pgbench; the median of each"
                          " is reported and compared")
     ap.add_argument("--warmup-passes", type=int, default=2,
