@@ -30,8 +30,8 @@
 # The broker's log segments go to a tmpfs (/dev/shm/loadledger-bench-kafka, removed at the end;
 # --kafka-data disk: beside PostgreSQL's, in the run dir). On one disk, the broker's writes (350 MB
 # in a latency phase, written back by the kernel every 5 s) and PostgreSQL's WAL fsyncs wait for each
-# other: the command's p99 at half load was 62-114 ms with the broker's data on the disk and 38-59
-# ms on a tmpfs, in the same hour (docs/performance.md, 2026-12-02, "session 12"). A broker keeps
+# other: the command's p99 at 11,236 events/s was 62-114 ms with the broker's data on the disk and
+# 38-59 ms on a tmpfs, in the same hour (docs/performance.md, 2026-12-02, "session 12"). A broker keeps
 # its data on disks of its own, and Kafka does not fsync by default (its durability is replication):
 # the tmpfs stands for those disks, not for a weaker PostgreSQL, which stays on the disk, durable.
 set -euo pipefail

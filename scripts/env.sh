@@ -438,11 +438,11 @@ kafka_log_tail() {
   tail -n 20 "$K_OUT" >&2 2>/dev/null || true
 }
 
-# LL_KAFKA_DATA_DIR: made (with a marker), and its data/ linked as $K_DIR/data, before the broker's first start;
-# a broker already formatted keeps the folder it has.
+# LL_KAFKA_DATA_DIR: made (with a marker), and its data/ linked as $K_DIR/data, before the
+# broker's first start; a broker already formatted keeps the folder it has.
 kafka_data_dir() {
   [[ -n ${LL_KAFKA_DATA_DIR:-} && ! -e $K_DIR/data && ! -L $K_DIR/data ]] || return 0
-  if [[ -e $LL_KAFKA_DATA_DIR && ! -f $LL_KAFKA_DATA_DIR/$K_DATA_MARKER && -n $(ls -A "$LL_KAFKA_DATA_DIR") ]]; then
+  if foreign "$LL_KAFKA_DATA_DIR" "$K_DATA_MARKER"; then
     die "LL_KAFKA_DATA_DIR $LL_KAFKA_DATA_DIR exists, is not empty and was not made by env.sh"
   fi
   mkdir -p "$LL_KAFKA_DATA_DIR/data"
@@ -631,8 +631,14 @@ print_env() {
 # ---------------------------------------------------------------------------------------------
 # commands
 
+# foreign DIR MARKER: whether DIR exists, is not empty and lacks env.sh's marker (a folder env.sh
+# must neither fill nor remove).
+foreign() {
+  [[ -d $1 && ! -f $1/$2 && -n $(ls -A "$1") ]]
+}
+
 prepare_run_dir() {
-  if [[ -d $LL_RUN_DIR && ! -f $RUN_MARKER && -n $(ls -A "$LL_RUN_DIR") ]]; then
+  if foreign "$LL_RUN_DIR" "$(basename "$RUN_MARKER")"; then
     die "$LL_RUN_DIR exists, is not empty and was not made by env.sh: choose another LL_RUN_DIR"
   fi
   mkdir -p "$LL_RUN_DIR"

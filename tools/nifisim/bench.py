@@ -300,6 +300,12 @@ def broker_jit_ms():
     return ticks * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
+def jit_since(before):
+    """The broker's JIT compilers' CPU ms since broker_jit_ms() gave `before`, or None."""
+    after = broker_jit_ms()
+    return after - before if before is not None and after is not None else None
+
+
 def warm_up(args):
     """Unmeasured passes until the broker is warm, each of the default workload with twice the runs
     and twice the chunks (four times the events): at least --warmup-passes, then more (up to
@@ -314,11 +320,11 @@ def warm_up(args):
     for i in range(args.warmup_max_passes):
         before = broker_jit_ms()
         f, _ = throughput(args, "warm-up %d (not measured)" % (i + 1), runs, args.partitions, chunks, {})
-        after = broker_jit_ms()
-        ms = after - before if before is not None and after is not None else None
+        ms = jit_since(before)
         jit.append((f["produced"], ms))
         per_k = ms * 1000.0 / f["produced"] if ms is not None else None
-        say("   the broker's JIT compilers: %s ms of CPU during the pass, %s per 1,000 events" % (fmt(ms), fmt(per_k)))
+        say("   the broker's JIT compilers: %s ms of CPU during the pass, %s per 1,000 events"
+            % (fmt(ms), fmt(per_k)))
         if i + 1 >= args.warmup_passes and (per_k is None or per_k < args.warmup_jit_ms):
             break
     else:
@@ -350,7 +356,7 @@ def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, kee
     comp = st.start("completion", settings=settings)
     seen = list(counter.wait(total, args.timeout, partial_after=max_seconds))
     t_end = seen[-1][1]
-    jit1 = broker_jit_ms()
+    jit = jit_since(jit0)
     counter.close()
     partial = len(seen) < total
     hwm = {"completion": vm_hwm(comp.pid), "registrar": vm_hwm(reg.pid), "claimer": vm_hwm(cla.pid)}
@@ -381,7 +387,7 @@ def throughput(args, label, runs_n, parts, chunks, settings, pgbench_sets=0, kee
          "commit_statements_per_event": commit_calls / applied,
          "statements_per_event": calls / applied, "server_ms_per_event": server_ms / applied,
          "top_statements": [(c, round(ms, 1), short(q)) for c, ms, _r, q in stmts[:8]], "vm_hwm_kib": hwm,
-         "broker_jit_ms": jit1 - jit0 if jit0 is not None and jit1 is not None else None}
+         "broker_jit_ms": jit}
     if partial:
         say("   stopped after %.0f s: %d of %d replies seen, %d chunks applied" % (max_seconds, n, total, applied))
     say("   %d events: %.0f/s (first→last reply), %.0f/s (start→last reply), %.3f ms/event,"
@@ -471,20 +477,16 @@ def pgbench_set_based(args, iso, parts, chunks, runs_n, per_tx, pre):
 
 
 def kafka_data():
-    """Where the broker keeps its log segments: (path, file system type), from the environment's
-    run dir (scripts/bench.sh puts them on a tmpfs, off the disk of PostgreSQL's WAL, unless
-    --kafka-data disk), or None outside an env.sh environment."""
+    """Where the broker keeps its log segments: (path, file system type as `stat -f` names it, as
+    scripts/bench.sh prints it), from the environment's run dir (bench.sh puts them on a tmpfs,
+    off the disk of PostgreSQL's WAL, unless --kafka-data disk), or None outside an env.sh
+    environment."""
     run_dir = os.environ.get("LL_RUN_DIR")
     if not run_dir or not os.path.exists(os.path.join(run_dir, "kafka", "data")):
         return None
     path = os.path.realpath(os.path.join(run_dir, "kafka", "data"))
-    fs, best = "?", ""
-    with open("/proc/mounts") as f:
-        for line in f:
-            w = line.split()
-            if len(w) > 2 and (path == w[1] or path.startswith(w[1].rstrip("/") + "/")) and len(w[1]) >= len(best):
-                fs, best = w[2], w[1]
-    return (path, fs)
+    out = subprocess.run(["stat", "-f", "-c", "%T", path], capture_output=True, text=True)
+    return (path, out.stdout.strip() or "?")
 
 
 def sched_autogroup():
@@ -562,7 +564,8 @@ def latency(args, rate):
     stages = latency_stages(iso, last, cmds.seen)
     cmds.close()
     iso.close()
-    f = {"rate": rate, "runs": n_runs, "partitions": parts, "chunks": chunks, "warmup_runs": n_warm, "warmup_s": args.latency_warmup, "answered": len(lat),
+    f = {"rate": rate, "runs": n_runs, "partitions": parts, "chunks": chunks, "warmup_runs": n_warm,
+         "warmup_s": args.latency_warmup, "answered": len(lat),
          "produced_s": produced_s, "vm_hwm_kib": hwm,
          "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None, "stages": stages,
          "produce_ack_ms": (pct(acks, 50), pct(acks, 99), acks[-1] if acks else None, len(acks)),
@@ -801,8 +804,9 @@ def report(res):
         say("last chunk → validate-run command visible (read_committed), %d runs of %d partitions x %d chunks at"
             " %.0f events/s (%s; after %d runs, %.0f s, not measured): p50 %s ms, p99 %s ms, max %s ms (%d of %d"
             " answered)"
-            % (lat["runs"], lat["partitions"], lat["chunks"], lat["rate"], lat["rate_from"], lat["warmup_runs"], lat["warmup_s"], fmt(lat["p50_ms"]),
-               fmt(lat["p99_ms"]), fmt(lat["max_ms"]), lat["answered"], lat["runs"]))
+            % (lat["runs"], lat["partitions"], lat["chunks"], lat["rate"], lat["rate_from"], lat["warmup_runs"],
+               lat["warmup_s"], fmt(lat["p50_ms"]), fmt(lat["p99_ms"]), fmt(lat["max_ms"]), lat["answered"],
+               lat["runs"]))
         for s, (p50, p99, mx) in lat["stages"].items():
             say("  %-22s p50 %7.1f  p99 %7.1f  max %7.1f ms" % (s, p50, p99, mx))
         a50, a99, amax, an = lat["produce_ack_ms"]
@@ -903,7 +907,8 @@ def main():
         passes.append(a)
         if iso:
             try:
-                res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1, pgbench_prefix(0)),
+                res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1,
+                                          pgbench_prefix(0)),
                                   pgbench(args, iso, args.partitions, args.chunks, args.runs, args.pgbench_batch,
                                           pgbench_prefix(1))]
                 bulk = [pgbench_set_based(args, iso, args.partitions, args.chunks, args.runs,
