@@ -474,6 +474,38 @@ static void test_primitive_schemas(void **state)
     json_decref(back);
     free(buf);
     json_decref(v);
+
+    /* a value larger than the writer's first 256 bytes: the buffer grows, nothing is cut */
+    char big[1001];
+    memset(big, 'z', 1000);
+    big[1000] = '\0';
+    v = json_string(big);
+    buf = encode_ok(s, LL_FRAMING_CONFLUENT, 3, v, &len);
+    assert_int_equal(len, 5 + 2 + 1000);
+    assert_memory_equal(buf, "\x00\x00\x00\x00\x03\xd0\x0f", 7); /* zig-zag 1000 = 2000 */
+    assert_memory_equal(buf + 7, big, 1000);
+    free(buf);
+    json_decref(v);
+    ll_schema_free(s);
+
+    /* empty and filled arrays and maps: one block of a positive count, then 0 (as avro-c) */
+    s = ll_schema_from_json("{\"type\":\"record\",\"name\":\"AM\",\"fields\":["
+                            "{\"name\":\"a\",\"type\":{\"type\":\"array\",\"items\":\"int\"}},"
+                            "{\"name\":\"m\",\"type\":{\"type\":\"map\",\"values\":\"boolean\"}},"
+                            "{\"name\":\"e\",\"type\":{\"type\":\"array\",\"items\":\"int\"},\"default\":[]},"
+                            "{\"name\":\"d\",\"type\":\"double\"}]}",
+                            err, sizeof err);
+    assert_non_null(s);
+    v = json_pack("{s:[i,i],s:{s:b},s:f}", "a", -1, 64, "m", "k", 1, "d", 1.0);
+    buf = encode_ok(s, LL_FRAMING_BARE, 0, v, &len);
+    const unsigned char am[] = {0x04, 0x01, 0x80, 0x01, 0x00,                    /* a: 2 items, -1, 64, end */
+                                0x02, 0x02, 'k',  0x01, 0x00,                    /* m: 1 entry k: true, end */
+                                0x00,                                            /* e: default [], end only */
+                                0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xf0, 0x3f}; /* d: 1.0 */
+    assert_int_equal(len, sizeof am);
+    assert_memory_equal(buf, am, sizeof am);
+    free(buf);
+    json_decref(v);
     ll_schema_free(s);
 
     /* a record without fields is zero bytes */

@@ -1,7 +1,7 @@
 /*
- * encode.c - ll_encode: JSON (the decoded shape of codec.h) -> avro-c generic value ->
- * avro_value_write, framed bare, Confluent (0x00, big-endian id, datum) or as a one-record
- * container file (null codec, random sync marker).
+ * encode.c - ll_encode: JSON (the decoded shape of codec.h) -> the Avro binary datum
+ * (encode_write.c), checked by our own reader, framed bare, Confluent (0x00, big-endian id,
+ * datum) or as a one-record container file (null codec, random sync marker).
  *
  * Union branch by JSON type: null -> "null"; true/false -> boolean; string -> string or enum
  * (union order; an enum only when the symbol is its), then bytes or fixed (by length);
@@ -96,66 +96,19 @@ int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **b
         return -1;
     }
     const ll_schema *s = opts->schema;
-    avro_value_t v;
-    if (avro_generic_value_new(s->iface, &v) != 0) {
-        ll_codec_err(err, errlen, "avro-c: %.100s", avro_strerror());
-        return -1;
-    }
     ll_path p = {.n = 0, .err = err, .errlen = errlen};
+    /* the Confluent header first, then the datum in the same buffer; a container's header needs
+     * the datum's size, so its datum is copied once behind it */
+    size_t head = opts->framing == LL_FRAMING_CONFLUENT ? 5 : 0;
+    ll_wbuf w = {0};
     unsigned char *out = NULL;
-    size_t dsz = 0;
-    if (ll_enc_set_value(&p, &v, s->root, value, 0) != 0)
+    if (ll_wbuf_reserve(&p, &w, head + 1) != 0) /* never NULL, even for a datum of zero bytes */
         goto fail;
-    if (avro_value_sizeof(&v, &dsz) != 0) {
-        ll_codec_err(err, errlen, "avro-c: %.100s", avro_strerror());
+    w.len = head;
+    if (ll_enc_write(&p, &w, s->root, value, 0) != 0)
         goto fail;
-    }
-    size_t textlen = strlen(s->text);
-    size_t cap = dsz + 16;
-    if (opts->framing == LL_FRAMING_CONTAINER)
-        cap += 4 + 10 + 10 + 11 + 10 + textlen + 10 + 10 + 10 + 4 + 10 + 16 + 10 + 10 + 16;
-    out = malloc(cap);
-    if (out == NULL) {
-        ll_codec_err(err, errlen, "out of memory");
-        goto fail;
-    }
-    size_t o = 0;
-    unsigned char sync[16];
-    if (opts->framing == LL_FRAMING_CONFLUENT) {
-        uint32_t id = (uint32_t)opts->schema_id;
-        out[o++] = 0;
-        out[o++] = (unsigned char)(id >> 24);
-        out[o++] = (unsigned char)(id >> 16);
-        out[o++] = (unsigned char)(id >> 8);
-        out[o++] = (unsigned char)id;
-    } else if (opts->framing == LL_FRAMING_CONTAINER) {
-        memcpy(out, "Obj\x01", 4);
-        o = 4;
-        o += ll_write_long(out + o, 2);
-        o += put_bytes(out + o, "avro.schema", 11);
-        o += put_bytes(out + o, s->text, textlen);
-        o += put_bytes(out + o, "avro.codec", 10);
-        o += put_bytes(out + o, "null", 4);
-        o += ll_write_long(out + o, 0);
-        random_sync(sync);
-        memcpy(out + o, sync, 16);
-        o += 16;
-        o += ll_write_long(out + o, 1);
-        o += ll_write_long(out + o, (int64_t)dsz);
-    }
-    unsigned char *datum = out + o;
-    avro_writer_t w = avro_writer_memory((const char *)datum, (int64_t)dsz);
-    if (w == NULL) {
-        ll_codec_err(err, errlen, "out of memory");
-        goto fail;
-    }
-    int wrc = avro_value_write(w, &v);
-    int64_t written = avro_writer_tell(w);
-    avro_writer_free(w);
-    if (wrc != 0 || written != (int64_t)dsz) {
-        ll_codec_err(err, errlen, "avro-c cannot write the value: %.100s", avro_strerror());
-        goto fail;
-    }
+    size_t dsz = w.len - head;
+    const unsigned char *datum = w.b + head;
     /* our own reader must accept what we write */
     size_t consumed = 0;
     char verr[160];
@@ -168,17 +121,49 @@ int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **b
         ll_codec_err(err, errlen, "encoded datum does not validate: size mismatch");
         goto fail;
     }
-    o += dsz;
-    if (opts->framing == LL_FRAMING_CONTAINER) {
-        memcpy(out + o, sync, 16);
-        o += 16;
+    if (opts->framing == LL_FRAMING_CONFLUENT) {
+        uint32_t id = (uint32_t)opts->schema_id;
+        w.b[0] = 0;
+        w.b[1] = (unsigned char)(id >> 24);
+        w.b[2] = (unsigned char)(id >> 16);
+        w.b[3] = (unsigned char)(id >> 8);
+        w.b[4] = (unsigned char)id;
     }
-    avro_value_decref(&v);
+    if (opts->framing != LL_FRAMING_CONTAINER) {
+        *buf = w.b;
+        *len = w.len;
+        return 0;
+    }
+    size_t textlen = strlen(s->text);
+    out = malloc(4 + 10 + 10 + 11 + 10 + textlen + 10 + 10 + 10 + 4 + 10 + 16 + 10 + 10 + 16 + dsz);
+    if (out == NULL) {
+        ll_codec_err(err, errlen, "out of memory");
+        goto fail;
+    }
+    unsigned char sync[16];
+    size_t o = 4;
+    memcpy(out, "Obj\x01", 4);
+    o += ll_write_long(out + o, 2);
+    o += put_bytes(out + o, "avro.schema", 11);
+    o += put_bytes(out + o, s->text, textlen);
+    o += put_bytes(out + o, "avro.codec", 10);
+    o += put_bytes(out + o, "null", 4);
+    o += ll_write_long(out + o, 0);
+    random_sync(sync);
+    memcpy(out + o, sync, 16);
+    o += 16;
+    o += ll_write_long(out + o, 1);
+    o += ll_write_long(out + o, (int64_t)dsz);
+    memcpy(out + o, datum, dsz);
+    o += dsz;
+    memcpy(out + o, sync, 16);
+    o += 16;
+    free(w.b);
     *buf = out;
     *len = o;
     return 0;
 fail:
     free(out);
-    avro_value_decref(&v);
+    free(w.b);
     return -1;
 }

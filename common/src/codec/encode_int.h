@@ -1,9 +1,9 @@
 /*
  * encode_int.h - what the encoder's files share (common/src/codec only):
  *
- *   encode.c        ll_encode: checks, the avro-c value, the framings (bare, Confluent, container)
+ *   encode.c        ll_encode: checks, the framings (bare, Confluent, container)
  *   encode_fit.c    whether a JSON value fits a type, and the union branch it takes
- *   encode_value.c  a JSON value set into an avro-c generic value of a type
+ *   encode_write.c  a JSON value written as the binary datum of a type
  */
 #ifndef LL_ENCODE_INT_H
 #define LL_ENCODE_INT_H
@@ -20,7 +20,18 @@ int ll_enc_fits(const ll_node *n, const json_t *j, int depth);
 /* The branch of union u that j is encoded as (the rules of encode.c's header), or -1. */
 int ll_enc_choose_branch(const ll_node *u, const json_t *j, int depth);
 
-/* encode_value.c: sets avro-c value v of type n from j. 0, or -1 with the error at p. */
-int ll_enc_set_value(ll_path *p, avro_value_t *v, const ll_node *n, const json_t *j, int depth);
+/* encode_write.c */
+/* A growing output buffer: b (malloc'd, the caller frees it, also on failure) holds len bytes of cap. */
+typedef struct ll_wbuf {
+    unsigned char *b;
+    size_t len, cap;
+} ll_wbuf;
+
+/* Makes room for n more bytes (doubling from 256). 0, or -1 with "out of memory" at p. */
+int ll_wbuf_reserve(ll_path *p, ll_wbuf *w, size_t n);
+
+/* Appends j as the Avro binary datum of type n (depth: nesting so far). 0, or -1 with the error
+ * at p (the field path and why: "items.name: missing field without default"). */
+int ll_enc_write(ll_path *p, ll_wbuf *w, const ll_node *n, const json_t *j, int depth);
 
 #endif
