@@ -152,3 +152,9 @@ def test_set_based_path_answers_as_the_per_message_path(isos):
         return n
     assert set_based(bulk[3]) >= 5, "the set-based path applied %d reports" % set_based(bulk[3])
     assert set_based(one[3]) == 0
+    # each batch's database time and, within it, the time spent waiting for PostgreSQL's answers
+    # (ll_db.wait_us; the database figure is whole ms, cut down)
+    waits = [(float(e["msg"].split("waiting for answers ")[1].split(" ms")[0]),
+              int(e["msg"].split("database ")[1].split(" ms")[0])) for e in bulk[3] if e.get("event") == "batch_done"]
+    assert waits and all(0 <= w <= d + 1 for w, d in waits), waits
+    assert sum(w for w, _d in waits) > 0, waits

@@ -103,6 +103,10 @@ typedef struct ll_db {
     ll_db_pooler pooler; /* db.pooler; AUTO until ll_db_configure_timeouts reads it */
     bool pooled;         /* this connection goes through a transaction pooler (decided per connection) */
     bool announce;       /* log (db_pooled) when a connection turns out pooled: set for services */
+    /* µs this handle has waited for answers (the server's work, the round trips, a commit's WAL
+     * flush) since it was made: a caller takes differences, e.g. a batch's share of its time
+     * (the loop's batch_done log line). Never reset; wraps after 292,000 years. */
+    int64_t wait_us;
 } ll_db;
 
 /* The database keys every service reads (db.statement_timeout, db.lock_timeout,

@@ -32,7 +32,11 @@ PGresult *ll_db_await_answer(ll_db *db, int sent)
         return NULL;
     }
     bool late = false;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     PGresult *res = ll_pq_await(db->conn, db->response_timeout_ms, &late);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    db->wait_us += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
     if (late) {
         char msg[160];
         snprintf(msg, sizeof msg,
