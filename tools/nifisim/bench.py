@@ -782,8 +782,11 @@ def report(res):
             if len(pb.get("passes", [])) > 1:
                 line += " (median of %s)" % ", ".join("%.0f" % x for x in pb["passes"])
             if a:
-                line += "; service/this ceiling = %.2f" % (a["eps_first_last"] / pb["eps"])
+                line += "; service/this ceiling = %.2f (medians)" % (a["eps_first_last"] / pb["eps"])
             say(line)
+            if pb.get("pair_ratios"):
+                say("  each loop pass / the pgbench pass right after it: %s; median %.2f" % (
+                    ", ".join("%.2f" % x for x in pb["pair_ratios"]), pb["pair_ratio_median"]))
             continue
         line = "pgbench, same statements, %d chunk(s)/transaction: %.0f chunks/s" % (pb["per_tx"], pb["eps"])
         if pb["per_tx"] == 1 and a:
@@ -898,25 +901,33 @@ def main():
     # The default workload lasts about half a second at the default loop's pace: one slow Kafka
     # commit or broker pause moves a single pass by a factor of two (9,217-20,151 events/s, one
     # build on one machine). So it runs --repeat times, each on a ledger and topics of its own, and so
-    # does the set-based pgbench; the ratios use the medians.
-    passes = []
+    # does the set-based pgbench; the ratios use the medians. The machine's own speed drifts over
+    # minutes too (set-based pgbench 21,196-27,372/s in one run of the script), so each loop pass
+    # is followed at once by a set-based pgbench pass on the same ledger: a pair measured in the
+    # same minute, whose ratio is printed with the median of the pairs' ratios (since 2026-12-02,
+    # session 13; before, the pgbench passes ran together after the first loop pass).
+    passes, bulk = [], []
     for i in range(args.repeat):
+        sets = 0 if "pgbench" in skip else (3 if i == 0 else 1)  # the first pass: the per-message ceilings too
         a, iso = throughput(args, "loop default, pass %d of %d" % (i + 1, args.repeat), args.runs, args.partitions,
-                            args.chunks, {}, pgbench_sets=0 if i or "pgbench" in skip else 2 + args.repeat,
-                            keep=i == 0 and "pgbench" not in skip)
+                            args.chunks, {}, pgbench_sets=sets, keep=sets > 0)
         passes.append(a)
         if iso:
             try:
-                res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1,
-                                          pgbench_prefix(0)),
-                                  pgbench(args, iso, args.partitions, args.chunks, args.runs, args.pgbench_batch,
-                                          pgbench_prefix(1))]
-                bulk = [pgbench_set_based(args, iso, args.partitions, args.chunks, args.runs,
-                                          args.pgbench_bulk_batch, pgbench_prefix(2 + k))
-                        for k in range(args.repeat)]
-                res["pgbench"].append(dict(median_of(bulk, "eps"), passes=[x["eps"] for x in bulk]))
+                bulk.append(pgbench_set_based(args, iso, args.partitions, args.chunks, args.runs,
+                                              args.pgbench_bulk_batch, pgbench_prefix(sets - 1)))
+                say("   the pair's ratio (loop/pgbench set-based): %.2f" % (a["eps_first_last"] / bulk[-1]["eps"]))
+                if i == 0:
+                    res["pgbench"] = [pgbench(args, iso, args.partitions, args.chunks, args.runs, 1,
+                                              pgbench_prefix(0)),
+                                      pgbench(args, iso, args.partitions, args.chunks, args.runs,
+                                              args.pgbench_batch, pgbench_prefix(1))]
             finally:
                 iso.close()  # its services too, also when pgbench fails
+    if bulk:
+        pairs = [x["eps_first_last"] / y["eps"] for x, y in zip(passes, bulk)]
+        res["pgbench"].append(dict(median_of(bulk, "eps"), passes=[x["eps"] for x in bulk], pair_ratios=pairs,
+                                   pair_ratio_median=sorted(pairs)[(len(pairs) - 1) // 2]))
     a = res["default"] = dict(median_of(passes, "eps_first_last"), passes=[x["eps_first_last"] for x in passes])
     if "overlap" not in skip:
         res["overlap"], _ = throughput(args, "loop.overlap_commit=false", args.runs, args.partitions,
