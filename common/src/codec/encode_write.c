@@ -137,34 +137,27 @@ static int write_record(ll_path *p, ll_wbuf *w, const ll_node *n, const json_t *
     return 0;
 }
 
-static int write_array(ll_path *p, ll_wbuf *w, const ll_node *n, const json_t *j, int depth)
+/* An array (JSON array) or a map (JSON object): one block of a positive count, then 0. */
+static int write_block(ll_path *p, ll_wbuf *w, const ll_node *n, const json_t *j, int depth)
 {
-    if (!json_is_array(j)) {
-        ll_path_err(p, "expected array, got %s", ll_enc_jtype(j));
+    int is_map = n->type == LLT_MAP;
+    if (is_map ? !json_is_object(j) : !json_is_array(j)) {
+        ll_path_err(p, "expected %s, got %s", is_map ? "map (object)" : "array", ll_enc_jtype(j));
         return -1;
     }
-    size_t count = json_array_size(j);
+    size_t count = is_map ? json_object_size(j) : json_array_size(j);
     if (count > 0 && put_long(p, w, (int64_t)count) != 0)
         return -1;
-    size_t i;
-    json_t *item;
-    json_array_foreach(j, i, item)
-    {
-        if (ll_enc_write(p, w, n->items, item, depth + 1) != 0)
-            return -1;
+    if (!is_map) {
+        size_t i;
+        json_t *item;
+        json_array_foreach(j, i, item)
+        {
+            if (ll_enc_write(p, w, n->items, item, depth + 1) != 0)
+                return -1;
+        }
+        return put_long(p, w, 0);
     }
-    return put_long(p, w, 0);
-}
-
-static int write_map(ll_path *p, ll_wbuf *w, const ll_node *n, const json_t *j, int depth)
-{
-    if (!json_is_object(j)) {
-        ll_path_err(p, "expected map (object), got %s", ll_enc_jtype(j));
-        return -1;
-    }
-    size_t count = json_object_size(j);
-    if (count > 0 && put_long(p, w, (int64_t)count) != 0)
-        return -1;
     const char *k;
     json_t *item;
     json_object_foreach((json_t *)j, k, item)
@@ -233,9 +226,8 @@ int ll_enc_write(ll_path *p, ll_wbuf *w, const ll_node *n, const json_t *j, int 
     case LLT_ENUM:
         return put_long(p, w, ll_enc_enum_index(n, json_string_value(j)));
     case LLT_ARRAY:
-        return write_array(p, w, n, j, depth);
     case LLT_MAP:
-        return write_map(p, w, n, j, depth);
+        return write_block(p, w, n, j, depth);
     case LLT_RECORD:
         if (!json_is_object(j)) {
             ll_path_err(p, "expected %s (object), got %s", n->fullname, ll_enc_jtype(j));
