@@ -797,6 +797,81 @@ static void *decode_thread(void *p)
     return NULL;
 }
 
+/* The datum is read without avro-c: a projected record's reader fields take writer fields out of
+ * order and one twice (a name and an alias); the writer fields between them, of every kind and
+ * with negative block counts, are skipped; read as the writer itself, they come in order. */
+static void test_fields_out_of_order(void **state)
+{
+    (void)state;
+    char err[256];
+    ll_schema *w = ll_schema_from_json(
+        "{\"type\":\"record\",\"name\":\"R\",\"fields\":["
+        "{\"name\":\"arr\",\"type\":{\"type\":\"array\",\"items\":\"string\"}},"
+        "{\"name\":\"b\",\"type\":\"long\"},"
+        "{\"name\":\"map\",\"type\":{\"type\":\"map\",\"values\":[\"null\",\"double\"]}},"
+        "{\"name\":\"a\",\"type\":\"string\"},"
+        "{\"name\":\"fix\",\"type\":{\"type\":\"fixed\",\"name\":\"F2\",\"size\":2}},"
+        "{\"name\":\"rec\",\"type\":{\"type\":\"record\",\"name\":\"S\",\"fields\":["
+        "{\"name\":\"x\",\"type\":\"int\"},{\"name\":\"y\",\"type\":[\"null\",\"string\"]}]}},"
+        "{\"name\":\"flt\",\"type\":\"float\"},"
+        "{\"name\":\"en\",\"type\":{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"X\",\"Y\"]}}]}",
+        err, sizeof err);
+    if (w == NULL)
+        fail_msg("%s", err);
+    ll_schema *r = ll_schema_from_json("{\"type\":\"record\",\"name\":\"R\",\"fields\":["
+                                       "{\"name\":\"a\",\"type\":\"string\"},"
+                                       "{\"name\":\"b_again\",\"aliases\":[\"b\"],\"type\":\"long\"},"
+                                       "{\"name\":\"b\",\"type\":\"double\"},"
+                                       "{\"name\":\"c\",\"type\":\"string\",\"default\":\"dflt\"}]}",
+                                       err, sizeof err);
+    if (r == NULL)
+        fail_msg("%s", err);
+    const unsigned char datum[] = {
+        0x00, 0x00, 0x00, 0x00, 0x07,                         /* Confluent framing, schema id 7 */
+        0x03, 0x08, 0x02, 'p',  0x02, 'q',  0x00,             /* arr: a block of -2 items, 4 bytes; end */
+        0x0e,                                                 /* b: 7 */
+        0x01, 0x16, 0x02, 'k',  0x02, 0x00, 0x00, 0x00, 0x00, /* map: -1 entry, 11 bytes: k, branch 1, */
+        0x00, 0x00, 0xf8, 0x3f, 0x00,                         /* ... 1.5; end */
+        0x04, 'h',  'i',                                      /* a: "hi" */
+        'z',  'z',                                            /* fix */
+        0x02, 0x02, 0x02, 's',                                /* rec: x 1, y branch 1 "s" */
+        0x00, 0x00, 0x00, 0x40,                               /* flt: 2.0 */
+        0x02};                                                /* en: Y */
+    ll_schema_ids *ids = ll_schema_ids_new();
+    assert_int_equal(ll_schema_ids_put(ids, 7, w), 0); /* the table owns w */
+    ll_decode_opts o = {.framing = LL_FRAMING_CONFLUENT, .reader = r, .ids = ids};
+    json_t *out = NULL;
+    if (ll_decode(&o, datum, sizeof datum, &out, err, sizeof err) != 0)
+        fail_msg("projected: %s", err);
+    json_t *want = json_pack("{s:s,s:i,s:f,s:s}", "a", "hi", "b_again", 7, "b", 7.0, "c", "dflt");
+    assert_json_equal(out, want);
+    char *text = json_dumps(out, JSON_COMPACT); /* the reader's field order */
+    assert_string_equal(text, "{\"a\":\"hi\",\"b_again\":7,\"b\":7.0,\"c\":\"dflt\"}");
+    free(text);
+    json_decref(out);
+    json_decref(want);
+
+    o.reader = w;
+    if (ll_decode(&o, datum, sizeof datum, &out, err, sizeof err) != 0)
+        fail_msg("as written: %s", err);
+    want = json_pack("{s:[s,s],s:i,s:{s:f},s:s,s:s,s:{s:i,s:s},s:f,s:s}", "arr", "p", "q", "b", 7, "map", "k",
+                     1.5, "a", "hi", "fix", "zz", "rec", "x", 1, "y", "s", "flt", 2.0, "en", "Y");
+    assert_json_equal(out, want);
+    json_decref(out);
+    json_decref(want);
+
+    /* the block's byte size is checked against its items before anything is read */
+    unsigned char bad[sizeof datum];
+    memcpy(bad, datum, sizeof datum);
+    bad[6] = 0x0a; /* arr's block: 5 bytes */
+    o.reader = r;
+    assert_int_equal(ll_decode(&o, bad, sizeof bad, &out, err, sizeof err), -1);
+    assert_null(out);
+    assert_non_null(strstr(err, "array block size does not match its items"));
+    ll_schema_ids_free(ids);
+    ll_schema_free(r);
+}
+
 static void test_threads(void **state)
 {
     fx *f = *state;
@@ -815,15 +890,16 @@ static void test_threads(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_four_framings),      cmocka_unit_test(test_older_writer),
-        cmocka_unit_test(test_newer_writer),       cmocka_unit_test(test_nifi_union_order),
-        cmocka_unit_test(test_recursive_schema),   cmocka_unit_test(test_nesting_bomb),
-        cmocka_unit_test(test_truncations),        cmocka_unit_test(test_leftover_bytes),
-        cmocka_unit_test(test_bad_magic),          cmocka_unit_test(test_confluent_ids),
-        cmocka_unit_test(test_hostile_lengths),    cmocka_unit_test(test_max_message_bytes),
-        cmocka_unit_test(test_containers_refused), cmocka_unit_test(test_block_framing_refused),
-        cmocka_unit_test(test_bad_arguments),      cmocka_unit_test(test_mutations),
-        cmocka_unit_test(test_projection_nested),  cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_four_framings),       cmocka_unit_test(test_older_writer),
+        cmocka_unit_test(test_newer_writer),        cmocka_unit_test(test_nifi_union_order),
+        cmocka_unit_test(test_recursive_schema),    cmocka_unit_test(test_nesting_bomb),
+        cmocka_unit_test(test_truncations),         cmocka_unit_test(test_leftover_bytes),
+        cmocka_unit_test(test_bad_magic),           cmocka_unit_test(test_confluent_ids),
+        cmocka_unit_test(test_hostile_lengths),     cmocka_unit_test(test_max_message_bytes),
+        cmocka_unit_test(test_containers_refused),  cmocka_unit_test(test_block_framing_refused),
+        cmocka_unit_test(test_bad_arguments),       cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_projection_nested),   cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_fields_out_of_order),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,11 +1,12 @@
 /*
  * codec.h - Avro messages as NiFi 2.x writes them, read into and written from jansson values.
  *
- * Every input message is untrusted. Before avro-c reads a datum, the codec walks it against the
- * writer schema and checks every length (string, bytes, block, fixed) against the remaining buffer
+ * Every input message is untrusted. Before any value of a datum is read, the codec walks it against
+ * the writer schema and checks every length (string, bytes, block, fixed) against the remaining buffer
  * and the configured maximum message size, bounds the nesting depth, and requires that the datum
  * consumes the buffer exactly (kafka-edition.md §5: avro-c 1.11.1 trusts lengths, and leftover
- * bytes mean the schema is not the writer's).
+ * bytes mean the schema is not the writer's). The codec then reads and writes the binary datum
+ * itself; avro-c only parses the schemas (a cross-check of the codec's own parse).
  *
  * JSON shape of a decoded value: record -> object by field name; union -> JSON null or the plain
  * value of the branch (no {"type": v} wrapper); enum -> string; map -> object; array -> array;

@@ -4,8 +4,8 @@
  * A schema is parsed twice: once by our own parser (schema_parse.c) into a tree of ll_node, which
  * checks everything avro-c 1.11.1 would trip over (negative or huge fixed sizes, unknown or
  * duplicate names, nesting) and carries the JSON defaults avro-c drops; then by avro-c itself.
- * The two parses are compared structurally, so walking the ll_node tree walks the very layout
- * avro-c reads and writes.
+ * The two parses are compared structurally, so the ll_node tree, along which the codec reads and
+ * writes every datum itself, has the very layout avro-c would read and write.
  */
 #ifndef LL_CODEC_INTERNAL_H
 #define LL_CODEC_INTERNAL_H

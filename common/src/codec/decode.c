@@ -1,7 +1,8 @@
 /*
  * decode.c - ll_decode: unframe (bare, Confluent, container file, headerless block), pick the
- * writer schema, pre-validate the datum (validate.c), let avro-c read it, and turn the avro-c
- * value into JSON projected onto the reader schema (defaults from the reader's JSON).
+ * writer schema, pre-validate the datum (validate.c), then read it straight into JSON projected
+ * onto the reader schema (decode_project.c; defaults from the reader's JSON). avro-c parses the
+ * schemas (schema.c); it reads no datum.
  */
 #include <stdio.h>
 #include <string.h>
@@ -27,28 +28,15 @@ static int decode_datum(const ll_schema *writer, const ll_schema *reader, const 
         ll_codec_err(err, errlen, "leftover bytes (%zu) after datum", dlen - consumed);
         return -1;
     }
-    avro_value_t v;
-    if (avro_generic_value_new(writer->iface, &v) != 0) {
-        ll_codec_err(err, errlen, "avro-c: %.100s", avro_strerror());
-        return -1;
-    }
-    avro_reader_t rd = avro_reader_memory((const char *)datum, (int64_t)dlen);
-    if (rd == NULL) {
-        avro_value_decref(&v);
-        ll_codec_err(err, errlen, "out of memory");
-        return -1;
-    }
-    int rc = avro_value_read(rd, &v);
-    avro_reader_free(rd);
-    if (rc != 0) {
-        ll_codec_err(err, errlen, "avro-c cannot read the datum: %.100s", avro_strerror());
-        avro_value_decref(&v);
-        return -1;
-    }
     const ll_node *r = ll_schema_same(writer, reader) ? writer->root : reader->root;
     ll_path p = {.n = 0, .err = err, .errlen = errlen, .values = &values};
-    json_t *j = ll_dec_conv(&p, &v, writer->root, r, 0);
-    avro_value_decref(&v);
+    ll_cur cur = {datum, datum + dlen};
+    json_t *j = ll_dec_conv(&p, &cur, writer->root, r, 0);
+    if (j != NULL && cur.p != cur.end) { /* the pre-validator consumed exactly dlen */
+        json_decref(j);
+        ll_codec_err(err, errlen, "decoder out of step with the pre-validator");
+        return -1;
+    }
     if (j == NULL)
         return -1;
     *out = j;

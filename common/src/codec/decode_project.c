@@ -1,10 +1,14 @@
 /*
- * decode_project.c - projection (decode_int.h): an avro-c value of writer type w turned into JSON
- * of reader type r, records by field name with the reader's defaults, unions by branch, logical
- * values as text.
+ * decode_project.c - projection (decode_int.h): a pre-validated binary datum of writer type w
+ * read straight into JSON of reader type r (Avro 1.11 specification, "Binary Encoding"; no
+ * avro-c value is built), records by field name with the reader's defaults, unions by branch,
+ * logical values as text. ll_prevalidate has bounded every length, count and depth of the datum
+ * before it gets here; the cursor's reads (decode_cursor.c) check the end again all the same.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decode_int.h"
@@ -70,39 +74,58 @@ static json_t *logical_json(ll_path *p, const ll_node *w, const void *b, size_t 
     return str_json(p, text);
 }
 
-static json_t *conv_record(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node *r, int depth)
+/* The writer field that reader field rf reads (by name, then by its aliases), or -1. */
+static long writer_field(const ll_node *w, const ll_field *rf)
 {
-    json_t *obj = json_object();
-    if (obj == NULL) {
-        ll_path_err(p, "out of memory");
-        return NULL;
+    for (size_t i = 0; i < w->n; i++)
+        if (strcmp(w->fields[i].name, rf->name) == 0)
+            return (long)i;
+    for (size_t a = 0; rf->aliases && a < json_array_size(rf->aliases); a++) {
+        const char *al = json_string_value(json_array_get(rf->aliases, a));
+        for (size_t i = 0; al && i < w->n; i++)
+            if (strcmp(w->fields[i].name, al) == 0)
+                return (long)i;
     }
-    for (size_t j = 0; j < r->n; j++) {
-        const ll_field *rf = &r->fields[j];
-        long wi = -1;
-        if (r == w) {
-            wi = (long)j;
-        } else {
-            for (size_t i = 0; i < w->n && wi < 0; i++)
-                if (strcmp(w->fields[i].name, rf->name) == 0)
-                    wi = (long)i;
-            for (size_t a = 0; wi < 0 && rf->aliases && a < json_array_size(rf->aliases); a++) {
-                const char *al = json_string_value(json_array_get(rf->aliases, a));
-                for (size_t i = 0; al && i < w->n && wi < 0; i++)
-                    if (strcmp(w->fields[i].name, al) == 0)
-                        wi = (long)i;
+    return -1;
+}
+
+/*
+ * A record. Read as its own type, the fields come in order. Projected, the reader's fields may
+ * take the writer's in another order, or one writer field twice (a name and an alias): the
+ * writer's fields are first skipped to find where each starts, then read from there.
+ */
+static json_t *conv_record(ll_path *p, ll_cur *c, const ll_node *w, const ll_node *r, int depth)
+{
+    const unsigned char *small[32], **at = NULL, *end = NULL;
+    if (r != w) {
+        at = w->n <= 32 ? small : malloc(w->n * sizeof *at);
+        if (at == NULL) {
+            ll_path_err(p, "out of memory");
+            return NULL;
+        }
+        for (size_t i = 0; i < w->n; i++) {
+            at[i] = c->p;
+            if (ll_skip(p, c, w->fields[i].type, depth + 1) != 0) {
+                if (at != small)
+                    free(at);
+                return NULL;
             }
         }
+        end = c->p;
+    }
+    json_t *obj = json_object();
+    if (obj == NULL)
+        ll_path_err(p, "out of memory");
+    for (size_t j = 0; obj != NULL && j < r->n; j++) {
+        const ll_field *rf = &r->fields[j];
+        long wi = r == w ? (long)j : writer_field(w, rf);
         json_t *val;
         ll_path_push(p, rf->name);
-        if (wi >= 0) {
-            avro_value_t fv;
-            if (avro_value_get_by_index(v, (size_t)wi, &fv, NULL) != 0) {
-                ll_path_err(p, "avro-c: %.100s", avro_strerror());
-                val = NULL;
-            } else {
-                val = ll_dec_conv(p, &fv, w->fields[wi].type, rf->type, depth + 1);
-            }
+        if (wi >= 0 && r == w) {
+            val = ll_dec_conv(p, c, w->fields[wi].type, rf->type, depth + 1);
+        } else if (wi >= 0) {
+            ll_cur fc = {at[wi], end};
+            val = ll_dec_conv(p, &fc, w->fields[wi].type, rf->type, depth + 1);
         } else if (rf->def != NULL) {
             char derr[160];
             val = ll_default_to_json(rf->type, rf->def, 0, p->values, derr, sizeof derr);
@@ -115,28 +138,68 @@ static json_t *conv_record(ll_path *p, avro_value_t *v, const ll_node *w, const 
         ll_path_pop(p);
         if (val == NULL || json_object_set_new(obj, rf->name, val) != 0) {
             json_decref(obj);
-            return NULL;
+            obj = NULL;
         }
     }
+    if (at != small)
+        free(at);
     return obj;
 }
 
-json_t *ll_dec_conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node *r, int depth)
+/* An array or a map of writer type w read as reader type r. */
+static json_t *conv_blocks(ll_path *p, ll_cur *c, const ll_node *w, const ll_node *r, int depth)
+{
+    int is_map = w->type == LLT_MAP;
+    json_t *out = is_map ? json_object() : json_array();
+    if (out == NULL) {
+        ll_path_err(p, "out of memory");
+        return NULL;
+    }
+    for (;;) {
+        int64_t count;
+        if (ll_cur_block(p, c, &count) != 0)
+            break;
+        if (count == 0)
+            return out;
+        int64_t i = 0;
+        for (; i < count; i++) {
+            const unsigned char *key = NULL;
+            size_t klen = 0;
+            if (is_map && ll_cur_bytes(p, c, &key, &klen, "map key") != 0)
+                break;
+            json_t *cj = ll_dec_conv(p, c, w->items, r->items, depth + 1);
+            if (cj == NULL)
+                break;
+            int bad = is_map ? json_object_setn_new(out, (const char *)key, klen, cj) != 0
+                             : json_array_append_new(out, cj) != 0;
+            if (bad) {
+                ll_path_err(p, is_map ? "map key is not valid UTF-8" : "out of memory");
+                break;
+            }
+        }
+        if (i < count)
+            break;
+    }
+    json_decref(out);
+    return NULL;
+}
+
+json_t *ll_dec_conv(ll_path *p, ll_cur *c, const ll_node *w, const ll_node *r, int depth)
 {
     if (depth > LL_CODEC_MAX_DEPTH * 2 + 2) {
         ll_path_err(p, "nesting deeper than %d", LL_CODEC_MAX_DEPTH);
         return NULL;
     }
     if (w->type == LLT_UNION) {
-        int d;
-        avro_value_t b;
-        if (avro_value_get_discriminant(v, &d) != 0 || d < 0 || (size_t)d >= w->n ||
-            avro_value_get_current_branch(v, &b) != 0) {
-            ll_path_err(p, "avro-c union without a branch");
+        int64_t d;
+        if (ll_cur_long(p, c, &d, "union") != 0)
+            return NULL;
+        if (d < 0 || (uint64_t)d >= w->n) {
+            ll_path_err(p, "union index %lld out of range", (long long)d);
             return NULL;
         }
         const ll_node *wb = w->branches[d];
-        return ll_dec_conv(p, &b, wb, r == w ? wb : r, depth);
+        return ll_dec_conv(p, c, wb, r == w ? wb : r, depth);
     }
     if (r->type == LLT_UNION) {
         int i = ll_dec_match_branch(w, r);
@@ -156,148 +219,86 @@ json_t *ll_dec_conv(ll_path *p, avro_value_t *v, const ll_node *w, const ll_node
     }
     /* text of a logical value: decimals and uuid fixed always, dates and timestamps into text */
     int as_text = w->logical != LLL_NONE && ll_dec_logical_read(w, r) == 1;
-    int rc = 0;
+    int64_t l = 0;
+    uint64_t u = 0;
+    const unsigned char *b = NULL;
+    size_t len = 0;
     switch (w->type) {
     case LLT_NULL:
         return json_null();
-    case LLT_BOOLEAN: {
-        int b = 0;
-        rc = avro_value_get_boolean(v, &b);
-        if (rc == 0)
-            return json_boolean(b);
-        break;
-    }
-    case LLT_INT: {
-        int32_t i = 0;
-        rc = avro_value_get_int(v, &i);
-        if (rc == 0 && as_text)
-            return logical_json(p, w, NULL, 0, i);
-        if (rc == 0)
-            return (r->type == LLT_FLOAT || r->type == LLT_DOUBLE) ? real_json(p, (double)i)
-                                                                   : json_integer(i);
-        break;
-    }
-    case LLT_LONG: {
-        int64_t l = 0;
-        rc = avro_value_get_long(v, &l);
-        if (rc == 0 && as_text)
+    case LLT_BOOLEAN:
+        if (ll_cur_raw(p, c, 1, &b, "boolean") != 0)
+            return NULL;
+        return json_boolean(*b != 0);
+    case LLT_INT: /* ll_prevalidate: within 32 bits */
+    case LLT_LONG:
+        if (ll_cur_long(p, c, &l, ll_type_name(w->type)) != 0)
+            return NULL;
+        if (w->type == LLT_INT)
+            l = (int32_t)l;
+        if (as_text)
             return logical_json(p, w, NULL, 0, l);
-        if (rc == 0)
-            return (r->type == LLT_FLOAT || r->type == LLT_DOUBLE) ? real_json(p, (double)l)
-                                                                   : json_integer(l);
-        break;
-    }
+        return (r->type == LLT_FLOAT || r->type == LLT_DOUBLE) ? real_json(p, (double)l) : json_integer(l);
     case LLT_FLOAT: {
-        float f = 0;
-        rc = avro_value_get_float(v, &f);
-        if (rc == 0)
-            return real_json(p, (double)f);
-        break;
+        float f;
+        uint32_t u32;
+        if (ll_cur_le(p, c, 4, &u) != 0)
+            return NULL;
+        u32 = (uint32_t)u;
+        memcpy(&f, &u32, sizeof f);
+        return real_json(p, (double)f);
     }
     case LLT_DOUBLE: {
-        double d = 0;
-        rc = avro_value_get_double(v, &d);
-        if (rc == 0)
-            return real_json(p, d);
-        break;
+        double d;
+        if (ll_cur_le(p, c, 8, &u) != 0)
+            return NULL;
+        memcpy(&d, &u, sizeof d);
+        return real_json(p, d);
     }
-    case LLT_STRING: {
-        const char *s = NULL;
-        size_t size = 0;
-        rc = avro_value_get_string(v, &s, &size);
-        if (rc == 0)
-            return text_json(p, s, size > 0 ? size - 1 : 0, "string");
-        break;
-    }
-    case LLT_BYTES: {
-        const void *b = NULL;
-        size_t size = 0;
-        rc = avro_value_get_bytes(v, &b, &size);
-        if (rc == 0 && as_text)
-            return logical_json(p, w, b, size, 0);
-        if (rc == 0)
-            return text_json(p, size ? b : "", size, "bytes");
-        break;
-    }
-    case LLT_FIXED: {
-        const void *b = NULL;
-        size_t size = 0;
-        rc = avro_value_get_fixed(v, &b, &size);
-        if (rc == 0 && as_text) {
-            if (size != w->size) {
-                ll_path_err(p, "fixed of %zu bytes, %zu declared", size, w->size);
-                return NULL;
-            }
-            return logical_json(p, w, b, size, 0);
-        }
-        if (rc == 0) {
-            if (size != r->size) {
-                ll_path_err(p, "fixed of %zu bytes read as %zu", size, r->size);
-                return NULL;
-            }
-            return text_json(p, size ? b : "", size, "fixed");
-        }
-        break;
-    }
-    case LLT_ENUM: {
-        int idx = -1;
-        rc = avro_value_get_enum(v, &idx);
-        if (rc == 0) {
-            if (idx < 0 || (size_t)idx >= w->n) {
-                ll_path_err(p, "enum index %d out of range", idx);
-                return NULL;
-            }
-            const char *sym = w->symbols[idx];
-            for (size_t i = 0; i < r->n; i++)
-                if (strcmp(r->symbols[i], sym) == 0)
-                    return json_string(sym);
-            if (r->enum_default != NULL)
-                return json_string(r->enum_default);
-            ll_path_err(p, "symbol %s not in reader enum %s", sym, r->fullname);
+    case LLT_STRING:
+        if (ll_cur_bytes(p, c, &b, &len, "string") != 0)
+            return NULL;
+        return text_json(p, len ? (const char *)b : "", len, "string");
+    case LLT_BYTES:
+        if (ll_cur_bytes(p, c, &b, &len, "bytes") != 0)
+            return NULL;
+        if (as_text)
+            return logical_json(p, w, b, len, 0);
+        return text_json(p, len ? (const char *)b : "", len, "bytes");
+    case LLT_FIXED:
+        if (ll_cur_raw(p, c, w->size, &b, "fixed") != 0)
+            return NULL;
+        if (as_text)
+            return logical_json(p, w, b, w->size, 0);
+        if (w->size != r->size) {
+            ll_path_err(p, "fixed of %zu bytes read as %zu", w->size, r->size);
             return NULL;
         }
-        break;
+        return text_json(p, w->size ? (const char *)b : "", w->size, "fixed");
+    case LLT_ENUM: {
+        if (ll_cur_long(p, c, &l, "enum") != 0)
+            return NULL;
+        if (l < 0 || (uint64_t)l >= w->n) {
+            ll_path_err(p, "enum index %lld out of range", (long long)l);
+            return NULL;
+        }
+        const char *sym = w->symbols[l];
+        for (size_t i = 0; i < r->n; i++)
+            if (strcmp(r->symbols[i], sym) == 0)
+                return json_string(sym);
+        if (r->enum_default != NULL)
+            return json_string(r->enum_default);
+        ll_path_err(p, "symbol %s not in reader enum %s", sym, r->fullname);
+        return NULL;
     }
     case LLT_ARRAY:
-    case LLT_MAP: {
-        size_t n = 0;
-        rc = avro_value_get_size(v, &n);
-        if (rc != 0)
-            break;
-        int is_map = w->type == LLT_MAP;
-        json_t *out = is_map ? json_object() : json_array();
-        if (out == NULL) {
-            ll_path_err(p, "out of memory");
-            return NULL;
-        }
-        for (size_t i = 0; i < n; i++) {
-            avro_value_t child;
-            const char *key = NULL;
-            if (avro_value_get_by_index(v, i, &child, is_map ? &key : NULL) != 0) {
-                ll_path_err(p, "avro-c: %.100s", avro_strerror());
-                json_decref(out);
-                return NULL;
-            }
-            json_t *cj = ll_dec_conv(p, &child, w->items, r->items, depth + 1);
-            if (cj == NULL) {
-                json_decref(out);
-                return NULL;
-            }
-            int bad = is_map ? (key == NULL || json_object_set_new(out, key, cj) != 0)
-                             : json_array_append_new(out, cj) != 0;
-            if (bad) {
-                ll_path_err(p, is_map ? "map key is not valid UTF-8" : "out of memory");
-                json_decref(out);
-                return NULL;
-            }
-        }
-        return out;
-    }
+    case LLT_MAP:
+        return conv_blocks(p, c, w, r, depth);
     case LLT_RECORD:
-        return conv_record(p, v, w, r, depth);
+        return conv_record(p, c, w, r, depth);
     case LLT_UNION:
         break;
     }
-    ll_path_err(p, "avro-c: %.100s", rc ? avro_strerror() : "unexpected value");
+    ll_path_err(p, "unknown schema type");
     return NULL;
 }

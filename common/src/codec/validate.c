@@ -1,14 +1,14 @@
 /*
  * validate.c - the bounded pre-validator: walks a binary datum against the writer schema
- * before avro-c reads it (kafka-edition.md §5: avro-c trusts lengths).
+ * before any value of it is read (kafka-edition.md §5; decode_project.c reads it afterwards).
  *
  * Checked: varints at most 10 bytes without bits beyond 64 (ints: at most 5 bytes and within
  * 32 bits), booleans 0 or 1, string/bytes lengths >= 0 and within the buffer, map keys without
  * NUL, fixed sizes within the buffer, union and enum indexes in range, array/map blocks
  * (negative counts legal: a byte size follows, which must match the block) with the total of
  * items bounded by max_items, records/arrays/maps nested at most LL_CODEC_MAX_DEPTH deep, and
- * every value walked (a null field of a record too: it occupies no byte but avro-c builds it)
- * taken from the values budget, an array/map block's count before its items are walked.
+ * every value walked (a null field of a record too: it occupies no byte, but a JSON null is
+ * built for it) taken from the values budget, an array/map block's count before its items are walked.
  * Nothing is allocated.
  */
 #include <string.h>
