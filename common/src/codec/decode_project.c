@@ -92,7 +92,9 @@ static long writer_field(const ll_node *w, const ll_field *rf)
 /*
  * A record. Read as its own type, the fields come in order. Projected, the reader's fields may
  * take the writer's in another order, or one writer field twice (a name and an alias): the
- * writer's fields are first skipped to find where each starts, then read from there.
+ * writer's fields are first skipped to find where each starts, then read from there. A byte is
+ * skipped at most once per projected record around it, and records are projected only as deep as
+ * the reader's schema nests them (ours: two), however deep the writer's datum goes.
  */
 static json_t *conv_record(ll_path *p, ll_cur *c, const ll_node *w, const ll_node *r, int depth)
 {
