@@ -130,7 +130,10 @@ int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **b
         w.b[4] = (unsigned char)id;
     }
     if (opts->framing != LL_FRAMING_CONTAINER) {
-        *buf = w.b;
+        /* to its size: a reply's buffer lives on in the producer's queue until delivered (the
+         * RSS of a backlog) */
+        unsigned char *fit = w.len > 0 && w.len < w.cap ? realloc(w.b, w.len) : NULL;
+        *buf = fit != NULL ? fit : w.b;
         *len = w.len;
         return 0;
     }
