@@ -255,7 +255,7 @@ static void stage_push(int dead, const char *topic, const char *outcome, const c
     snprintf(e.topic, sizeof e.topic, "%s", topic ? topic : "");
     snprintf(e.outcome, sizeof e.outcome, "%s", outcome ? outcome : "");
     snprintf(e.code, sizeof e.code, "%s", code ? code : "");
-    staged *last = n_stage ? &stage[n_stage - 1] : NULL;
+    staged *last = stage && n_stage ? &stage[n_stage - 1] : NULL;
     if (last && last->dead == dead && strcmp(last->topic, e.topic) == 0 &&
         strcmp(last->outcome, e.outcome) == 0 && strcmp(last->code, e.code) == 0) {
         last->count++;
@@ -270,7 +270,7 @@ static void stage_push(int dead, const char *topic, const char *outcome, const c
             cap_stage = cap;
         }
     }
-    if (n_stage == cap_stage) { /* beyond the bound: counted at once rather than lost */
+    if (!stage || n_stage == cap_stage) { /* beyond the bound: counted at once rather than lost */
         const char *v[3] = {topic, dead ? code : outcome, code};
         ll_metric_add(dead ? g.dead : g.inputs, v, 1);
         return;
