@@ -1,7 +1,7 @@
 /*
  * decode_cursor.c - for the decoder (decode_int.h): the binary encoding's values read at a cursor
- * over a datum that ll_prevalidate accepted, and values skipped (Avro 1.11 specification,
- * "Binary Encoding"). Every read checks the datum's end again all the same.
+ * over a datum that ll_prevalidate accepted (Avro 1.11 specification, "Binary Encoding"). Every read checks
+ * the datum's end again all the same.
  */
 #include <stdint.h>
 #include <string.h>
@@ -67,62 +67,4 @@ int ll_cur_block(ll_path *p, ll_cur *c, int64_t *count)
         *count = -*count;
     }
     return 0;
-}
-
-/* Moves the cursor past a value of type n, building nothing (a record's fields that a reader
- * reads in another order, or not at all). */
-int ll_skip(ll_path *p, ll_cur *c, const ll_node *n, int depth)
-{
-    const unsigned char *b;
-    int64_t v;
-    size_t len;
-    if (depth > LL_CODEC_MAX_DEPTH * 2 + 2) {
-        ll_path_err(p, "nesting deeper than %d", LL_CODEC_MAX_DEPTH);
-        return -1;
-    }
-    switch (n->type) {
-    case LLT_NULL:
-        return 0;
-    case LLT_BOOLEAN:
-        return ll_cur_raw(p, c, 1, &b, "boolean");
-    case LLT_INT:
-    case LLT_LONG:
-    case LLT_ENUM:
-        return ll_cur_long(p, c, &v, ll_type_name(n->type));
-    case LLT_FLOAT:
-        return ll_cur_raw(p, c, 4, &b, "float");
-    case LLT_DOUBLE:
-        return ll_cur_raw(p, c, 8, &b, "double");
-    case LLT_STRING:
-    case LLT_BYTES:
-        return ll_cur_bytes(p, c, &b, &len, ll_type_name(n->type));
-    case LLT_FIXED:
-        return ll_cur_raw(p, c, n->size, &b, "fixed");
-    case LLT_UNION:
-        if (ll_cur_long(p, c, &v, "union") != 0)
-            return -1;
-        if (v < 0 || (uint64_t)v >= n->n)
-            return ll_short_datum(p, "union index");
-        return ll_skip(p, c, n->branches[v], depth);
-    case LLT_RECORD:
-        for (size_t i = 0; i < n->n; i++)
-            if (ll_skip(p, c, n->fields[i].type, depth + 1) != 0)
-                return -1;
-        return 0;
-    case LLT_ARRAY:
-    case LLT_MAP:
-        for (;;) {
-            int64_t count;
-            if (ll_cur_block(p, c, &count) != 0)
-                return -1;
-            if (count == 0)
-                return 0;
-            for (int64_t i = 0; i < count; i++)
-                if ((n->type == LLT_MAP && ll_cur_bytes(p, c, &b, &len, "map key") != 0) ||
-                    ll_skip(p, c, n->items, depth + 1) != 0)
-                    return -1;
-        }
-    }
-    ll_path_err(p, "unknown schema type");
-    return -1;
 }

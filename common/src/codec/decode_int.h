@@ -4,7 +4,7 @@
  *   decode.c          ll_decode: unframe, pick the writer schema, pre-validate, read and project
  *   decode_frames.c   the framings' headers: Avro container file, headerless block
  *   decode_match.c    schema resolution: which reader type a writer type is read as
- *   decode_cursor.c   the binary encoding's values read (or skipped) at a cursor
+ *   decode_cursor.c   the binary encoding's values read at a cursor
  *   decode_project.c  a datum of the writer's type read into JSON of the reader's type
  */
 #ifndef LL_DECODE_INT_H
@@ -52,8 +52,6 @@ int ll_cur_bytes(ll_path *p, ll_cur *c, const unsigned char **b, size_t *n, cons
 int ll_cur_le(ll_path *p, ll_cur *c, int n, uint64_t *u);
 /* An array's or map's next block count (0: the end; a negative count's byte size is read past). */
 int ll_cur_block(ll_path *p, ll_cur *c, int64_t *count);
-/* Moves the cursor past a value of type n, building nothing. */
-int ll_skip(ll_path *p, ll_cur *c, const ll_node *n, int depth);
 
 /* decode_project.c: the JSON (new reference) of the value of writer type w at c (a datum that
  * ll_prevalidate accepted), read as reader type r; the cursor moves past the value. NULL with the
