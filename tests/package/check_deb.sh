@@ -34,9 +34,11 @@ dpkg-deb -x "$deb" "$root"
 # --- control fields
 [[ $(dpkg-deb -f "$deb" Package) == loadledger ]] || bad "package name is not loadledger"
 depends=$(dpkg-deb -f "$deb" Depends)
-for p in librdkafka1 libpq5 libavro23 libjansson4 libuuid1 libcurl4 libssl3 libncursesw6 libmicrohttpd12 libc6 adduser; do
+for p in librdkafka1 libpq5 libjansson4 libuuid1 libcurl4 libssl3 libncursesw6 libmicrohttpd12 libc6 adduser; do
   [[ ", $depends," == *", $p"[\ ,]* ]] || bad "Depends lacks $p: $depends"
 done
+# no binary links avro-c (the codec is our own; avro-c is the tests' oracle, docs/design.md §9)
+[[ ", $depends," != *", libavro"* ]] || bad "Depends has avro-c, which no binary should link: $depends"
 ctl=$(mktemp -d /tmp/ll-deb-ctl.XXXXXX)
 dpkg-deb -e "$deb" "$ctl"
 for s in postinst prerm postrm; do

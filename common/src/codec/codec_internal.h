@@ -1,16 +1,16 @@
 /*
  * codec_internal.h - private types of the Avro codec (common/src/codec only).
  *
- * A schema is parsed twice: once by our own parser (schema_parse.c) into a tree of ll_node, which
- * checks everything avro-c 1.11.1 would trip over (negative or huge fixed sizes, unknown or
- * duplicate names, nesting) and carries the JSON defaults avro-c drops; then by avro-c itself.
- * The two parses are compared structurally, so the ll_node tree, along which the codec reads and
- * writes every datum itself, has the very layout avro-c would read and write.
+ * A schema is parsed by our own parser (schema_parse.c) into a tree of ll_node, which refuses
+ * what avro-c 1.11.1 would trip over (negative or huge fixed sizes, unknown or duplicate names,
+ * nesting), follows avro-c's name rules and keeps the JSON defaults avro-c drops. The codec reads
+ * and writes every datum itself along that tree; no service links avro-c. That avro-c reads every
+ * schema we accept as the same structure is checked by the tests and by the fuzz_schema target
+ * (ll/codecavro.h, common/src/codecavro), not at run time.
  */
 #ifndef LL_CODEC_INTERNAL_H
 #define LL_CODEC_INTERNAL_H
 
-#include <avro.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -113,11 +113,9 @@ typedef struct ll_node {
 } ll_node;
 
 struct ll_schema {
-    avro_schema_t avro;
-    avro_value_iface_t *iface; /* generic class of avro */
-    json_t *json;              /* the parsed schema JSON (owns every borrowed string) */
-    char *text;                /* compact JSON text, embedded in container files */
-    char *orig;                /* the text as given */
+    json_t *json; /* the parsed schema JSON (owns every borrowed string) */
+    char *text;   /* compact JSON text, embedded in container files */
+    char *orig;   /* the text as given */
     size_t orig_len;
     ll_node *root;
     ll_node **nodes; /* every node, for freeing */

@@ -2,11 +2,11 @@
  * schema_int.h - what the schema files share (common/src/codec only; codec_internal.h has the
  * codec's types):
  *
- *   schema.c        loading a schema: our checking parse, the budgets, avro-c's parse, the
- *                   comparison; references, the embedded writer schemas' cache, accessors
+ *   schema.c        loading a schema: our checking parse, the budgets; references, the
+ *                   embedded writer schemas' cache, accessors
  *   schema_nodes.c  the ll_node tree: nodes, names and namespaces (avro-c 1.11.1's rules)
  *   schema_parse.c  the checking parse of the schema JSON, type by type
- *   schema_check.c  the expansion budget and the structural comparison with avro-c's parse
+ *   schema_check.c  the expansion budget
  *   schema_ids.c    schema-id tables (the Confluent framing)
  */
 #ifndef LL_SCHEMA_INT_H
@@ -28,18 +28,6 @@ typedef struct pctx {
     char *err;
     size_t errlen;
 } pctx;
-
-/* A node and avro-c's schema already found to match (recursion in the comparison). */
-typedef struct pair {
-    const ll_node *n;
-    avro_schema_t a;
-} pair;
-
-/* One structural comparison; seen is freed by the caller. */
-typedef struct cmpctx {
-    pair *seen;
-    size_t nseen, capseen;
-} cmpctx;
 
 /* schema_nodes.c */
 /* A new node of type t, owned by c->s (NULL with c->err on memory exhaustion). */
@@ -64,7 +52,5 @@ ll_node *ll_sch_parse_type(pctx *c, json_t *json, const char *parent_ns, int dep
 /* schema_check.c */
 /* Walks the schema as a datum would, every type reached taking one unit of c. 0, or -1 + err. */
 int ll_sch_expand(ll_node *n, ll_counter *c, int depth, int dyn, char *err, size_t errlen);
-/* Whether avro-c's schema a has the structure of n. */
-int ll_sch_same_structure(cmpctx *c, const ll_node *n, avro_schema_t a, int depth);
 
 #endif
