@@ -12,8 +12,9 @@
 # Default workload: 20 runs x 8 partitions x 50 chunks (each loop setting; the default loop's and
 # the set-based pgbench five times, their medians compared: bench.py --repeat), 1 x 2 x 10,000 for
 # the cost at scale, 100 x 2 x 10 for the cost at 10 chunks per partition, after warm-up passes
-# until the broker's JIT compilers settle (bench.py --warmup-jit-ms); about 10 minutes on a
-# 2-core machine. --quick: 4 x 4 x 20, 1 x 2 x 1,000, 20 x 2 x 10, shorter latency and hold
+# until the broker's JIT compilers settle (bench.py --warmup-jit-ms); three latency phases of 40 s,
+# their runs pooled (bench.py --latency-repeat); about 13 minutes on a 2-core machine.
+# --quick: 4 x 4 x 20, 1 x 2 x 1,000, 20 x 2 x 10, shorter latency and hold
 # phases (a smoke test of the script, not figures to quote). Anything after `--` goes to
 # bench.py as is (bench.py --help). The figures are printed and written as JSON to
 # $LL_BENCH_RUN_DIR/../loadledger-bench-<time>.json.
@@ -51,7 +52,7 @@ while (($#)); do
     --chunks) chunks=$2; shift 2 ;;
     --quick)
       runs=4 partitions=4 chunks=20
-      quick=(--scale-chunks 1000 --small-runs 20 --latency-seconds 8 --hold 10 --warmup-max-passes 2)
+      quick=(--scale-chunks 1000 --small-runs 20 --latency-seconds 8 --latency-repeat 1 --hold 10 --warmup-max-passes 2)
       shift ;;
     --keep-env) keep_env=1; shift ;;
     --autogroup)
