@@ -15,9 +15,10 @@
 
 /*
  * Parses the compact JSON text of s with avro-c and compares the two trees. Returns 1 when
- * they have the same structure; 0 when they differ, err naming the first difference (a path such
- * as "root.field[2] items: avro-c has fixed size 8, ours 16"); -1 when avro-c refuses the text,
- * err holding avro_strerror(). s is borrowed; nothing is kept.
+ * they have the same structure; 0 when they differ, err naming the first difference by its path
+ * (".field" a record field, "[]" array items, "{}" map values, "|i" union branch i), as in
+ * "root.c|1: symbol 1 is Z in avro-c, Y in ours"; -1 when avro-c refuses the text, err holding
+ * avro_strerror(). s is borrowed; nothing is kept.
  */
 int ll_schema_avro_agrees(const ll_schema *s, char *err, size_t errlen);
 
