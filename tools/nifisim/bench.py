@@ -568,7 +568,7 @@ def latency(args, rate):
          "warmup_s": args.latency_warmup, "answered": len(lat),
          "produced_s": produced_s, "vm_hwm_kib": hwm,
          "p50_ms": pct(lat, 50), "p99_ms": pct(lat, 99), "max_ms": lat[-1] if lat else None, "stages": stages,
-         "produce_ack_ms": (pct(acks, 50), pct(acks, 99), acks[-1] if acks else None, len(acks)),
+         "produce_ack_ms": spread(acks) + (len(acks),),
          "sched_autogroup": sched_autogroup(), "kafka_data": kafka_data(),
          "raw": {"lat": lat, "acks": acks, "stages": stage_raw}}  # pooled by latency_phases, then dropped
     say("   %d of %d commands: p50 %s ms, p99 %s ms" % (len(lat), n_runs, fmt(f["p50_ms"]), fmt(f["p99_ms"])))
@@ -618,7 +618,7 @@ def latency_stages(iso, last, seen):
     for s in STAGES:
         xs = sorted(d[s])
         if xs:
-            out[s] = (pct(xs, 50), pct(xs, 99), xs[-1])
+            out[s] = spread(xs)
             say("   %-22s p50 %7.1f  p99 %7.1f  max %7.1f ms" % ((s,) + out[s]))
     return out, d
 
@@ -643,7 +643,7 @@ def latency_phases(args, rate):
     for s in STAGES:
         xs = sorted(x for r in raw for x in r["stages"][s])
         if xs:
-            stages[s] = (pct(xs, 50), pct(xs, 99), xs[-1])
+            stages[s] = spread(xs)
     hwm = {}
     for f in phases:
         for k, v in f["vm_hwm_kib"].items():
@@ -651,7 +651,7 @@ def latency_phases(args, rate):
     first = phases[0]
     return dict(first, runs=sum(f["runs"] for f in phases), answered=len(lat), vm_hwm_kib=hwm,
                 p50_ms=pct(lat, 50), p99_ms=pct(lat, 99), max_ms=lat[-1] if lat else None, stages=stages,
-                produce_ack_ms=(pct(acks, 50), pct(acks, 99), acks[-1] if acks else None, len(acks)),
+                produce_ack_ms=spread(acks) + (len(acks),),
                 phases=[{k: f[k] for k in ("runs", "answered", "p50_ms", "p99_ms", "max_ms", "jit_ms",
                                            "produced_s")} for f in phases])
 
@@ -665,6 +665,11 @@ def pct(xs, p):
     if not xs:
         return None
     return xs[max(0, int(math.ceil(p / 100.0 * len(xs))) - 1)]
+
+
+def spread(xs):
+    """(p50, p99, max) of the sorted list xs; Nones when it is empty."""
+    return pct(xs, 50), pct(xs, 99), xs[-1] if xs else None
 
 
 def fmt(v, spec="%.0f"):

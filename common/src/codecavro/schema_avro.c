@@ -25,13 +25,6 @@ typedef struct cmp {
     size_t errlen;
 } cmp;
 
-static const char *const type_names[] = {
-    [LLT_NULL] = "null",     [LLT_BOOLEAN] = "boolean", [LLT_INT] = "int",     [LLT_LONG] = "long",
-    [LLT_FLOAT] = "float",   [LLT_DOUBLE] = "double",   [LLT_BYTES] = "bytes", [LLT_STRING] = "string",
-    [LLT_RECORD] = "record", [LLT_ENUM] = "enum",       [LLT_ARRAY] = "array", [LLT_MAP] = "map",
-    [LLT_UNION] = "union",   [LLT_FIXED] = "fixed",
-};
-
 /* Records the difference at path; returns 0 (different). */
 static int differ(cmp *c, const char *path, const char *fmt, ...)
 {
@@ -124,7 +117,7 @@ static int same(cmp *c, const ll_node *n, avro_schema_t a, const char *path, int
     if (a == NULL || map_type(avro_typeof(a), &t) != 0)
         return differ(c, path, "avro-c has no type we know here");
     if (t != n->type)
-        return differ(c, path, "avro-c reads %s, ours %s", type_names[t], type_names[n->type]);
+        return differ(c, path, "avro-c reads %s, ours %s", ll_type_name(t), ll_type_name(n->type));
     if (t == LLT_RECORD || t == LLT_ENUM || t == LLT_FIXED) {
         const char *nm = avro_schema_name(a);
         char *full = nm ? ll_sch_qualify(nm, avro_schema_namespace(a)) : NULL;
