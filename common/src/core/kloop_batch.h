@@ -77,13 +77,21 @@ typedef struct run_waits {
  * ends) into b->work, sorted by run id (now: monotonic ms). */
 void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t now);
 
+/* The order of a batch's work (qsort comparator over lmsg *): by run id, then topic, partition
+ * and offset. A total order (transitive), so that every transaction locks runs in one order and a
+ * run's messages on one Kafka partition keep their offset order. */
+int ll_work_cmp(const void *a, const void *b);
+
 /* kloop_held.c */
+/* True when ps's held queue has a copy of offset. */
+int ll_loop_offset_held(const part_state *ps, int64_t offset);
 /* Frees a held copy (its key, value and headers). */
 void ll_loop_free_copy(lmsg *m);
 /* True when run r has a message in ps's held queue. */
 int ll_loop_run_held(const part_state *ps, const char *r);
-/* Copies a fresh message into the held queue of its partition (appended: fresher than every
- * queued one). Returns the held copy (owned by the queue), or NULL when the queue is full. */
+/* Copies a fresh message into the held queue of its partition, in offset order (a seek below held
+ * messages can bring an older one after them). Returns the held copy (owned by the queue), or NULL when the
+ * queue is full. */
 lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m);
 /* Removes a done held message from its queue; it is freed when the batch ends (the batch's work
  * still refers to it). */

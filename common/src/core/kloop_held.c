@@ -36,8 +36,16 @@ int ll_loop_run_held(const part_state *ps, const char *r)
     return 0;
 }
 
-/* Copies a fresh message into the held queue of its partition (appended: fresher than every
- * queued one). Returns the held copy, or NULL when the queue is full. */
+int ll_loop_offset_held(const part_state *ps, int64_t offset)
+{
+    for (size_t i = 0; i < ps->n_held; i++)
+        if (ps->held[i]->offset == offset)
+            return 1;
+    return 0;
+}
+
+/* Copies a fresh message into the held queue of its partition, in offset order. Returns the held
+ * copy, or NULL when the queue is full. */
 lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
 {
     part_state *ps = m->ps;
@@ -63,7 +71,12 @@ lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
                   ? rd_kafka_headers_copy(h)
                   : NULL;
     c->held = 1;
-    ps->held[ps->n_held++] = c;
+    size_t at = ps->n_held;
+    while (at > 0 && ps->held[at - 1]->offset > c->offset)
+        at--;
+    memmove(ps->held + at + 1, ps->held + at, (ps->n_held - at) * sizeof *ps->held);
+    ps->held[at] = c;
+    ps->n_held++;
     return c;
 }
 

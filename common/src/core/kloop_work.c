@@ -35,18 +35,22 @@ static void lmsg_fresh(ll_loop *l, lmsg *m, rd_kafka_message_t *rkm)
     }
 }
 
-static int cmp_run(const void *a, const void *b)
+int ll_work_cmp(const void *a, const void *b)
 {
     const lmsg *x = *(lmsg *const *)a, *y = *(lmsg *const *)b;
     int c = strcmp(x->run, y->run);
     if (c)
         return c;
-    /* stable: held before fresh, then by offset within a partition, then by address */
-    if (x->held != y->held)
-        return x->held ? -1 : 1;
-    if (x->ps == y->ps && x->offset != y->offset)
-        return x->offset < y->offset ? -1 : 1;
-    return x < y ? -1 : (x > y);
+    /* a total key: (run, topic, partition, offset). Within a Kafka partition the offset is the
+     * order of a run's messages (a held one is older than a fresh one of its partition, unless a
+     * seek refetched below it); across partitions any fixed order will do */
+    if (x->ps != y->ps) {
+        c = strcmp(x->ps->topic, y->ps->topic);
+        if (c)
+            return c;
+        return x->ps->partition < y->ps->partition ? -1 : (x->ps->partition > y->ps->partition);
+    }
+    return x->offset < y->offset ? -1 : (x->offset > y->offset);
 }
 
 /* Collects the due held runs and the polled messages into b->work (b: a fresh batch). */
@@ -90,6 +94,8 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
         ps->touched = l->batch_no;
         if (ll_offtrack_is_done(&ps->track, m->offset))
             continue; /* applied above the committed offset before a crash or a rebalance */
+        if (ll_loop_offset_held(ps, m->offset))
+            continue; /* refetched after a seek below it: its held copy is the one applied */
         if (ll_loop_run_held(ps, m->run)) {
             int due = 0;
             for (size_t w = 0; w < b->n_work; w++)
@@ -103,5 +109,5 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
         }
         b->work[b->n_work++] = m;
     }
-    qsort(b->work, b->n_work, sizeof *b->work, cmp_run);
+    qsort(b->work, b->n_work, sizeof *b->work, ll_work_cmp);
 }
