@@ -59,6 +59,7 @@ typedef struct batch {
     int tx_msgs;    /* messages applied in it (with or without a savepoint) */
     size_t n_bulk;  /* messages the set-based part applied in this batch */
     int bulk_on;    /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
+    int bulk_calls; /* set-based calls made in this batch: lmsg.decided names the one that decided */
 } batch;
 
 /* The Kafka partitions on which the run being walked has a message that waits (held, or applied

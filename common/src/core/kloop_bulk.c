@@ -114,7 +114,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
                 ms[i]->retry = !outs[i].decided && outs[i].retry;
             for (size_t i = 0; i < got; i++)
                 if (outs[i].decided) {
-                    ms[i]->decided = 1; /* its reply queued by ll_bulk_reply */
+                    ms[i]->decided = b->bulk_calls; /* its reply queued by ll_bulk_reply */
                     (*decided)++;
                 }
             break;
@@ -160,6 +160,7 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
     if (sp && ll_batch_db_cmd(b, b->savepoints ? "RELEASE SAVEPOINT m; SAVEPOINT m" : "SAVEPOINT m") != 0)
         return W_FAILED;
     b->savepoints += sp;
+    b->bulk_calls++; /* what this call decides is marked with it, and undone alone */
     size_t outs_before = b->n_outs, touches = b->n_touch;
     for (size_t k = 0; k < l->n_io; k++) {
         if (!l->io[k].in->bulk)
@@ -168,8 +169,11 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
         if (r == W_FAILED)
             return r;
         if (r == W_HELD) {
+            /* only this call's decisions: the earlier ones (another run's, in this transaction
+             * before the savepoint, or in one committed) stand, their replies queued or staged */
             for (size_t i = from; i < to; i++)
-                b->work[i]->decided = 0;
+                if (b->work[i]->decided == b->bulk_calls)
+                    b->work[i]->decided = 0;
             *decided = 0;
             ll_batch_outs_truncate(b, outs_before);
             b->n_touch = touches;

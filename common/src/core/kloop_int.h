@@ -72,7 +72,8 @@ typedef struct lmsg {
     rd_kafka_headers_t *hdrs; /* owned copy for a held message; NULL: read from rkm */
     int held;                 /* 1 while in its partition's held queue (owns its copies) */
     int state;                /* in the current batch: 0 pending, 1 done, 2 held (its run waits) */
-    int decided;              /* in the current batch: applied by its input's bulk function */
+    int decided;              /* in the current batch: applied by its input's bulk function, in
+                               * the batch's set-based call of this number (0: not decided) */
     int retry;                /* left by it only for its run's order (ll_bulk_out.retry) */
     int64_t defer_since_ms;   /* first DEFER (the prerequisite clock), 0 none */
     int64_t retry_at_ms;      /* when a held message is tried again */

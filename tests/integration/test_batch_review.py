@@ -1,0 +1,158 @@
+"""The batch path under rare interleavings (issue 26), on the real broker and database, every
+message of a test on ONE Kafka partition of the chunks topic, produced while the completion is
+stopped so that they come in one poll:
+
+- §1 a failed set-based retry for one run (its file row locked elsewhere past db.lock_timeout)
+  undoes only that retry: another run's chunks, decided before it in the same transaction, are
+  not applied and answered a second time;
+- §2 a full held queue (loop.max_held) seeks the partition back below messages already held: on
+  the refetch those are not held a second time, and each is answered once, in its run's order.
+
+Each asserts exactly one reply per input offset (sourcePartition, sourceOffset).
+"""
+import collections
+import threading
+import time
+
+import pytest
+
+from conftest import close_clean, new_run
+from llsim.drills import Isolated, send_to, wait_until
+from llsim.flow import Flow
+from llsim.kafkaio import Nifi
+
+PART = 1
+LOOP = {"loop.prerequisite_wait": "PT120S", "loop.retry_backoff_max": "PT1S", "db.lock_timeout": "PT1S"}
+
+
+@pytest.fixture
+def iso():
+    i = Isolated("batchreview")
+    yield i
+    close_clean(i)
+
+
+def ordered_runs(n, **kw):
+    """n runs whose ids sort in the order returned (the batch's work is sorted by run id)."""
+    rs = [new_run(**kw) for _ in range(n)]
+    return sorted(rs, key=lambda r: r.run_id)
+
+
+def admit(flow, nifi, run):
+    flow.create(run)
+    flow.register(run)
+    for pid in run.nonempty():
+        nifi.send("partition-claims", run.claim(pid))
+    nifi.flush()
+    flow.reply("claim-decisions", run.run_id, count=len(run.nonempty()))
+
+
+def replies_by_offset(flow, runs, want, timeout=90):
+    """Waits for `want` chunk replies of `runs`, then 3 s more for any extra one; returns
+    {sourceOffset: [reply, ...]} of the chunks topic's partition PART."""
+    ids = {r.run_id for r in runs}
+    reader = flow.r["chunk-outcomes"]
+
+    def mine():
+        return [r["value"] for r in reader.records if r["value"]["runId"] in ids]
+
+    wait_until(lambda: reader.drain(0.5) is not None and len(mine()) >= want, timeout,
+               "%d chunk replies" % want)
+    reader.drain(3)
+    out = collections.defaultdict(list)
+    for v in mine():
+        assert v["sourcePartition"] == PART
+        out[v["sourceOffset"]].append(v)
+    return out
+
+
+def lock_file_row(stack, run_id, pid, index, seconds, locked):
+    """Holds one load_file row locked (SELECT ... FOR UPDATE, as an operator's psql would)."""
+    c = stack.db()
+    c.autocommit = False
+    cur = c.cursor()
+    cur.execute("SELECT 1 FROM nifi_ops.load_file WHERE run_id = %s AND partition_id = %s AND chunk_index = %s"
+                " FOR UPDATE", (run_id, pid, index))
+    assert cur.rowcount == 1
+    locked.set()
+    time.sleep(seconds)
+    c.rollback()
+    c.close()
+
+
+def test_failed_set_based_retry_keeps_other_runs_decisions(iso):
+    """§1: R1's chunk 0 twice (the second left to the per-message path), then a changed chunk 1
+    whose file row psql holds: the set-based retry for R1 fails with a lock timeout. R2's chunks,
+    after R1's in the work, were decided by the first set-based call: one reply each."""
+    st = iso.stack
+    for s in ("registrar", "claimer", "dispatcher"):
+        st.start(s)
+    st.start("completion", "completion-0", settings=LOOP)
+    nifi = Nifi(st.bootstrap, st.prefix)
+    flow = Flow(nifi)
+    try:
+        r1, r2 = ordered_runs(2, partitions=1, empty=())
+        for r in (r1, r2):
+            admit(flow, nifi, r)
+        c1 = r1.chunks("0000")
+        send_to(nifi, "chunks", c1[1], partition=PART)
+        nifi.flush()
+        assert flow.reply("chunk-outcomes", r1.run_id)[0]["outcome"] == "ACCEPTED"
+        assert st.stop("completion-0") == 0
+        locked = threading.Event()
+        t = threading.Thread(target=lock_file_row, args=(st, r1.run_id, "0000", 1, 8, locked))
+        t.start()
+        assert locked.wait(10)
+        changed = dict(c1[1], recordCount=c1[1]["recordCount"] - 1, byteCount=1)
+        batch = [c1[0], c1[0], changed] + r2.chunks("0000")[:2]
+        for m in batch:
+            send_to(nifi, "chunks", m, partition=PART)
+        nifi.flush()
+        st.start("completion", "completion-0", settings=LOOP)
+        got = replies_by_offset(flow, (r1, r2), want=1 + len(batch))
+        t.join()
+        twice = {o: [(v["runId"][:8], v["outcome"]) for v in vs] for o, vs in got.items() if len(vs) != 1}
+        assert not twice, "offsets answered more than once: %s" % twice
+        assert len(got) == 1 + len(batch)
+        r2_outcomes = [vs[0]["outcome"] for vs in got.values() if vs[0]["runId"] == r2.run_id]
+        assert r2_outcomes == ["ACCEPTED", "ACCEPTED"]
+        r1_outcomes = [vs[0]["outcome"] for o, vs in sorted(got.items()) if vs[0]["runId"] == r1.run_id]
+        assert r1_outcomes == ["ACCEPTED", "ACCEPTED", "REPLAY", "ACCEPTED"]
+    finally:
+        flow.close()
+
+
+def test_full_held_queue_refetch_holds_nothing_twice(iso):
+    """§2: loop.max_held=4, five chunks of runs the ledger does not know yet, produced in
+    descending run-id order (the work, sorted by run, holds the four highest offsets first, and
+    the lowest offset finds the queue full: the partition seeks back below the held ones). Once
+    the runs are admitted one by one, every chunk is answered once, each run's in offset order."""
+    st = iso.stack
+    for s in ("registrar", "claimer", "dispatcher"):
+        st.start(s)
+    nifi = Nifi(st.bootstrap, st.prefix)
+    flow = Flow(nifi)
+    try:
+        runs = ordered_runs(5, partitions=1, empty=())
+        for r in runs:
+            r.claim("0000")  # fixes the tokens
+        sent = []
+        for r in reversed(runs):
+            sent.append(r.chunks("0000")[0])
+        sent.append(runs[0].chunks("0000")[1])  # a second chunk of the first run, after all
+        for m in sent:
+            send_to(nifi, "chunks", m, partition=PART)
+        nifi.flush()
+        st.start("completion", "completion-0", settings=dict(LOOP, **{"loop.max_held": "4"}))
+        time.sleep(3)  # every chunk read, held or refused a place
+        for r in runs:
+            admit(flow, nifi, r)
+        got = replies_by_offset(flow, runs, want=len(sent))
+        twice = {o: [(v["runId"][:8], v["outcome"]) for v in vs] for o, vs in got.items() if len(vs) != 1}
+        assert not twice, "offsets answered more than once: %s" % twice
+        assert len(got) == len(sent)
+        assert all(vs[0]["outcome"] == "ACCEPTED" for vs in got.values()), got
+        first = [v for v in flow.r["chunk-outcomes"].records if v["value"]["runId"] == runs[0].run_id]
+        assert [v["value"]["chunkIndex"] for v in first] == [0, 1]
+    finally:
+        flow.close()
