@@ -8,7 +8,12 @@ stopped so that they come in one poll:
 - §2 a full held queue (loop.max_held) seeks the partition back below messages already held: on
   the refetch those are not held a second time, and each is answered once, in its run's order.
 
-Each asserts exactly one reply per input offset (sourcePartition, sourceOffset).
+- §4 a prerequisite that never comes: the run's held messages share one clock, so its chunks are
+  dead-lettered a held queue's worth at a time after one loop.prerequisite_wait, not one period
+  per message; another run's chunk behind them on the same
+  partition is answered at once.
+
+§1 and §2 assert exactly one reply per input offset (sourcePartition, sourceOffset).
 """
 import collections
 import threading
@@ -154,5 +159,52 @@ def test_full_held_queue_refetch_holds_nothing_twice(iso):
         assert all(vs[0]["outcome"] == "ACCEPTED" for vs in got.values()), got
         first = [v for v in flow.r["chunk-outcomes"].records if v["value"]["runId"] == runs[0].run_id]
         assert [v["value"]["chunkIndex"] for v in first] == [0, 1]
+    finally:
+        flow.close()
+
+
+def test_a_missing_prerequisite_dead_letters_its_run_together(iso):
+    """§4: loop.prerequisite_wait=PT5S, loop.max_held=8; 20 chunks of a run the ledger never
+    gets, then one chunk of an admitted run, on one partition. The admitted run's chunk is answered
+    long before the first dead letter; the 20 dead letters (PREREQUISITE_TIMEOUT) come a held
+    queue's worth at a time, each group together after one period: at most 3 groups (b02fa82
+    needed a period for each held message). Messages refetched after the queue drained start a
+    clock of their own: the clock does not outlive the run's held messages."""
+    st = iso.stack
+    for s in ("registrar", "claimer", "dispatcher"):
+        st.start(s)
+    nifi = Nifi(st.bootstrap, st.prefix)
+    flow = Flow(nifi)
+    try:
+        ghost, live = ordered_runs(2, partitions=1, empty=())  # the ghost's chunks sort first
+        admit(flow, nifi, live)
+        ghost.claim("0000")
+        for i in range(20):
+            send_to(nifi, "chunks", ghost.chunk("0000", i, 20, 100), partition=PART)
+        send_to(nifi, "chunks", live.chunks("0000")[0], partition=PART)
+        nifi.flush()
+        settings = dict(LOOP, **{"loop.prerequisite_wait": "PT5S", "loop.max_held": "8"})
+        st.start("completion", "completion-0", settings=settings)
+        assert flow.reply("chunk-outcomes", live.run_id)[0]["outcome"] == "ACCEPTED"
+        answered = time.time()
+        db = st.db()
+        db.autocommit = True
+        cur = db.cursor()
+
+        def dead():
+            cur.execute("SELECT extract(epoch FROM event_time) FROM nifi_ops.load_event WHERE run_id = %s"
+                        " AND event_name = 'DEAD_LETTER' AND error_code = 'PREREQUISITE_TIMEOUT'"
+                        " ORDER BY event_time", (ghost.run_id,))
+            return [float(r[0]) for r in cur.fetchall()]
+
+        wait_until(lambda: len(dead()) >= 20, 120, "20 dead letters of the ghost run")
+        times = dead()
+        db.close()
+        assert len(times) == 20
+        assert times[0] - answered >= 2.5, "the admitted run's chunk waited for the ghost run"
+        # one group a held queue's worth (8, then the refetched ones as the queue takes them),
+        # each group's messages together: at most ceil(20 / 8) groups, not one per message
+        groups = 1 + sum(1 for a, b in zip(times, times[1:]) if b - a > 2)
+        assert groups <= 3, "dead letters in %d groups: %s" % (groups, [round(t - times[0], 1) for t in times])
     finally:
         flow.close()

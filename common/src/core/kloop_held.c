@@ -71,6 +71,12 @@ lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
                   ? rd_kafka_headers_copy(h)
                   : NULL;
     c->held = 1;
+    /* the prerequisite clock is the run's on this partition (docs/design.md §3): a message
+     * queued behind a deferred one waits no longer than it, instead of a period of its own once
+     * the one before it is dead-lettered */
+    for (size_t i = 0; i < ps->n_held && !c->defer_since_ms; i++)
+        if (ps->held[i]->defer_since_ms && strcmp(ps->held[i]->run, c->run) == 0)
+            c->defer_since_ms = ps->held[i]->defer_since_ms;
     size_t at = ps->n_held;
     while (at > 0 && ps->held[at - 1]->offset > c->offset)
         at--;
@@ -124,8 +130,13 @@ w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const c
         ll_loop_stop_partition(l, m->ps, m->offset);
         return W_HELD;
     }
-    if (deferred && !h->defer_since_ms)
+    if (deferred && !h->defer_since_ms) {
         h->defer_since_ms = now;
+        /* the run's clock: its messages already queued behind this one start it too */
+        for (size_t i = 0; i < h->ps->n_held; i++)
+            if (!h->ps->held[i]->defer_since_ms && strcmp(h->ps->held[i]->run, h->run) == 0)
+                h->ps->held[i]->defer_since_ms = now;
+    }
     h->backoff_ms = h->backoff_ms ? h->backoff_ms * 2 : l->backoff_min_ms;
     if (h->backoff_ms > l->backoff_max_ms)
         h->backoff_ms = l->backoff_max_ms;

@@ -75,7 +75,8 @@ typedef struct lmsg {
     int decided;              /* in the current batch: applied by its input's bulk function, in
                                * the batch's set-based call of this number (0: not decided) */
     int retry;                /* left by it only for its run's order (ll_bulk_out.retry) */
-    int64_t defer_since_ms;   /* first DEFER (the prerequisite clock), 0 none */
+    int64_t defer_since_ms;   /* first DEFER of its run on its partition (the prerequisite clock,
+                               * shared by the run's held messages there), 0 none */
     int64_t retry_at_ms;      /* when a held message is tried again */
     int64_t backoff_ms;
 } lmsg;
