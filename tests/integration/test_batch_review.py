@@ -13,7 +13,11 @@ stopped so that they come in one poll:
   per message; another run's chunk behind them on the same
   partition is answered at once.
 
-§1 and §2 assert exactly one reply per input offset (sourcePartition, sourceOffset).
+- §3 a rebalance while a rewind is owed (the database connections cut under load) drops the
+  records staged for the next Kafka commit: their messages come again from the committed offsets
+  and are answered then; kept, they were committed later without their offsets (a second answer).
+
+§1, §2 and §3 assert exactly one reply per input offset (sourcePartition, sourceOffset).
 """
 import collections
 import threading
@@ -22,7 +26,7 @@ import time
 import pytest
 
 from conftest import close_clean, new_run
-from llsim.drills import Isolated, send_to, wait_until
+from llsim.drills import Isolated, loadctl_verify, send_to, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 
@@ -35,6 +39,19 @@ def iso():
     i = Isolated("batchreview")
     yield i
     close_clean(i)
+
+
+@pytest.fixture
+def side(iso):
+    """(stack, NiFi's side, its flow) of a drill whose registrar, claimer and dispatcher run; the
+    completion is each test's to start."""
+    st = iso.stack
+    for s in ("registrar", "claimer", "dispatcher"):
+        st.start(s)
+    nifi = Nifi(st.bootstrap, st.prefix)
+    flow = Flow(nifi)
+    yield st, nifi, flow
+    flow.close()
 
 
 def ordered_runs(n, **kw):
@@ -85,126 +102,165 @@ def lock_file_row(stack, run_id, pid, index, seconds, locked):
     c.close()
 
 
-def test_failed_set_based_retry_keeps_other_runs_decisions(iso):
+def test_failed_set_based_retry_keeps_other_runs_decisions(side):
     """§1: R1's chunk 0 twice (the second left to the per-message path), then a changed chunk 1
     whose file row psql holds: the set-based retry for R1 fails with a lock timeout. R2's chunks,
     after R1's in the work, were decided by the first set-based call: one reply each."""
-    st = iso.stack
-    for s in ("registrar", "claimer", "dispatcher"):
-        st.start(s)
+    st, nifi, flow = side
     st.start("completion", "completion-0", settings=LOOP)
-    nifi = Nifi(st.bootstrap, st.prefix)
-    flow = Flow(nifi)
-    try:
-        r1, r2 = ordered_runs(2, partitions=1, empty=())
-        for r in (r1, r2):
-            admit(flow, nifi, r)
-        c1 = r1.chunks("0000")
-        send_to(nifi, "chunks", c1[1], partition=PART)
-        nifi.flush()
-        assert flow.reply("chunk-outcomes", r1.run_id)[0]["outcome"] == "ACCEPTED"
-        assert st.stop("completion-0") == 0
-        locked = threading.Event()
-        t = threading.Thread(target=lock_file_row, args=(st, r1.run_id, "0000", 1, 8, locked))
-        t.start()
-        assert locked.wait(10)
-        changed = dict(c1[1], recordCount=c1[1]["recordCount"] - 1, byteCount=1)
-        batch = [c1[0], c1[0], changed] + r2.chunks("0000")[:2]
-        for m in batch:
-            send_to(nifi, "chunks", m, partition=PART)
-        nifi.flush()
-        st.start("completion", "completion-0", settings=LOOP)
-        got = replies_by_offset(flow, (r1, r2), want=1 + len(batch))
-        t.join()
-        twice = {o: [(v["runId"][:8], v["outcome"]) for v in vs] for o, vs in got.items() if len(vs) != 1}
-        assert not twice, "offsets answered more than once: %s" % twice
-        assert len(got) == 1 + len(batch)
-        r2_outcomes = [vs[0]["outcome"] for vs in got.values() if vs[0]["runId"] == r2.run_id]
-        assert r2_outcomes == ["ACCEPTED", "ACCEPTED"]
-        r1_outcomes = [vs[0]["outcome"] for o, vs in sorted(got.items()) if vs[0]["runId"] == r1.run_id]
-        assert r1_outcomes == ["ACCEPTED", "ACCEPTED", "REPLAY", "ACCEPTED"]
-    finally:
-        flow.close()
+    r1, r2 = ordered_runs(2, partitions=1, empty=())
+    for r in (r1, r2):
+        admit(flow, nifi, r)
+    c1 = r1.chunks("0000")
+    send_to(nifi, "chunks", c1[1], partition=PART)
+    nifi.flush()
+    assert flow.reply("chunk-outcomes", r1.run_id)[0]["outcome"] == "ACCEPTED"
+    assert st.stop("completion-0") == 0
+    locked = threading.Event()
+    t = threading.Thread(target=lock_file_row, args=(st, r1.run_id, "0000", 1, 8, locked))
+    t.start()
+    assert locked.wait(10)
+    changed = dict(c1[1], recordCount=c1[1]["recordCount"] - 1, byteCount=1)
+    batch = [c1[0], c1[0], changed] + r2.chunks("0000")[:2]
+    for m in batch:
+        send_to(nifi, "chunks", m, partition=PART)
+    nifi.flush()
+    st.start("completion", "completion-0", settings=LOOP)
+    got = replies_by_offset(flow, (r1, r2), want=1 + len(batch))
+    t.join()
+    twice = {o: [(v["runId"][:8], v["outcome"]) for v in vs] for o, vs in got.items() if len(vs) != 1}
+    assert not twice, "offsets answered more than once: %s" % twice
+    assert len(got) == 1 + len(batch)
+    r2_outcomes = [vs[0]["outcome"] for vs in got.values() if vs[0]["runId"] == r2.run_id]
+    assert r2_outcomes == ["ACCEPTED", "ACCEPTED"]
+    r1_outcomes = [vs[0]["outcome"] for o, vs in sorted(got.items()) if vs[0]["runId"] == r1.run_id]
+    assert r1_outcomes == ["ACCEPTED", "ACCEPTED", "REPLAY", "ACCEPTED"]
 
 
-def test_full_held_queue_refetch_holds_nothing_twice(iso):
+def test_full_held_queue_refetch_holds_nothing_twice(side):
     """§2: loop.max_held=4, five chunks of runs the ledger does not know yet, produced in
     descending run-id order (the work, sorted by run, holds the four highest offsets first, and
     the lowest offset finds the queue full: the partition seeks back below the held ones). Once
     the runs are admitted one by one, every chunk is answered once, each run's in offset order."""
-    st = iso.stack
-    for s in ("registrar", "claimer", "dispatcher"):
-        st.start(s)
-    nifi = Nifi(st.bootstrap, st.prefix)
-    flow = Flow(nifi)
-    try:
-        runs = ordered_runs(5, partitions=1, empty=())
-        for r in runs:
-            r.claim("0000")  # fixes the tokens
-        sent = []
-        for r in reversed(runs):
-            sent.append(r.chunks("0000")[0])
-        sent.append(runs[0].chunks("0000")[1])  # a second chunk of the first run, after all
-        for m in sent:
-            send_to(nifi, "chunks", m, partition=PART)
-        nifi.flush()
-        st.start("completion", "completion-0", settings=dict(LOOP, **{"loop.max_held": "4"}))
-        time.sleep(3)  # every chunk read, held or refused a place
-        for r in runs:
-            admit(flow, nifi, r)
-        got = replies_by_offset(flow, runs, want=len(sent))
-        twice = {o: [(v["runId"][:8], v["outcome"]) for v in vs] for o, vs in got.items() if len(vs) != 1}
-        assert not twice, "offsets answered more than once: %s" % twice
-        assert len(got) == len(sent)
-        assert all(vs[0]["outcome"] == "ACCEPTED" for vs in got.values()), got
-        first = [v for v in flow.r["chunk-outcomes"].records if v["value"]["runId"] == runs[0].run_id]
-        assert [v["value"]["chunkIndex"] for v in first] == [0, 1]
-    finally:
-        flow.close()
+    st, nifi, flow = side
+    runs = ordered_runs(5, partitions=1, empty=())
+    for r in runs:
+        r.claim("0000")  # fixes the tokens
+    sent = []
+    for r in reversed(runs):
+        sent.append(r.chunks("0000")[0])
+    sent.append(runs[0].chunks("0000")[1])  # a second chunk of the first run, after all
+    for m in sent:
+        send_to(nifi, "chunks", m, partition=PART)
+    nifi.flush()
+    st.start("completion", "completion-0", settings=dict(LOOP, **{"loop.max_held": "4"}))
+    time.sleep(3)  # every chunk read, held or refused a place
+    for r in runs:
+        admit(flow, nifi, r)
+    got = replies_by_offset(flow, runs, want=len(sent))
+    twice = {o: [(v["runId"][:8], v["outcome"]) for v in vs] for o, vs in got.items() if len(vs) != 1}
+    assert not twice, "offsets answered more than once: %s" % twice
+    assert len(got) == len(sent)
+    assert all(vs[0]["outcome"] == "ACCEPTED" for vs in got.values()), got
+    first = [v for v in flow.r["chunk-outcomes"].records if v["value"]["runId"] == runs[0].run_id]
+    assert [v["value"]["chunkIndex"] for v in first] == [0, 1]
 
 
-def test_a_missing_prerequisite_dead_letters_its_run_together(iso):
+def test_a_missing_prerequisite_dead_letters_its_run_together(side):
     """§4: loop.prerequisite_wait=PT5S, loop.max_held=8; 20 chunks of a run the ledger never
     gets, then one chunk of an admitted run, on one partition. The admitted run's chunk is answered
     long before the first dead letter; the 20 dead letters (PREREQUISITE_TIMEOUT) come a held
     queue's worth at a time, each group together after one period: at most 3 groups (b02fa82
     needed a period for each held message). Messages refetched after the queue drained start a
     clock of their own: the clock does not outlive the run's held messages."""
-    st = iso.stack
-    for s in ("registrar", "claimer", "dispatcher"):
-        st.start(s)
-    nifi = Nifi(st.bootstrap, st.prefix)
-    flow = Flow(nifi)
+    st, nifi, flow = side
+    ghost, live = ordered_runs(2, partitions=1, empty=())  # the ghost's chunks sort first
+    admit(flow, nifi, live)
+    ghost.claim("0000")
+    for i in range(20):
+        send_to(nifi, "chunks", ghost.chunk("0000", i, 20, 100), partition=PART)
+    send_to(nifi, "chunks", live.chunks("0000")[0], partition=PART)
+    nifi.flush()
+    settings = dict(LOOP, **{"loop.prerequisite_wait": "PT5S", "loop.max_held": "8"})
+    st.start("completion", "completion-0", settings=settings)
+    assert flow.reply("chunk-outcomes", live.run_id)[0]["outcome"] == "ACCEPTED"
+    answered = time.time()
+    db = st.db()
+    db.autocommit = True
+    cur = db.cursor()
+
+    def dead():
+        cur.execute("SELECT extract(epoch FROM event_time) FROM nifi_ops.load_event WHERE run_id = %s"
+                    " AND event_name = 'DEAD_LETTER' AND error_code = 'PREREQUISITE_TIMEOUT'"
+                    " ORDER BY event_time", (ghost.run_id,))
+        return [float(r[0]) for r in cur.fetchall()]
+
+    wait_until(lambda: len(dead()) >= 20, 120, "20 dead letters of the ghost run")
+    times = dead()
+    db.close()
+    assert len(times) == 20
+    assert times[0] - answered >= 2.5, "the admitted run's chunk waited for the ghost run"
+    # one group a held queue's worth (8, then the refetched ones as the queue takes them),
+    # each group's messages together: at most ceil(20 / 8) groups, not one per message
+    groups = 1 + sum(1 for a, b in zip(times, times[1:]) if b - a > 2)
+    assert groups <= 3, "dead letters in %d groups: %s" % (groups, [round(t - times[0], 1) for t in times])
+
+
+def test_rebalance_while_the_database_is_cut_answers_each_chunk_once(iso, side):
+    """§3: two completion instances on the three partitions of the chunks topic, chunk reports of
+    12 runs produced throughout, the completion's database connections terminated every 0.3 s
+    while a third instance joins and leaves three times. Every chunk is answered once per offset,
+    every run completes, and loadctl verify --topics finds nothing."""
+    st, nifi, flow = side
+    settings = dict(LOOP, **{"loop.retry_backoff_min": "PT0.05S"})
+    for n in range(2):
+        st.start("completion", "completion-%d" % n, settings=settings)
+    runs = [new_run(partitions=2, empty=()) for _ in range(12)]
+    for r in runs:
+        admit(flow, nifi, r)
+    chunks = [c for r in runs for pid in r.nonempty() for c in r.chunks(pid)]
+    stop = threading.Event()
+    cuts = []
+
+    def cut():
+        c = st.db()
+        c.autocommit = True
+        cur = c.cursor()
+        while not stop.is_set():
+            cur.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname ="
+                        " current_database() AND application_name = 'completion' AND pid <> pg_backend_pid()")
+            cuts.append(cur.fetchone()[0])
+            time.sleep(0.3)
+        c.close()
+
+    t = threading.Thread(target=cut)
+    t.start()
     try:
-        ghost, live = ordered_runs(2, partitions=1, empty=())  # the ghost's chunks sort first
-        admit(flow, nifi, live)
-        ghost.claim("0000")
-        for i in range(20):
-            send_to(nifi, "chunks", ghost.chunk("0000", i, 20, 100), partition=PART)
-        send_to(nifi, "chunks", live.chunks("0000")[0], partition=PART)
-        nifi.flush()
-        settings = dict(LOOP, **{"loop.prerequisite_wait": "PT5S", "loop.max_held": "8"})
-        st.start("completion", "completion-0", settings=settings)
-        assert flow.reply("chunk-outcomes", live.run_id)[0]["outcome"] == "ACCEPTED"
-        answered = time.time()
-        db = st.db()
-        db.autocommit = True
-        cur = db.cursor()
-
-        def dead():
-            cur.execute("SELECT extract(epoch FROM event_time) FROM nifi_ops.load_event WHERE run_id = %s"
-                        " AND event_name = 'DEAD_LETTER' AND error_code = 'PREREQUISITE_TIMEOUT'"
-                        " ORDER BY event_time", (ghost.run_id,))
-            return [float(r[0]) for r in cur.fetchall()]
-
-        wait_until(lambda: len(dead()) >= 20, 120, "20 dead letters of the ghost run")
-        times = dead()
-        db.close()
-        assert len(times) == 20
-        assert times[0] - answered >= 2.5, "the admitted run's chunk waited for the ghost run"
-        # one group a held queue's worth (8, then the refetched ones as the queue takes them),
-        # each group's messages together: at most ceil(20 / 8) groups, not one per message
-        groups = 1 + sum(1 for a, b in zip(times, times[1:]) if b - a > 2)
-        assert groups <= 3, "dead letters in %d groups: %s" % (groups, [round(t - times[0], 1) for t in times])
+        for k in range(3):
+            for c in chunks[k * len(chunks) // 3:(k + 1) * len(chunks) // 3]:
+                send_to(nifi, "chunks", c, partition=(hash(c["runId"]) + c["chunkIndex"]) % 3)
+            nifi.flush()
+            st.start("completion", "completion-2", settings=settings)
+            time.sleep(4)
+            assert st.stop("completion-2") == 0
     finally:
-        flow.close()
+        stop.set()
+        t.join()
+    assert sum(cuts) > 0, "no connection was cut"
+    reader = flow.r["chunk-outcomes"]
+    ids = {r.run_id for r in runs}
+
+    def mine():
+        return [r["value"] for r in reader.records if r["value"]["runId"] in ids]
+
+    wait_until(lambda: reader.drain(0.5) is not None and len(mine()) >= len(chunks), 120,
+               "%d chunk replies" % len(chunks))
+    reader.drain(3)
+    per = collections.Counter((v["sourcePartition"], v["sourceOffset"]) for v in mine())
+    twice = {k: n for k, n in per.items() if n != 1}
+    assert not twice, "offsets answered more than once: %s" % twice
+    assert len(per) == len(chunks)
+    for r in runs:
+        flow.validate_commands(r)
+    rc, checks = loadctl_verify(iso)
+    assert rc == 0, {k: v for k, v in checks.items() if v.get("violations")}

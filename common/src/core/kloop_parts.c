@@ -108,6 +108,16 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
      * the assignment changes; a failure aborts it and its batches come again from the committed
      * offsets (of the new assignment, for what stays assigned) */
     ll_loop_commit_drain(l);
+    if (l->n_staged > 0) {
+        /* not committed (a rewind or a new producer was owed, or the commit failed): their
+         * messages come again from the committed offsets, to this instance or the partition's
+         * new owner, and are answered then as replays. Kept, they would be committed later
+         * without their offsets: a second answer (docs/design.md §4) */
+        ll_log(LL_INFO, NULL, "staged_dropped",
+               "rebalance: %zu staged records dropped, answered again as replays", l->n_staged);
+        ll_loop_staged_drop(l);
+        ll_obs_stage_drop();
+    }
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",
                     parts->cnt);
