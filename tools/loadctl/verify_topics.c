@@ -1,9 +1,11 @@
 /*
  * verify_topics.c - the topic invariants of `loadctl verify --topics` (kafka-edition.md §3):
- * every input offset below its group's committed offset has exactly one reply or one dead letter
+ * every input offset below its group's committed offset has one answer, a reply or a dead letter
  * (read_committed, matched by the reply's sourceTopic/sourcePartition/sourceOffset and the dead
- * letter's ll.source.* headers), so no offset was committed ahead of its database effect, and no
- * chunk report was lost (its load_file row, a REJECTED/REPLAY reply, or a dead letter).
+ * letter's ll.source.* headers), later REPLAY replies agreeing with it (ll_input_judge_answers;
+ * tools/loadctl/README.md "Answers that agree"), so no offset was committed ahead of its database
+ * effect, and no chunk report was lost (its load_file row, a REJECTED/REPLAY reply, or a dead
+ * letter).
  *
  * The work is bounded before it starts: at most max_records records are read in all, within
  * timeout_ms; a check a bound stopped says so (vf_check.bounded). Nothing is committed: the

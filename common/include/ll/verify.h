@@ -1,7 +1,8 @@
 /*
  * verify.h - the decisions of `loadctl verify` as pure functions: which run status a ledger
  * event leads to (contract §3.1, §8), what a run's events imply, and how one input offset is
- * accounted for on the topics (kafka-edition.md §3: one reply or one dead letter per input).
+ * accounted for on the topics (kafka-edition.md §3: one reply or one dead letter per input; §1: a
+ * replay answers REPLAY and changes nothing, so a later agreeing REPLAY is no second answer).
  * No I/O: loadctl reads the ledger and the topics and hands the facts to these.
  */
 #ifndef LL_VERIFY_H
