@@ -12,7 +12,10 @@ database and topics of its own:
    dump, `loadctl offsets restore` now; earliest where none was), and the services start again
    and replay;
 4. once the groups have caught up and the outbox is empty, the digest is the same, table by table,
-   and `loadctl verify` (the ledger's invariants) holds.
+   and `loadctl verify --topics --restored-from` the offsets file holds: every replayed input's
+   answers agree (a REPLAY, or the same fresh answer where the backup missed the input); the
+   groups reset to the recorded offsets once more and replayed, every input of the range gets a
+   further REPLAY answer, the ledger is unchanged and verify still holds.
 
 CI runs LL_RESTORE_DRILLS drills (1, about 20 s); the long mode runs 10 (LL_RESTORE_DRILLS=10,
 ~3 minutes; docs/operations.md).
@@ -22,7 +25,7 @@ import os
 import time
 
 from conftest import new_run
-from llsim.drills import Isolated, committed, lag, loadctl_topics, wait_until
+from llsim.drills import Isolated, committed, lag, loadctl_topics, loadctl_verify, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 from llsim.restore import backup, business_digest, restore
@@ -149,12 +152,42 @@ def one_drill(n, dump_dir):
         diff = {t: (before.get(t), after.get(t)) for t in set(before) | set(after) if before.get(t) != after.get(t)}
         assert not diff, "drill %d: the restored and replayed ledger differs in %s (logs in %s)" % (
             n, sorted(diff), st.log_dir)
-        # the ledger's invariants; the topic checks are left out: a replayed input has its first
-        # answer and the replay's REPLAY answer, which one_reply counts as two (docs/operations.md)
-        p = st.loadctl("verify", "--json", check=False)
-        assert p.returncode == 0, p.stdout + p.stderr
+        # the ledger's and the topics' invariants (docs/operations.md "Restore from a backup",
+        # step 5): an input replayed after the restore has the lost ledger's answer and the
+        # restored one's (REPLAY where the backup held it, the same fresh answer where it did not)
+        rc, checks = loadctl_verify(iso, "--restored-from", offsets)
+        bad = {k: c for k, c in checks.items() if c["violations"] or c.get("incomplete")}
+        assert rc == 0 and not bad, "drill %d: verify --topics after the restore: %s" % (n, bad)
+        # without the offsets file a second fresh answer is a duplicate: every one names an input
+        # at or above the offset the backup recorded, i.e. one the restored ledger applied again
+        rc, plain = loadctl_verify(iso)
+        for sample in plain["one_reply"]["samples"]:
+            where = sample.split(":")[0]
+            topic, rest = where.split("[")
+            part, off = rest.split("]@")
+            recorded = [o for g in saved.values() for (t, pp), o in g.items() if t == topic and pp == int(part)]
+            assert recorded and int(off) >= recorded[0], (sample, saved)
+            assert "replies, 0 dead letters" in sample, sample
+        # the operator's replay of the same range once more (the groups reset to the recorded
+        # offsets again): every input of it is answered REPLAY a further time, which agrees
         stop_services(st)
-        print("restore drill %d: same digest, restore + replay %.1f s" % (n, took), flush=True)
+        loadctl_topics(iso, "offsets", "restore", "--from", offsets, check_rc=0)
+        start_services(st)
+        wait_until(lambda: settled(iso, groups), 180, "second replay")
+        assert digest(iso) == before, "drill %d: a second replay changed the ledger" % n
+        rc, again = loadctl_verify(iso, "--restored-from", offsets)
+        bad = {k: c for k, c in again.items() if c["violations"] or c.get("incomplete")}
+        assert rc == 0 and not bad, "drill %d: verify --topics after a second replay: %s" % (n, bad)
+        # the REPLAYs are there: without the offsets file the same inputs as before are named,
+        # each now with a third answer, a REPLAY
+        rc, plain2 = loadctl_verify(iso)
+        assert plain2["one_reply"]["violations"] == plain["one_reply"]["violations"] > 0, plain2
+        for sample in plain2["one_reply"]["samples"]:
+            answers = sorted(sample.rsplit("(", 1)[1].rstrip(")").split(", "))
+            assert answers == ["ACCEPTED", "ACCEPTED", "REPLAY"], sample
+        stop_services(st)
+        print("restore drill %d: same digest, restore + replay %.1f s, verify --topics holds (%d inputs"
+              " answered afresh by both ledgers)" % (n, took, plain["one_reply"]["violations"]), flush=True)
     finally:
         flow.close()
         codes = iso.close()

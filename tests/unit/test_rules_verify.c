@@ -162,13 +162,82 @@ static void test_chunk_accounted(void **state)
     assert_false(ll_chunk_accounted(false, "rejected", false));
 }
 
+/* One input's answers, judged (kafka-edition.md §3, §1; docs/operations.md "Restore from a
+ * backup"): a later REPLAY agreeing with the original answer is no violation. */
+static void test_input_answers(void **state)
+{
+    (void)state;
+    const ll_answer acc = {.outcome = "ACCEPTED"}, rep = {.outcome = "REPLAY"};
+    const ll_answer claim = {.outcome = "ACCEPTED", .granted = LL_GRANT_YES};
+    const ll_answer rej = {.outcome = "REJECTED", .code = "DUPLICATE_ACTIVE_RUN"};
+    const ll_answer dead = {.dead_letter = true};
+    /* one answer, none */
+    assert_int_equal(ll_input_judge_answers(&acc, 1, false), LL_INPUT_OK);
+    assert_int_equal(ll_input_judge_answers(&dead, 1, false), LL_INPUT_OK);
+    assert_int_equal(ll_input_judge_answers(NULL, 0, false), LL_INPUT_MISSING);
+    /* the replay of an applied input after a restore: the first answer, then REPLAY */
+    const ll_answer a1[] = {acc, rep};
+    assert_int_equal(ll_input_judge_answers(a1, 2, false), LL_INPUT_OK);
+    const ll_answer a1b[] = {rep, acc, rep}; /* the original need not come first on the topic */
+    assert_int_equal(ll_input_judge_answers(a1b, 3, false), LL_INPUT_OK);
+    /* a notable replay's code (a publish claim past PUBLISHING: REPLAY RUN_STATUS_MISMATCH,
+     * claimed=false) restates a grant without making a second one */
+    const ll_answer a2[] = {claim,
+                            {.outcome = "REPLAY", .code = "RUN_STATUS_MISMATCH", .granted = LL_GRANT_NO}};
+    assert_int_equal(ll_input_judge_answers(a2, 2, false), LL_INPUT_OK);
+    /* a refusal replayed names the same refusal (a rejected run request, an invalid manifest) */
+    const ll_answer a3[] = {rej, {.outcome = "REPLAY", .code = "DUPLICATE_ACTIVE_RUN"}};
+    assert_int_equal(ll_input_judge_answers(a3, 2, false), LL_INPUT_OK);
+
+    /* a second non-REPLAY answer: the input was applied (or refused, or dead-lettered) twice */
+    const ll_answer d1[] = {acc, acc};
+    assert_int_equal(ll_input_judge_answers(d1, 2, false), LL_INPUT_DUPLICATE);
+    const ll_answer d2[] = {acc, dead};
+    assert_int_equal(ll_input_judge_answers(d2, 2, false), LL_INPUT_DUPLICATE);
+    const ll_answer d3[] = {rej, rej};
+    assert_int_equal(ll_input_judge_answers(d3, 2, false), LL_INPUT_DUPLICATE);
+    const ll_answer d4[] = {acc, rep, {.outcome = "REJECTED", .code = "CLAIM_MISMATCH"}};
+    assert_int_equal(ll_input_judge_answers(d4, 3, false), LL_INPUT_DUPLICATE);
+
+    /* a REPLAY contradicting the original: */
+    /* ... it says applied where the input was refused, or refused for another reason */
+    const ll_answer c1[] = {rej, rep};
+    assert_int_equal(ll_input_judge_answers(c1, 2, false), LL_INPUT_CONTRADICTED);
+    const ll_answer c2[] = {rej, {.outcome = "REPLAY", .code = "RUN_ID_CONFLICT"}};
+    assert_int_equal(ll_input_judge_answers(c2, 2, false), LL_INPUT_CONTRADICTED);
+    /* ... it grants what the original refused (two owners of one partition) */
+    const ll_answer c3[] = {{.outcome = "ACCEPTED", .granted = LL_GRANT_NO},
+                            {.outcome = "REPLAY", .granted = LL_GRANT_YES}};
+    assert_int_equal(ll_input_judge_answers(c3, 2, false), LL_INPUT_CONTRADICTED);
+    /* ... it says applied where the input was dead-lettered */
+    const ll_answer c4[] = {dead, rep};
+    assert_int_equal(ll_input_judge_answers(c4, 2, false), LL_INPUT_CONTRADICTED);
+    /* ... an unknown outcome answers nothing the sender can trust */
+    const ll_answer c5[] = {acc, {.outcome = "replay"}};
+    assert_int_equal(ll_input_judge_answers(c5, 2, false), LL_INPUT_DUPLICATE);
+
+    /* replayed after a restore (restored): the restored ledger applies again what the backup
+     * missed, so a second non-REPLAY answer agreeing in outcome, code and grant is no violation;
+     * a third, or one that disagrees, still is */
+    assert_int_equal(ll_input_judge_answers(d1, 2, true), LL_INPUT_OK);
+    assert_int_equal(ll_input_judge_answers(d3, 2, true), LL_INPUT_OK);
+    const ll_answer r1[] = {acc, acc, acc};
+    assert_int_equal(ll_input_judge_answers(r1, 3, true), LL_INPUT_DUPLICATE);
+    const ll_answer r2[] = {acc, {.outcome = "REJECTED", .code = "CLAIM_MISMATCH"}};
+    assert_int_equal(ll_input_judge_answers(r2, 2, true), LL_INPUT_CONTRADICTED);
+    const ll_answer r3[] = {{.outcome = "ACCEPTED", .granted = LL_GRANT_NO}, claim};
+    assert_int_equal(ll_input_judge_answers(r3, 2, true), LL_INPUT_CONTRADICTED);
+    assert_int_equal(ll_input_judge_answers(c1, 2, true), LL_INPUT_CONTRADICTED);
+    assert_int_equal(ll_input_judge_answers(d2, 2, true), LL_INPUT_CONTRADICTED);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fixed_events),    cmocka_unit_test(test_events_without_status),
         cmocka_unit_test(test_run_failed),      cmocka_unit_test(test_resolution),
         cmocka_unit_test(test_implied),         cmocka_unit_test(test_input_judge),
-        cmocka_unit_test(test_chunk_accounted),
+        cmocka_unit_test(test_chunk_accounted), cmocka_unit_test(test_input_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,10 +20,15 @@
 enum { VF_HOLDS = 0, VF_FAILS = 1, VF_ERROR = 2 };
 
 static const char USAGE[] =
-    "usage: loadctl verify [--topics] [--config FILE] [--max-records N] [--timeout DURATION] [--json]\n\n"
+    "usage: loadctl verify [--topics] [--config FILE] [--max-records N] [--timeout DURATION]\n"
+    "                      [--restored-from OFFSETS_FILE] [--json]\n\n"
     "Checks the invariants of the ledger and prints each with its count of violations (0 = holds).\n"
     "--topics also reads the topics (read_committed): every input offset below its group's\n"
-    "committed offset has exactly one reply or one dead letter, and no chunk report is lost.\n"
+    "committed offset has one answer, a reply or a dead letter (later REPLAY replies agreeing\n"
+    "with it allowed), and no chunk report is lost.\n"
+    "--restored-from (with --topics) names the offsets file of `loadctl offsets save` a restore\n"
+    "used: an input at or above its recorded offset was answered by the lost and by the restored\n"
+    "ledger, and may have a second answer agreeing with the first.\n"
     "--config is a file of key = value lines like a service's (kafka.*, topic.prefix,\n"
     "topic.<logical>.name|framing, schema.dir, schema.ids_file; LOADLEDGER_<KEY> overrides).\n"
     "--max-records (default 1000000) and --timeout (default PT60S) bound the reading; a check they\n"
@@ -38,7 +43,7 @@ static const struct {
     {"stage_validating", "at most one validation start (STAGE_VALIDATING entry) per run"},
     {"partition_rows", "every SUCCESS partition's WRITTEN files sum to its rows"},
     {"partition_counters", "every partition's counters (migration 0007) equal its WRITTEN files"},
-    {"one_reply", "every committed input offset has exactly one reply or one dead letter"},
+    {"one_reply", "every committed input offset has one reply or dead letter (and agreeing REPLAYs)"},
     {"offset_ahead", "no committed offset ahead of its database effect"},
     {"chunk_lost", "no chunk lost: a file row, a REJECTED/REPLAY reply or a dead letter"},
 };
@@ -82,13 +87,14 @@ static json_t *as_json(const vf_check *c, int n, bool ok)
 int lc_verify(const lc_opts *go, int argc, char **argv)
 {
     lc_opts opts = *go, *o = &opts;
-    const char *config = NULL, *max_records = "1000000", *timeout = "PT60S", *pos[1];
+    const char *config = NULL, *max_records = "1000000", *timeout = "PT60S", *restored_from = NULL, *pos[1];
     bool topics = false;
     int npos;
     lc_optspec specs[] = {{"topics", NULL, &topics},
                           {"config", &config, NULL},
                           {"max-records", &max_records, NULL},
                           {"timeout", &timeout, NULL},
+                          {"restored-from", &restored_from, NULL},
                           {NULL, NULL, NULL}};
     int rc = lc_args(o, USAGE, argc, argv, specs, pos, 0, 0, &npos);
     if (rc != LC_CONTINUE)
@@ -100,6 +106,20 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
     if (lc_parse_duration(timeout, &b.timeout_ms) != 0 || b.timeout_ms <= 0 || b.timeout_ms > 86400000)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--timeout must be a duration up to one day"), VF_ERROR;
     b.max_records = maxr;
+    if (restored_from && !topics)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--restored-from needs --topics"), VF_ERROR;
+    json_t *restored = NULL; /* the offsets file of `loadctl offsets save` (offsets.c, version 1) */
+    if (restored_from) {
+        json_error_t je;
+        restored = json_load_file(restored_from, JSON_REJECT_DUPLICATES, &je);
+        if (!restored || json_integer_value(json_object_get(restored, "version")) != 1 ||
+            !json_is_array(json_object_get(restored, "groups"))) {
+            json_decref(restored);
+            return lc_fail(o, LC_USAGE, "USAGE", NULL, "%s: not a loadctl offsets file (version 1)",
+                           restored_from),
+                   VF_ERROR;
+        }
+    }
     ll_config *cfg = NULL;
     ll_config_key *keys = NULL; /* the configuration borrows the table: freed after it */
     if (topics) {
@@ -109,6 +129,7 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
         if (!cfg) {
             lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL, "%s", keys ? err : "out of memory");
             free(keys);
+            json_decref(restored);
             return VF_ERROR;
         }
     }
@@ -116,6 +137,7 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
     if (lc_db_open(o, &db) != LC_OK) {
         ll_config_free(cfg);
         free(keys);
+        json_decref(restored);
         return VF_ERROR;
     }
     vf_check c[VF_COUNT];
@@ -131,7 +153,7 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
     if (vf_check_ledger(&db, c, &what) != 0) {
         lc_fail_db(o, &db, what);
         rc = VF_ERROR;
-    } else if (topics && vf_check_topics(cfg, &db, &b, c, err, sizeof err) != 0) {
+    } else if (topics && vf_check_topics(cfg, &db, &b, restored, c, err, sizeof err) != 0) {
         lc_fail(o, LC_DB, "TOPICS_UNAVAILABLE", NULL, "%s", err);
         rc = VF_ERROR;
     }
@@ -151,5 +173,6 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
     ll_db_close(&db);
     ll_config_free(cfg);
     free(keys);
+    json_decref(restored);
     return rc;
 }

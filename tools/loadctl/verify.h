@@ -33,7 +33,7 @@ enum {
     VF_STAGE_VALIDATING,   /* at most one STAGE_VALIDATION_STARTED per run */
     VF_PARTITION_ROWS,     /* a SUCCESS partition's WRITTEN files sum to its rows */
     VF_PARTITION_COUNTERS, /* the counters of migration 0007 equal the WRITTEN files */
-    VF_ONE_REPLY,          /* every committed input offset: exactly one reply or one dead letter */
+    VF_ONE_REPLY,          /* every committed input offset: one answer (later REPLAYs agreeing with it) */
     VF_OFFSET_AHEAD,       /* no committed offset ahead of its effect (no reply, no dead letter) */
     VF_CHUNK_LOST,         /* every committed chunk report: a file row, REJECTED/REPLAY, or dead letter */
     VF_COUNT
@@ -57,9 +57,12 @@ typedef struct vf_bounds {
  * topic.prefix, topic.<logical>.name/framing, schema.dir, schema.ids_file): the committed offsets
  * of the groups <prefix>registrar, <prefix>claimer and <prefix>completion, their inputs below
  * them, every reply and dead letter (read_committed), and for the chunk reports the file rows
- * of db. Returns 0, or -1 with a one-line reason in err (configuration, broker or database).
+ * of db. restored: the offsets file (`loadctl offsets save`, borrowed) of a restore the topics
+ * were replayed after, or NULL: an input at or above its recorded offset may have a second
+ * agreeing answer of the restored ledger (ll_input_judge_answers). Returns 0, or -1 with a
+ * one-line reason in err (configuration, broker or database).
  */
-int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, vf_check *checks, char *err,
-                    size_t errlen);
+int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, json_t *restored, vf_check *checks,
+                    char *err, size_t errlen);
 
 #endif

@@ -84,6 +84,14 @@ static void take_reply(reader *r, const part *p, const rd_kafka_message_t *m)
         t->partition = (int32_t)json_integer_value(sp);
         t->offset = json_integer_value(so);
         snprintf(t->outcome, sizeof t->outcome, "%s", outcome ? outcome : "");
+        const char *code = json_string_value(json_object_get(v, "code"));
+        snprintf(t->code, sizeof t->code, "%s", code ? code : "");
+        /* the exclusive grants of the reply schemas: ClaimDecision, PublishClaimDecision,
+         * ValidationStartDecision */
+        json_t *g = json_object_get(v, "claimed");
+        if (!json_is_boolean(g))
+            g = json_object_get(v, "started");
+        t->granted = json_is_boolean(g) ? (json_is_true(g) ? LL_GRANT_YES : LL_GRANT_NO) : LL_GRANT_NA;
     }
     json_decref(v);
 }

@@ -1,9 +1,11 @@
 /*
  * verify_topics.c - the topic invariants of `loadctl verify --topics` (kafka-edition.md §3):
- * every input offset below its group's committed offset has exactly one reply or one dead letter
+ * every input offset below its group's committed offset has one answer, a reply or a dead letter
  * (read_committed, matched by the reply's sourceTopic/sourcePartition/sourceOffset and the dead
- * letter's ll.source.* headers), so no offset was committed ahead of its database effect, and no
- * chunk report was lost (its load_file row, a REJECTED/REPLAY reply, or a dead letter).
+ * letter's ll.source.* headers), later REPLAY replies agreeing with it (ll_input_judge_answers;
+ * tools/loadctl/README.md "Answers that agree"), so no offset was committed ahead of its database
+ * effect, and no chunk report was lost (its load_file row, a REJECTED/REPLAY reply, or a dead
+ * letter).
  *
  * The work is bounded before it starts: at most max_records records are read in all, within
  * timeout_ms; a check a bound stopped says so (vf_check.bounded). Nothing is committed: the
@@ -185,14 +187,61 @@ static int file_rows(reader *r, ll_db *db, char *err, size_t errlen)
     return rc;
 }
 
-/* Judges every input against the replies and dead letters naming it. */
+/*
+ * Whether an input was replayed after a restore: at or above the offset the offsets file of the
+ * restore recorded for its group and partition, or any offset of a partition it has none for
+ * (`loadctl offsets restore` starts those at the earliest; docs/operations.md "Restore from a
+ * backup"). Without --restored-from nothing was.
+ */
+static bool replayed(const reader *r, const input *in)
+{
+    if (!r->restored)
+        return false;
+    const char *prefix = ll_config_get(r->cfg, "topic.prefix");
+    char group[300];
+    snprintf(group, sizeof group, "%s%s", prefix ? prefix : "loadledger.", LC_ROUTES[in->route].service);
+    size_t k, j;
+    json_t *g, *e;
+    json_array_foreach(json_object_get(r->restored, "groups"), k, g)
+    {
+        const char *name = json_string_value(json_object_get(g, "group"));
+        if (!name || strcmp(name, group) != 0)
+            continue;
+        json_array_foreach(json_object_get(g, "offsets"), j, e)
+        {
+            const char *topic = json_string_value(json_object_get(e, "topic"));
+            if (topic && strcmp(topic, r->names[in->route][0]) == 0 &&
+                json_integer_value(json_object_get(e, "partition")) == in->partition)
+                return in->offset >= json_integer_value(json_object_get(e, "offset"));
+        }
+    }
+    return true;
+}
+
+/* "ACCEPTED, REPLAY/CODE, dead letter" of answers a[0..n) into buf. */
+static const char *answers_text(const ll_answer *a, size_t n, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at < len; i++) {
+        int w = a[i].dead_letter ? snprintf(buf + at, len - at, "%sdead letter", i ? ", " : "")
+                                 : snprintf(buf + at, len - at, "%s%s%s%s", i ? ", " : "", a[i].outcome,
+                                            a[i].code ? "/" : "", a[i].code ? a[i].code : "");
+        at += w > 0 ? (size_t)w : 0;
+    }
+    return buf;
+}
+
+/* Judges every input against the replies and dead letters naming it (ll_input_judge_answers). */
 static void judge(reader *r, vf_check *checks)
 {
     if (r->n_traces > 1)
         qsort(r->traces, r->n_traces, sizeof *r->traces, cmp_trace);
+    ll_answer *ans = NULL;
+    size_t cap = 0;
     for (size_t i = 0; i < r->n_inputs; i++) {
         const input *in = &r->inputs[i];
-        trace key = {in->route, in->partition, in->offset, false, ""};
+        trace key = {.route = in->route, .partition = in->partition, .offset = in->offset};
         /* the first trace not below the key, then every equal one */
         size_t lo = 0, hi = r->n_traces;
         while (lo < hi) {
@@ -204,16 +253,28 @@ static void judge(reader *r, vf_check *checks)
         }
         long replies = 0, dead = 0;
         const char *outcome = NULL;
-        for (size_t k = lo; k < r->n_traces && cmp_trace(&r->traces[k], &key) == 0; k++) {
-            if (r->traces[k].dlq) {
+        size_t n = 0;
+        for (size_t k = lo; k < r->n_traces && cmp_trace(&r->traces[k], &key) == 0; k++, n++) {
+            const trace *t = &r->traces[k];
+            if (n == cap) {
+                cap = cap ? cap * 2 : 8;
+                if (!(ans = realloc(ans, cap * sizeof *ans)))
+                    abort();
+            }
+            ans[n] = (ll_answer){.dead_letter = t->dlq,
+                                 .outcome = t->outcome,
+                                 .code = t->code[0] ? t->code : NULL,
+                                 .granted = t->granted};
+            if (t->dlq) {
                 dead++;
             } else {
                 replies++;
-                outcome = r->traces[k].outcome;
+                outcome = t->outcome;
             }
         }
         const char *topic = r->names[in->route][0];
-        ll_input_verdict v = ll_input_judge(replies, dead);
+        ll_input_verdict v = ll_input_judge_answers(ans, n, replayed(r, in));
+        char text[200];
         if (v == LL_INPUT_MISSING) {
             vf_violation(&checks[VF_ONE_REPLY], "%s[%" PRId32 "]@%" PRId64 ": no reply, no dead letter",
                          topic, in->partition, in->offset);
@@ -222,14 +283,19 @@ static void judge(reader *r, vf_check *checks)
                          " without its effect",
                          topic, in->partition, in->offset);
         } else if (v == LL_INPUT_DUPLICATE) {
-            vf_violation(&checks[VF_ONE_REPLY], "%s[%" PRId32 "]@%" PRId64 ": %ld replies, %ld dead letters",
-                         topic, in->partition, in->offset, replies, dead);
+            vf_violation(&checks[VF_ONE_REPLY],
+                         "%s[%" PRId32 "]@%" PRId64 ": %ld replies, %ld dead letters (%s)", topic,
+                         in->partition, in->offset, replies, dead, answers_text(ans, n, text, sizeof text));
+        } else if (v == LL_INPUT_CONTRADICTED) {
+            vf_violation(&checks[VF_ONE_REPLY], "%s[%" PRId32 "]@%" PRId64 ": answers disagree (%s)", topic,
+                         in->partition, in->offset, answers_text(ans, n, text, sizeof text));
         }
         if (in->route == LC_CHUNK_ROUTE && !ll_chunk_accounted(in->file_row, outcome, dead > 0))
             vf_violation(&checks[VF_CHUNK_LOST], "%s[%" PRId32 "]@%" PRId64 ": %s/%s chunk %" PRId32 " %s",
                          topic, in->partition, in->offset, in->run ? in->run : "?", in->pid ? in->pid : "?",
                          in->chunk_index, outcome ? outcome : "without reply");
     }
+    free(ans);
 }
 
 static void reader_free(reader *r)
@@ -247,10 +313,10 @@ static void reader_free(reader *r)
     free(r->parts);
 }
 
-int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, vf_check *checks, char *err,
-                    size_t errlen)
+int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, json_t *restored, vf_check *checks,
+                    char *err, size_t errlen)
 {
-    reader r = {.cfg = cfg};
+    reader r = {.cfg = cfg, .restored = restored};
     rd_kafka_t *rk = NULL;
     rd_kafka_topic_partition_list_t *asg = rd_kafka_topic_partition_list_new(64);
     int rc = -1;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ll/codec.h"
+#include "ll/verify.h"
 #include "routes.h"
 #include "verify.h"
 
@@ -45,6 +46,8 @@ typedef struct trace {
     int64_t offset;
     bool dlq;
     char outcome[16]; /* replies: ACCEPTED, REPLAY, REJECTED */
+    char code[64];    /* replies: the code, "" when null */
+    ll_grant granted; /* replies: claimed / started, LL_GRANT_NA without such a field */
 } trace;
 
 /* The reading of one check: the topics, their schemas, the partitions and what was read. */
@@ -60,6 +63,7 @@ typedef struct reader {
     size_t n_inputs, cap_inputs;
     trace *traces;
     size_t n_traces, cap_traces;
+    json_t *restored; /* the offsets file of the restore (loadctl offsets save), borrowed, or NULL */
     int64_t records;
 } reader;
 

@@ -134,7 +134,7 @@
     X(stage_validating, LL_CW_LOADCTL, "L", "verify: at most one validation start per run") \
     X(partition_rows, LL_CW_LOADCTL, "L", "verify: every SUCCESS partition's WRITTEN files sum to its rows") \
     X(partition_counters, LL_CW_LOADCTL, "L", "verify: every partition's counters equal its WRITTEN files") \
-    X(one_reply, LL_CW_LOADCTL, "K§4", "verify --topics: every committed input offset has one reply or one dead letter") \
+    X(one_reply, LL_CW_LOADCTL, "K§4", "verify --topics: every committed input offset has one reply or one dead letter (and agreeing REPLAYs)") \
     X(offset_ahead, LL_CW_LOADCTL, "K§3", "verify --topics: no committed offset ahead of its database effect") \
     X(chunk_lost, LL_CW_LOADCTL, "K§3", "verify --topics: no chunk lost (a file row, a reply or a dead letter)")
 /* clang-format on */

@@ -1,7 +1,8 @@
 /*
  * verify.h - the decisions of `loadctl verify` as pure functions: which run status a ledger
  * event leads to (contract §3.1, §8), what a run's events imply, and how one input offset is
- * accounted for on the topics (kafka-edition.md §3: one reply or one dead letter per input).
+ * accounted for on the topics (kafka-edition.md §3: one reply or one dead letter per input; §1: a
+ * replay answers REPLAY and changes nothing, so a later agreeing REPLAY is no second answer).
  * No I/O: loadctl reads the ledger and the topics and hands the facts to these.
  */
 #ifndef LL_VERIFY_H
@@ -57,10 +58,38 @@ extern const char *const LL_STATUS_EVENT_NAMES[];
 
 /* How one consumed input offset is accounted for on the topics. */
 typedef enum ll_input_verdict {
-    LL_INPUT_OK = 0,        /* exactly one reply or one dead letter */
-    LL_INPUT_MISSING = 1,   /* neither: the offset was committed without its effect */
-    LL_INPUT_DUPLICATE = 2, /* more than one reply and dead letter together */
+    LL_INPUT_OK = 0,           /* exactly one reply or one dead letter */
+    LL_INPUT_MISSING = 1,      /* neither: the offset was committed without its effect */
+    LL_INPUT_DUPLICATE = 2,    /* more than one reply and dead letter together */
+    LL_INPUT_CONTRADICTED = 3, /* a later answer disagrees with the original one */
 } ll_input_verdict;
+
+/* Whether a reply grants the exclusive right its schema names (ClaimDecision and
+ * PublishClaimDecision `claimed`, ValidationStartDecision `started`). */
+typedef enum ll_grant {
+    LL_GRANT_NA = 0, /* the reply has no such flag (or a dead letter) */
+    LL_GRANT_NO = 1, /* the flag is false */
+    LL_GRANT_YES = 2 /* the flag is true: the sender may act alone */
+} ll_grant;
+
+/* One answer naming an input: a committed reply (outcome, code, grant) or a dead letter.
+ * Borrowed strings; outcome and code may be NULL. */
+typedef struct ll_answer {
+    bool dead_letter;    /* a dead letter (outcome, code and granted unused) */
+    const char *outcome; /* the reply's outcome: ACCEPTED, REPLAY, REJECTED */
+    const char *code;    /* the reply's code (a rejection's, or a notable replay's), NULL if none */
+    ll_grant granted;    /* the reply's claimed/started flag */
+} ll_answer;
+
+/*
+ * Judges an input offset below its group's committed offset from every answer naming it, in
+ * topic order (kafka-edition.md §3: one answer per input; §1: a replay never changes a correct
+ * ledger; docs/operations.md "Restore from a backup"). restored: the input was replayed after a
+ * restore (at or above the offset recorded with the backup), so two ledgers answered it.
+ * Returns LL_INPUT_OK, LL_INPUT_MISSING (no answer), LL_INPUT_DUPLICATE or
+ * LL_INPUT_CONTRADICTED.
+ */
+ll_input_verdict ll_input_judge_answers(const ll_answer *a, size_t n, bool restored);
 
 /* Judges an input offset below the group's committed offset from the committed replies and
  * dead letters naming it (kafka-edition.md §3: the reply and the offset commit are one Kafka

@@ -100,6 +100,70 @@ ll_input_verdict ll_input_judge(long replies, long dead_letters)
     return total == 1 ? LL_INPUT_OK : total == 0 ? LL_INPUT_MISSING : LL_INPUT_DUPLICATE;
 }
 
+static bool is_replay(const ll_answer *a)
+{
+    return !a->dead_letter && a->outcome && strcmp(a->outcome, "REPLAY") == 0;
+}
+
+static bool same_str(const char *x, const char *y)
+{
+    return x == y || (x && y && strcmp(x, y) == 0);
+}
+
+/* A second fresh answer of a restored ledger agrees: the same kind, outcome, code and grant. */
+static bool fresh_agrees(const ll_answer *o, const ll_answer *r)
+{
+    if (o->dead_letter || r->dead_letter)
+        return o->dead_letter && r->dead_letter;
+    return same_str(o->outcome, r->outcome) && same_str(o->code, r->code) && o->granted == r->granted;
+}
+
+/*
+ * A REPLAY restates the original answer: never of a dead letter (the ledger never held it); of
+ * a REJECTED one only with its code (a refusal replayed names the same refusal, contract §5.1,
+ * §5.2); of an applied one (ACCEPTED, or REPLAY when every answer is one) with any code (a
+ * notable replay's, e.g. RUN_STATUS_MISMATCH of a publish claim past PUBLISHING, §5.13). In
+ * every case it grants nothing the original refused. runStatus and partitionStatus are the
+ * state at answer time and may have moved on: not compared.
+ */
+static bool replay_agrees(const ll_answer *o, const ll_answer *r)
+{
+    if (o->dead_letter)
+        return false;
+    if (r->granted == LL_GRANT_YES && o->granted == LL_GRANT_NO)
+        return false;
+    if (o->outcome && strcmp(o->outcome, "REJECTED") == 0)
+        return o->code && same_str(o->code, r->code);
+    return true;
+}
+
+ll_input_verdict ll_input_judge_answers(const ll_answer *a, size_t n, bool restored)
+{
+    if (!a || n == 0)
+        return LL_INPUT_MISSING;
+    /* the original: the first answer that is no REPLAY, else the first */
+    const ll_answer *orig = NULL, *second = NULL;
+    size_t fresh = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!is_replay(&a[i])) {
+            if (fresh == 0)
+                orig = &a[i];
+            else if (fresh == 1)
+                second = &a[i];
+            fresh++;
+        }
+    if (fresh > (restored ? 2u : 1u))
+        return LL_INPUT_DUPLICATE;
+    if (second && !fresh_agrees(orig, second))
+        return LL_INPUT_CONTRADICTED;
+    if (!orig)
+        orig = &a[0];
+    for (size_t i = 0; i < n; i++)
+        if (&a[i] != orig && is_replay(&a[i]) && !replay_agrees(orig, &a[i]))
+            return LL_INPUT_CONTRADICTED;
+    return LL_INPUT_OK;
+}
+
 bool ll_chunk_accounted(bool file_row, const char *reply_outcome, bool dead_letter)
 {
     if (file_row || dead_letter)
