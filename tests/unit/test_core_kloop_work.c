@@ -2,7 +2,8 @@
  * test_core_kloop_work.c - the order of a batch's work (ll_work_cmp, kloop_batch.h): a total
  * order by run, then Kafka partition, then offset, whatever mix of held copies and fresh
  * messages, partitions and addresses it is given (docs/design.md §3: one lock order for every
- * transaction, a run's order kept within its partition).
+ * transaction, a run's order kept within its partition); and the held queue (kloop_held.c): in
+ * offset order whatever order its copies come in, and one prerequisite clock per run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -88,11 +89,70 @@ static void test_sorted_work(void **state)
     }
 }
 
+/* A fresh message (no librdkafka message behind it: no headers to copy). */
+static lmsg fresh(const char *run, part_state *ps, int64_t offset)
+{
+    lmsg m;
+    set(&m, run, ps, offset, 0);
+    m.key = m.run;
+    m.key_len = strlen(run);
+    m.value = "v";
+    m.len = 1;
+    return m;
+}
+
+/* Copies held out of offset order (a seek below held ones refetches an older message) stand in
+ * offset order; a refetched offset is known as held; a full queue takes no more. */
+static void test_held_queue_in_offset_order(void **state)
+{
+    (void)state;
+    ll_loop l;
+    memset(&l, 0, sizeof l);
+    l.max_held = 4;
+    part_state ps = {.topic = "t.chunks", .partition = 0};
+    const int64_t offs[4] = {10, 12, 8, 11};
+    for (size_t i = 0; i < 4; i++) {
+        lmsg m = fresh("r1", &ps, offs[i]);
+        assert_non_null(ll_loop_hold_copy(&l, &m));
+    }
+    const int64_t want[4] = {8, 10, 11, 12};
+    for (size_t i = 0; i < 4; i++)
+        assert_int_equal(ps.held[i]->offset, want[i]);
+    assert_true(ll_loop_offset_held(&ps, 11));
+    assert_false(ll_loop_offset_held(&ps, 9));
+    lmsg m = fresh("r1", &ps, 13);
+    assert_null(ll_loop_hold_copy(&l, &m));
+    ll_loop_drop_held(&ps);
+    free(ps.held);
+}
+
+/* The prerequisite clock is the run's on its partition: a copy held behind a deferred message
+ * of its run starts where that one started; another run's does not. */
+static void test_held_copy_takes_its_runs_clock(void **state)
+{
+    (void)state;
+    ll_loop l;
+    memset(&l, 0, sizeof l);
+    l.max_held = 8;
+    part_state ps = {.topic = "t.chunks", .partition = 0};
+    lmsg a = fresh("r1", &ps, 1), b = fresh("r1", &ps, 2), c = fresh("r2", &ps, 3);
+    lmsg *ha = ll_loop_hold_copy(&l, &a);
+    assert_non_null(ha);
+    ha->defer_since_ms = 1234;
+    lmsg *hb = ll_loop_hold_copy(&l, &b), *hc = ll_loop_hold_copy(&l, &c);
+    assert_int_equal(hb->defer_since_ms, 1234);
+    assert_int_equal(hc->defer_since_ms, 0);
+    ll_loop_drop_held(&ps);
+    free(ps.held);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_total_order),
         cmocka_unit_test(test_sorted_work),
+        cmocka_unit_test(test_held_queue_in_offset_order),
+        cmocka_unit_test(test_held_copy_takes_its_runs_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
