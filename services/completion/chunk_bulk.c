@@ -4,7 +4,9 @@
  *
  *   1. lock the batch's runs, in run-id order, SKIP LOCKED (contract §2.8: run first; a run
  *      someone else holds is left to the per-message path, which waits for it and holds it);
- *   2. lock their partitions, in (run id, partition id) order, SKIP LOCKED;
+ *   2. lock the partitions of the runs locked in step 1 (none of a skipped run: this transaction
+ *      waits for that run later, and must not hold its partition meanwhile), in (run id,
+ *      partition id) order, SKIP LOCKED;
  *   3. read the stored file rows of the reported chunks and of the reported paths;
  *   4. decide each report in message order (ll_chunk_fast_decide): the owner's new or changed
  *      file of a RUNNING partition is written (ACCEPTED), and when the counters prove the

@@ -66,8 +66,11 @@ static int cmp_pkey(const void *a, const void *b)
     return c ? c : strcmp(x->pid ? x->pid : "", y->pid ? y->pid : "");
 }
 
-/* Steps 1-2: the runs, then their partitions, locked without waiting, each in sorted order
- * (contract §2.8). LL_DB_OK, or LL_DB_ERROR (db->err set). */
+/* Steps 1-2: the runs, then the partitions of the runs locked here, each in sorted order without
+ * waiting (contract §2.8, docs/design.md §7: run row first). A run someone else holds is skipped,
+ * and so are its partitions: this transaction goes on to wait for that run in the per-message
+ * path, and a partition row held meanwhile would close a cycle with the run's holder when it asks
+ * for the partition next. LL_DB_OK, or LL_DB_ERROR (db->err set). */
 ll_db_rc bulk_lock_rows(bulk *k)
 {
     pkey *keys = calloc(k->n + 1, sizeof *keys), *runkeys = calloc(k->n + 1, sizeof *runkeys);
@@ -85,12 +88,6 @@ ll_db_rc bulk_lock_rows(bulk *k)
     for (size_t i = 0; i < nr; i++)
         if (i == 0 || strcmp(runkeys[i].run, runkeys[i - 1].run) != 0)
             ll_pgarray_add(&runs, runkeys[i].run);
-    for (size_t i = 0; i < nk; i++)
-        if (i == 0 || cmp_pkey(&keys[i], &keys[i - 1]) != 0) {
-            ll_pgarray_add(&pruns, keys[i].run);
-            ll_pgarray_add(&pids, keys[i].pid);
-        }
-    free(keys);
     free(runkeys);
     ll_db_rc rc = LL_DB_ERROR;
     if (!(k->runs_res = exec2(k->db, &ST_BULK_LOCK_RUNS, &runs, NULL)))
@@ -105,6 +102,12 @@ ll_db_rc bulk_lock_rows(bulk *k)
         k->runs[i].open_parts = ll_db_ll(k->runs_res, (int)i, 3, 0);
         ll_strmap_put(&k->run_of, k->runs[i].id, i);
     }
+    /* only the partitions of the runs now held (run_of: the rows the statement returned) */
+    for (size_t i = 0; i < nk; i++)
+        if ((i == 0 || cmp_pkey(&keys[i], &keys[i - 1]) != 0) && ll_strmap_get(&k->run_of, keys[i].run)) {
+            ll_pgarray_add(&pruns, keys[i].run);
+            ll_pgarray_add(&pids, keys[i].pid);
+        }
     if (!(k->parts_res = exec2(k->db, &ST_BULK_LOCK_PARTITIONS, &pruns, &pids)))
         goto out;
     k->n_parts = (size_t)PQntuples(k->parts_res);
@@ -130,6 +133,7 @@ ll_db_rc bulk_lock_rows(bulk *k)
     }
     rc = LL_DB_OK;
 out:
+    free(keys);
     ll_pgarray_free(&runs);
     ll_pgarray_free(&pruns);
     ll_pgarray_free(&pids);

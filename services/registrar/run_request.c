@@ -6,8 +6,8 @@
  *   - a run id refused before: REPLAY of the refusal (load_run_rejection), so a replay never
  *     admits a run that was refused the first time;
  *   - hdfsRoot with a ".." segment: REJECTED INVALID_HDFS_ROOT (recorded the same way);
- *   - another active run of the same job + business key: the partial unique index
- *     uq_load_run_active refuses the insert: REJECTED DUPLICATE_ACTIVE_RUN.
+ *   - another active run of the same job + business key: the insert finds it in the partial
+ *     unique index uq_load_run_active (ON CONFLICT DO NOTHING): REJECTED DUPLICATE_ACTIVE_RUN.
  */
 #include <stdio.h>
 #include <string.h>
@@ -26,11 +26,18 @@ static const ll_stmt ST_FIND_RUN = {"reg_find_run",
 static const ll_stmt ST_FIND_REJECTION = {
     "reg_find_rejection", "SELECT code, message FROM nifi_ops.load_run_rejection WHERE run_id = $1::uuid", 1};
 
+/* Another active run of the job and business key (uq_load_run_active, its predicate repeated for
+ * the index inference) makes the insert do nothing: no row returned, and no failed statement to
+ * undo, so no savepoint of its own inside the loop's (docs/design.md §3). A concurrent insert of
+ * the same key is waited for, as by a plain insert. */
 static const ll_stmt ST_INSERT_RUN = {
     "reg_insert_run",
     "INSERT INTO nifi_ops.load_run (run_id, job_key, business_key, status, hdfs_run_path,"
     " stage_table_name, parameters, started_at, heartbeat_at)"
-    " VALUES ($1::uuid, $2, $3, 'CREATED', $4, $5, $6::jsonb, clock_timestamp(), clock_timestamp())",
+    " VALUES ($1::uuid, $2, $3, 'CREATED', $4, $5, $6::jsonb, clock_timestamp(), clock_timestamp())"
+    " ON CONFLICT (job_key, business_key) WHERE status IN ('CREATED', 'EXTRACTING', 'EXTRACTED_VALIDATED',"
+    " 'STAGE_VALIDATING', 'STAGING_VALIDATED', 'PUBLISHING', 'PUBLISHED', 'PUBLISH_UNKNOWN') DO NOTHING"
+    " RETURNING 1",
     6};
 
 static const ll_stmt ST_INSERT_REJECTION = {
@@ -162,22 +169,17 @@ ll_apply registrar_apply_run_request(void *svc, ll_db *db, const ll_msg *m, ll_a
         ll_invalid(out, "hdfsRoot: the run path would exceed 1000 characters");
         return LL_APPLY_DEAD;
     }
-    if (ll_db_command(db, "SAVEPOINT run_insert") != LL_DB_OK)
-        return LL_APPLY_DB;
     char *params = parameters_json(&rq);
     const char *p[6] = {rq.run_id, rq.job_key, rq.business_key, path, table, params};
     PGresult *r = ll_db_exec(db, &ST_INSERT_RUN, p);
     free(params);
-    if (!r) {
-        if (strcmp(db->err.sqlstate, "23505") != 0 ||
-            (db->err.constraint[0] && strcmp(db->err.constraint, "uq_load_run_active") != 0))
-            return LL_APPLY_DB;
-        if (ll_db_command(db, "ROLLBACK TO SAVEPOINT run_insert") != LL_DB_OK)
-            return LL_APPLY_DB;
+    if (!r)
+        return LL_APPLY_DB; /* a failed statement (the same run id inserted meanwhile: load_run_pkey) */
+    bool inserted = PQntuples(r) == 1;
+    PQclear(r);
+    if (!inserted)
         return ll_apply_of_db(refuse(db, m, &rq, "DUPLICATE_ACTIVE_RUN",
                                      "another run of this job and business key is active", out));
-    }
-    PQclear(r);
     json_t *details = json_pack("{s:s,s:s}", "hdfsRunPath", path, "stageTable", table);
     ll_event ev = {.name = "RUN_STARTED",
                    .level = "INFO",
