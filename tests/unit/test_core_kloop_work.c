@@ -94,7 +94,7 @@ static lmsg fresh(const char *run, part_state *ps, int64_t offset)
 {
     lmsg m;
     set(&m, run, ps, offset, 0);
-    m.key = m.run;
+    m.key = run; /* the caller's string: m.run is a copy inside this frame */
     m.key_len = strlen(run);
     m.value = "v";
     m.len = 1;
