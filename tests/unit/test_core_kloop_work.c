@@ -3,12 +3,14 @@
  * order by run, then Kafka partition, then offset, whatever mix of held copies and fresh
  * messages, partitions and addresses it is given (docs/design.md §3: one lock order for every
  * transaction, a run's order kept within its partition); and the held queue (kloop_held.c): in
- * offset order whatever order its copies come in, and one prerequisite clock per run.
+ * offset order whatever order its copies come in, bounded by count and bytes, and one
+ * prerequisite clock per run (kloop_clock.c) that outlives the held copies.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -109,6 +111,7 @@ static void test_held_queue_in_offset_order(void **state)
     ll_loop l;
     memset(&l, 0, sizeof l);
     l.max_held = 4;
+    l.max_held_bytes = 1 << 20;
     part_state ps = {.topic = "t.chunks", .partition = 0};
     const int64_t offs[4] = {10, 12, 8, 11};
     for (size_t i = 0; i < 4; i++) {
@@ -134,6 +137,7 @@ static void test_held_copy_takes_its_runs_clock(void **state)
     ll_loop l;
     memset(&l, 0, sizeof l);
     l.max_held = 8;
+    l.max_held_bytes = 1 << 20;
     part_state ps = {.topic = "t.chunks", .partition = 0};
     lmsg a = fresh("r1", &ps, 1), b = fresh("r1", &ps, 2), c = fresh("r2", &ps, 3);
     lmsg *ha = ll_loop_hold_copy(&l, &a);
@@ -146,6 +150,83 @@ static void test_held_copy_takes_its_runs_clock(void **state)
     free(ps.held);
 }
 
+/* loop.max_held_bytes: a copy that would take the held keys and values past it is refused (the
+ * partition pauses, as for a full count); one message always fits an empty queue; a done copy
+ * gives its bytes back. */
+static void test_held_bytes_are_bounded(void **state)
+{
+    (void)state;
+    ll_loop l;
+    memset(&l, 0, sizeof l);
+    l.max_held = 64;
+    l.max_held_bytes = 1000;
+    part_state ps = {.topic = "t.chunks", .partition = 0};
+    lmsg big = fresh("r1", &ps, 1);
+    big.len = 5000; /* larger than the budget alone: an empty queue still takes it */
+    static char value[5000];
+    big.value = value;
+    assert_non_null(ll_loop_hold_copy(&l, &big));
+    lmsg small = fresh("r1", &ps, 2);
+    assert_null(ll_loop_hold_copy(&l, &small));
+    assert_int_equal(ps.held_bytes, 5000 + big.key_len);
+    ll_loop_drop_held(&ps);
+    assert_int_equal(ps.held_bytes, 0);
+    lmsg m = fresh("r1", &ps, 3);
+    m.len = 400;
+    m.value = value;
+    assert_non_null(ll_loop_hold_copy(&l, &m));
+    m.offset = 4;
+    assert_non_null(ll_loop_hold_copy(&l, &m));
+    m.offset = 5; /* 3 × (400 + key) > 1000 */
+    assert_null(ll_loop_hold_copy(&l, &m));
+    batch b;
+    memset(&b, 0, sizeof b);
+    b.l = &l;
+    lmsg *first = ps.held[0];
+    ll_batch_unhold(&b, first);
+    assert_int_equal(ps.n_held, 1);
+    assert_int_equal(ps.held_bytes, 400 + m.key_len);
+    assert_non_null(ll_loop_hold_copy(&l, &m));
+    ll_loop_free_copy(first);
+    free(b.done_held);
+    ll_loop_drop_held(&ps);
+    free(ps.held);
+}
+
+/* The prerequisite clock of a run on its partition (issue 26 §4): the first start counts, a later
+ * one keeps it; another run or partition has none; an answer forgets it; it is forgotten two
+ * periods after its start; with every slot taken the oldest clock gives way. */
+static void test_run_clock(void **state)
+{
+    (void)state;
+    part_state ps = {.topic = "t.chunks", .partition = 0}, other = {.topic = "t.chunks", .partition = 1};
+    const char *r1 = "11111111-1111-1111-1111-111111111111", *r2 = "22222222-2222-2222-2222-222222222222";
+    assert_int_equal(ll_loop_clock_of(&ps, r1, 5000, 100), 0);
+    assert_int_equal(ll_loop_clock_start(&ps, r1, 100), 100);
+    assert_int_equal(ll_loop_clock_start(&ps, r1, 900), 100);
+    assert_int_equal(ll_loop_clock_of(&ps, r1, 5000, 6000), 100); /* expired, still known */
+    assert_int_equal(ll_loop_clock_of(&ps, r2, 5000, 6000), 0);
+    assert_int_equal(ll_loop_clock_of(&other, r1, 5000, 6000), 0);
+    ll_loop_clock_stop(&ps, r1);
+    assert_int_equal(ll_loop_clock_of(&ps, r1, 5000, 6000), 0);
+    ll_loop_clock_start(&ps, r2, 1000);
+    assert_int_equal(ll_loop_clock_of(&ps, r2, 5000, 10999), 1000);
+    assert_int_equal(ll_loop_clock_of(&ps, r2, 5000, 11000), 0); /* two periods: a new wait */
+    assert_int_equal(ll_loop_clock_of(&ps, r2, 5000, 1000), 0);
+    /* a key that is no run id has no clock */
+    assert_int_equal(ll_loop_clock_start(&ps, "", 5), 5);
+    assert_int_equal(ll_loop_clock_of(&ps, "", 5000, 6), 0);
+    /* full: the oldest gives way */
+    char runs[LL_RUN_CLOCKS + 1][40];
+    for (int i = 0; i <= LL_RUN_CLOCKS; i++) {
+        snprintf(runs[i], sizeof runs[i], "%08d-0000-0000-0000-000000000000", i);
+        ll_loop_clock_start(&ps, runs[i], 2000 + i);
+    }
+    assert_int_equal(ll_loop_clock_of(&ps, runs[0], 5000, 3000), 0);
+    for (int i = 1; i <= LL_RUN_CLOCKS; i++)
+        assert_int_equal(ll_loop_clock_of(&ps, runs[i], 5000, 3000), 2000 + i);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +234,8 @@ int main(void)
         cmocka_unit_test(test_sorted_work),
         cmocka_unit_test(test_held_queue_in_offset_order),
         cmocka_unit_test(test_held_copy_takes_its_runs_clock),
+        cmocka_unit_test(test_held_bytes_are_bounded),
+        cmocka_unit_test(test_run_clock),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

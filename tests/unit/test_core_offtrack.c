@@ -26,8 +26,9 @@ static void test_in_order_advances_base(void **state)
     assert_int_equal(t.base, 110);
     assert_int_equal(ll_offtrack_ranges(&t), 0);
     char md[LL_OFFTRACK_METADATA_MAX];
-    assert_int_equal(ll_offtrack_metadata(&t, md, sizeof md), 0);
+    assert_int_equal(ll_offtrack_metadata(&t, md, sizeof md, NULL), 0);
     assert_string_equal(md, "");
+    ll_offtrack_free(&t);
 }
 
 static void test_held_message_stops_the_base(void **state)
@@ -47,12 +48,13 @@ static void test_held_message_stops_the_base(void **state)
     assert_true(ll_offtrack_is_done(&t, 5));
     assert_true(ll_offtrack_is_done(&t, 1));
     char md[LL_OFFTRACK_METADATA_MAX];
-    assert_true(ll_offtrack_metadata(&t, md, sizeof md) > 0);
+    assert_true(ll_offtrack_metadata(&t, md, sizeof md, NULL) > 0);
     assert_string_equal(md, "ll1:1-7");
     /* the held one is applied at last: everything is committable */
     ll_offtrack_done(&t, 2);
     assert_int_equal(t.base, 10);
     assert_int_equal(ll_offtrack_ranges(&t), 0);
+    ll_offtrack_free(&t);
 }
 
 static void test_gaps_are_markers(void **state)
@@ -71,13 +73,14 @@ static void test_gaps_are_markers(void **state)
     /* 1 held: 2..5 done (markers and applied), base stays at 1 */
     assert_int_equal(t.base, 1);
     char md[LL_OFFTRACK_METADATA_MAX];
-    ll_offtrack_metadata(&t, md, sizeof md);
+    ll_offtrack_metadata(&t, md, sizeof md, NULL);
     assert_string_equal(md, "ll1:1-4");
     ll_offtrack_done(&t, 1);
     assert_int_equal(t.base, 6);
     /* a marker right at the base moves it too */
     ll_offtrack_seen(&t, 8);
     assert_int_equal(t.base, 8);
+    ll_offtrack_free(&t);
 }
 
 static void test_metadata_round_trip(void **state)
@@ -85,24 +88,28 @@ static void test_metadata_round_trip(void **state)
     (void)state;
     ll_offtrack t, u;
     ll_offtrack_init(&t, 1000);
+    ll_offtrack_init(&u, 0);
     for (int64_t o = 1000; o < 1100; o++)
         ll_offtrack_seen(&t, o);
     for (int64_t o = 1000; o < 1100; o++)
         if (o != 1010 && o != 1050 && o != 1051 && o != 1099)
             ll_offtrack_done(&t, o);
     char md[LL_OFFTRACK_METADATA_MAX];
-    ll_offtrack_metadata(&t, md, sizeof md);
+    ll_offtrack_metadata(&t, md, sizeof md, NULL);
     assert_string_equal(md, "ll1:1-39,42-88");
     assert_int_equal(ll_offtrack_load(&u, t.base, md), 0);
     for (int64_t o = 1000; o < 1110; o++)
         assert_int_equal(ll_offtrack_is_done(&u, o), ll_offtrack_is_done(&t, o));
     assert_int_equal(u.base, 1010);
+    ll_offtrack_free(&t);
+    ll_offtrack_free(&u);
 }
 
 static void test_bad_metadata_is_refused(void **state)
 {
     (void)state;
     ll_offtrack t;
+    ll_offtrack_init(&t, 0);
     const char *bad[] = {"x",
                          "ll1:",
                          "ll1:0",
@@ -114,7 +121,7 @@ static void test_bad_metadata_is_refused(void **state)
                          "ll1:-1",
                          "ll1:1-",
                          "ll1:99999999999999999999",
-                         "ll2:1"};
+                         "ll3:1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_int_equal(ll_offtrack_load(&t, 7, bad[i]), -1);
         assert_int_equal(t.base, 7);
@@ -122,33 +129,128 @@ static void test_bad_metadata_is_refused(void **state)
     }
     assert_int_equal(ll_offtrack_load(&t, 7, NULL), 0);
     assert_int_equal(ll_offtrack_load(&t, 7, ""), 0);
+    ll_offtrack_free(&t);
 }
 
-static void test_ranges_are_bounded(void **state)
+/* Every other offset of a batch held (its runs wait) and the rest marked done in a random
+ * order, as a batch sorted by run marks them: the tracker takes them all (issue 26 §5: a fixed 150
+ * ranges refused the rest), and the metadata, a bitmap for the dense part, brings back exactly the
+ * same done offsets. */
+static void test_many_ranges_fit_as_a_bitmap(void **state)
+{
+    (void)state;
+    ll_offtrack t, u;
+    ll_offtrack_init(&t, 0);
+    ll_offtrack_init(&u, 0);
+    enum { N = 4000 };
+    static int64_t order[N];
+    size_t k = 0;
+    for (int64_t o = 0; o < N; o++) {
+        assert_int_equal(ll_offtrack_seen(&t, o), 0);
+        if (o % 2 == 1)
+            order[k++] = o;
+    }
+    unsigned seed = 7;
+    for (size_t i = k; i > 1; i--) { /* a fixed shuffle */
+        seed = seed * 1103515245u + 12345u;
+        size_t j = (seed >> 8) % i;
+        int64_t x = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = x;
+    }
+    for (size_t i = 0; i < k; i++)
+        assert_int_equal(ll_offtrack_done(&t, order[i]), 0);
+    assert_int_equal(ll_offtrack_ranges(&t), N / 2);
+    char md[LL_OFFTRACK_METADATA_MAX];
+    bool lossy = true;
+    int n = ll_offtrack_metadata(&t, md, sizeof md, &lossy);
+    assert_false(lossy);
+    assert_true(n > 0 && n < 4000);
+    assert_memory_equal(md, "ll2:;1:", 7);
+    assert_int_equal(ll_offtrack_load(&u, t.base, md), 0);
+    for (int64_t o = 0; o < N + 10; o++)
+        assert_int_equal(ll_offtrack_is_done(&u, o), ll_offtrack_is_done(&t, o));
+    ll_offtrack_free(&t);
+    ll_offtrack_free(&u);
+}
+
+/* Old held messages far below a dense tail: their ranges as text, the tail as a bitmap. */
+static void test_text_then_bitmap(void **state)
+{
+    (void)state;
+    ll_offtrack t, u;
+    ll_offtrack_init(&t, 100);
+    ll_offtrack_init(&u, 0);
+    for (int64_t o = 100; o < 100000; o++)
+        ll_offtrack_seen(&t, o);
+    for (int64_t o = 101; o < 100000; o++) {
+        bool held = o == 5000 || o == 20000 || (o >= 90000 && o % 3 == 0);
+        if (!held)
+            assert_int_equal(ll_offtrack_done(&t, o), 0);
+    }
+    char md[LL_OFFTRACK_METADATA_MAX];
+    bool lossy = true;
+    int n = ll_offtrack_metadata(&t, md, sizeof md, &lossy);
+    assert_false(lossy);
+    assert_true(n > 0);
+    assert_memory_equal(md, "ll2:1-4899,4901-19899,19901-89899;89901:", 40);
+    assert_int_equal(ll_offtrack_load(&u, 100, md), 0);
+    for (int64_t o = 90; o < 100010; o++)
+        assert_int_equal(ll_offtrack_is_done(&u, o), ll_offtrack_is_done(&t, o));
+    /* the held ones done at last: one range, then nothing */
+    ll_offtrack_done(&t, 100);
+    ll_offtrack_done(&t, 5000);
+    ll_offtrack_done(&t, 20000);
+    for (int64_t o = 90000; o < 100000; o += 3)
+        ll_offtrack_done(&t, o);
+    assert_int_equal(t.base, 100000);
+    assert_int_equal(ll_offtrack_metadata(&t, md, sizeof md, NULL), 0);
+    ll_offtrack_free(&t);
+    ll_offtrack_free(&u);
+}
+
+/* Past every bound (not reachable with the loop's checked limits): the longest prefix that fits,
+ * said to be lossy, and still well formed. */
+static void test_lossy_metadata_is_a_prefix(void **state)
+{
+    (void)state;
+    ll_offtrack t, u;
+    ll_offtrack_init(&t, 0);
+    ll_offtrack_init(&u, 0);
+    for (int64_t i = 0; i < 2000; i++)
+        assert_int_equal(ll_offtrack_done(&t, 1000000000LL + 100000LL * i), 0);
+    char md[LL_OFFTRACK_METADATA_MAX];
+    bool lossy = false;
+    int n = ll_offtrack_metadata(&t, md, sizeof md, &lossy);
+    assert_true(lossy);
+    assert_true(n > 3900 && n < (int)sizeof md);
+    assert_int_equal(ll_offtrack_load(&u, 0, md), 0);
+    assert_true(ll_offtrack_ranges(&u) > 100 && ll_offtrack_ranges(&u) < 2000);
+    for (size_t i = 0; i < ll_offtrack_ranges(&u); i++)
+        assert_true(ll_offtrack_is_done(&t, u.lo[i]));
+    ll_offtrack_free(&t);
+    ll_offtrack_free(&u);
+}
+
+static void test_bad_bitmap_is_refused(void **state)
 {
     (void)state;
     ll_offtrack t;
     ll_offtrack_init(&t, 0);
-    /* every other offset done: one range each, up to the bound */
-    int64_t o = 0;
-    for (size_t i = 0; i < LL_OFFTRACK_MAX_RANGES; i++) {
-        o += 2;
-        assert_int_equal(ll_offtrack_done(&t, o), 0);
+    const char *bad[] = {"ll2:",      "ll2:;",        "ll2:;0:AA",    "ll2:;1:",      "ll2:;1:A",
+                         "ll2:;1:A*", "ll2:1-5;6:AA", "ll2:1-5;3:AA", "ll2:5,3;9:AA", "ll2:;1:AA,"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ll_offtrack_load(&t, 7, bad[i]), -1);
+        assert_int_equal(t.base, 7);
+        assert_int_equal(ll_offtrack_ranges(&t), 0);
     }
-    assert_int_equal(ll_offtrack_ranges(&t), LL_OFFTRACK_MAX_RANGES);
-    assert_int_equal(ll_offtrack_done(&t, o + 2), -1);
-    /* joining two ranges needs no new one */
-    assert_int_equal(ll_offtrack_done(&t, 3), 0);
-    assert_int_equal(ll_offtrack_ranges(&t), LL_OFFTRACK_MAX_RANGES - 1);
-    /* the metadata of the fullest tracker with the largest offsets fits the bound */
-    ll_offtrack_init(&t, 0);
-    for (int64_t i = 0; i < LL_OFFTRACK_MAX_RANGES; i++) {
-        assert_int_equal(ll_offtrack_done(&t, 9000000000LL + 3 * i), 0);
-        assert_int_equal(ll_offtrack_done(&t, 9000000000LL + 3 * i + 1), 0);
-    }
-    char md[LL_OFFTRACK_METADATA_MAX];
-    assert_true(ll_offtrack_metadata(&t, md, sizeof md) > 0);
-    assert_true(strlen(md) < 4096);
+    assert_int_equal(ll_offtrack_load(&t, 7, "ll2:1-5;8:AQ"), 0);
+    assert_true(ll_offtrack_is_done(&t, 12));
+    assert_false(ll_offtrack_is_done(&t, 13));
+    assert_false(ll_offtrack_is_done(&t, 14));
+    assert_true(ll_offtrack_is_done(&t, 15));
+    assert_false(ll_offtrack_is_done(&t, 16));
+    ll_offtrack_free(&t);
 }
 
 int main(void)
@@ -156,7 +258,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_in_order_advances_base),  cmocka_unit_test(test_held_message_stops_the_base),
         cmocka_unit_test(test_gaps_are_markers),        cmocka_unit_test(test_metadata_round_trip),
-        cmocka_unit_test(test_bad_metadata_is_refused), cmocka_unit_test(test_ranges_are_bounded),
+        cmocka_unit_test(test_bad_metadata_is_refused), cmocka_unit_test(test_many_ranges_fit_as_a_bitmap),
+        cmocka_unit_test(test_text_then_bitmap),        cmocka_unit_test(test_lossy_metadata_is_a_prefix),
+        cmocka_unit_test(test_bad_bitmap_is_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

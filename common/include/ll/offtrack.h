@@ -14,10 +14,20 @@
  * PublishKafka, compacted records) count as done: the tracker is told every delivered offset in
  * order (ll_offtrack_seen), and a gap between two delivered offsets is done by definition.
  *
- * Metadata text: "ll1:" then comma-separated ranges of done offsets relative to the committed
- * offset, "a" or "a-b" (decimal, a ≥ 1, inclusive), e.g. "ll1:2-40,42". Its length is bounded by
- * the number of ranges: at most LL_OFFTRACK_MAX_RANGES, so that it stays under the broker's
- * offset.metadata.max.bytes (4096 by default).
+ * In memory the done offsets are sorted ranges in an array that grows as needed (issue 26 §5: a
+ * fixed array of 150 ranges overflowed while a batch of 1,000 runs marked its offsets in run
+ * order, and an offset that could not be marked stopped the committed offset for good). Its size
+ * is bounded by what the loop can leave not done: ranges ≤ offsets seen but not done + 1, which
+ * the loop bounds by loop.batch_max and loop.max_held; LL_OFFTRACK_RANGES_LIMIT is a last guard.
+ *
+ * Metadata text (≤ LL_OFFTRACK_METADATA_MAX bytes: the broker's offset.metadata.max.bytes is 4096
+ * by default), the shorter of:
+ *   "ll1:" comma-separated ranges of done offsets relative to the committed offset, "a" or "a-b"
+ *          (decimal, a ≥ 1, inclusive, sorted, not touching), e.g. "ll1:2-40,42";
+ *   "ll2:" the same ranges for the offsets below t, then ";t:" and a bitmap of the offsets from
+ *          base + t on (base64url without padding; bit k, least significant first in byte k/8,
+ *          is offset base + t + k; a set bit is done), e.g. "ll2:2-40;45:Cw". The bitmap keeps
+ *          a long run of alternating done and held offsets (one batch's) short.
  */
 #ifndef LL_OFFTRACK_H
 #define LL_OFFTRACK_H
@@ -26,50 +36,66 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Most ranges of done offsets kept above the committed offset; the loop pauses a partition
- * before it would need more (loop.max_held is checked against it). */
-#define LL_OFFTRACK_MAX_RANGES 150
-/* Longest metadata text (bytes, with its NUL): 150 ranges of two 10-digit numbers. */
-#define LL_OFFTRACK_METADATA_MAX 3400
+/* Most ranges of done offsets kept in memory above the committed offset: a guard far above what
+ * the loop can reach (loop.batch_max + loop.max_held + 1 ≤ 2,141); ll_offtrack_seen and
+ * ll_offtrack_done refuse to go past it. */
+#define LL_OFFTRACK_RANGES_LIMIT 65536
+/* Longest metadata text (bytes, with its NUL), under the broker's default 4096. */
+#define LL_OFFTRACK_METADATA_MAX 4000
 
-/* One partition's done offsets. Plain value; no heap. */
+/* One partition's done offsets. Zero it (or ll_offtrack_init) before use; it owns the arrays,
+ * released by ll_offtrack_free. */
 typedef struct ll_offtrack {
-    int64_t base;                           /* the committable offset: first not done */
-    int64_t next_seen;                      /* one past the last delivered offset; base if none */
-    size_t n;                               /* ranges in use */
-    int64_t lo[LL_OFFTRACK_MAX_RANGES + 1]; /* done ranges above base, sorted, disjoint, */
-    int64_t hi[LL_OFFTRACK_MAX_RANGES + 1]; /* not adjacent, all > base (inclusive bounds) */
+    int64_t base;      /* the committable offset: first not done */
+    int64_t next_seen; /* one past the last delivered offset; base if none */
+    size_t n;          /* ranges in use */
+    size_t cap;        /* ranges the arrays hold */
+    int64_t *lo;       /* done ranges above base, sorted, disjoint, */
+    int64_t *hi;       /* not adjacent, all > base (inclusive bounds); heap, owned */
 } ll_offtrack;
 
-/* Starts at the committed offset base (≥ 0) with nothing done above it. */
+/* Starts a tracker that owns nothing yet at the committed offset base (≥ 0), nothing done above. */
 void ll_offtrack_init(ll_offtrack *t, int64_t base);
 
+/* Starts again at base with nothing done above it, keeping the arrays. */
+void ll_offtrack_reset(ll_offtrack *t, int64_t base);
+
+/* Releases the arrays; the tracker is then as after ll_offtrack_init(t, 0). */
+void ll_offtrack_free(ll_offtrack *t);
+
 /*
- * Loads the committed offset and its metadata (NULL or "" = nothing above it). Returns 0, or -1
- * for metadata that is not ours or not well formed (the tracker is then reset to base with
- * nothing done above: the messages are applied again, which the ledger makes harmless).
+ * Loads the committed offset and its metadata (NULL or "" = nothing above it) into an
+ * initialised tracker. Returns 0, or -1 for metadata that is not ours or not well formed (the
+ * tracker is then reset to base with nothing done above: the messages are applied again, which
+ * the ledger makes harmless).
  */
 int ll_offtrack_load(ll_offtrack *t, int64_t base, const char *metadata);
 
 /*
  * A message at offset was delivered (in offset order). Every offset between the previous
  * delivered one and this one is done (markers, compacted records). Offsets below next_seen are
- * ignored (a re-delivery). Returns -1 if more ranges would be needed than fit, else 0.
+ * ignored (a re-delivery). Returns -1 past LL_OFFTRACK_RANGES_LIMIT ranges (nothing changed),
+ * else 0.
  */
 int ll_offtrack_seen(ll_offtrack *t, int64_t offset);
 
-/* Marks one offset done. Returns -1 if more ranges would be needed than fit (nothing changed),
- * else 0. Marking an offset already done is a no-op. */
+/* Marks one offset done. Returns -1 past LL_OFFTRACK_RANGES_LIMIT ranges (nothing changed), else
+ * 0. Marking an offset already done is a no-op. */
 int ll_offtrack_done(ll_offtrack *t, int64_t offset);
 
 /* True when offset is done (below base, or inside a done range). */
 bool ll_offtrack_is_done(const ll_offtrack *t, int64_t offset);
 
-/* Ranges in use (the loop pauses the partition when they near LL_OFFTRACK_MAX_RANGES). */
+/* Ranges in use. */
 size_t ll_offtrack_ranges(const ll_offtrack *t);
 
-/* Writes the metadata text into buf (≥ LL_OFFTRACK_METADATA_MAX bytes advised); "" when nothing
- * is done above base. Returns its length, or -1 if buf is too small. */
-int ll_offtrack_metadata(const ll_offtrack *t, char *buf, size_t buflen);
+/*
+ * Writes the metadata text into buf (LL_OFFTRACK_METADATA_MAX bytes advised): "" when nothing is
+ * done above base, else the shorter of the two forms. Returns its length. When neither form fits
+ * buflen it writes the longest ll1 prefix that does (the done offsets it leaves out are applied
+ * again after a crash or a rebalance, answered as replays), sets *lossy when lossy is not NULL,
+ * and returns that length; -1 only when buflen < 8.
+ */
+int ll_offtrack_metadata(const ll_offtrack *t, char *buf, size_t buflen, bool *lossy);
 
 #endif

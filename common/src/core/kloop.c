@@ -67,6 +67,9 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      " batch's Kafka commit on the loop's thread before the next poll"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
+    {"loop.max_held_bytes", "8388608", false,
+     "keys and values of the held messages per Kafka partition (bytes, 1 MiB..1 GiB); beyond it the"
+     " partition's fetching pauses (one message is always held)"},
     {"fault.crash_after_db_commits", "0", false,
      "TESTING: kill -9 self after N database commits, before the Kafka commit"},
     {"log.level", "info", false, "debug, info, warn or error"},
@@ -184,6 +187,7 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_config_duration_ms(cfg, "loop.retry_backoff_min", &l->backoff_min_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.retry_backoff_max", &l->backoff_max_ms, err, errlen) ||
         ll_config_int(cfg, "loop.max_held", &l->max_held, err, errlen) ||
+        ll_config_int(cfg, "loop.max_held_bytes", &l->max_held_bytes, err, errlen) ||
         ll_config_int(cfg, "loop.db_batch_max", &l->db_batch_max, err, errlen) ||
         ll_config_bool(cfg, "loop.overlap_commit", &l->overlap_commit, err, errlen) ||
         ll_config_int(cfg, "fault.crash_after_db_commits", &l->crash_after, err, errlen) ||
@@ -203,10 +207,15 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_loop_free(l);
         return NULL;
     }
-    if (l->max_held < 1 || l->max_held > LL_OFFTRACK_MAX_RANGES - 10) {
+    if (l->max_held < 1 || l->max_held > LL_MAX_HELD) {
         /* each held message may split the done offsets into one more range of the metadata */
         snprintf(err, errlen, "loop.max_held must be 1..%d (the offset commit metadata must fit)",
-                 LL_OFFTRACK_MAX_RANGES - 10);
+                 LL_MAX_HELD);
+        ll_loop_free(l);
+        return NULL;
+    }
+    if (l->max_held_bytes < (1 << 20) || l->max_held_bytes > (1LL << 30)) {
+        snprintf(err, errlen, "loop.max_held_bytes must be 1048576..1073741824 (bytes held per partition)");
         ll_loop_free(l);
         return NULL;
     }

@@ -34,6 +34,10 @@ int ll_batch_undo(batch *b, size_t touches_before)
 ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
 {
     ll_loop *l = b->l;
+    /* its own clock (held behind its run's first deferral), else its run's on the partition: a
+     * message read again after a full queue's pause waited as long as the held ones */
+    int64_t since =
+        m->defer_since_ms ? m->defer_since_ms : ll_loop_clock_of(m->ps, m->run, l->prereq_wait_ms, now);
     return (ll_msg){.logical = m->io->in->logical,
                     .topic = m->ps->topic,
                     .partition = m->ps->partition,
@@ -41,7 +45,7 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
                     .key = m->run[0] ? m->run : NULL,
                     .value = value,
                     .service = l->service,
-                    .wait_expired = m->defer_since_ms && now - m->defer_since_ms >= l->prereq_wait_ms,
+                    .wait_expired = since && now - since >= l->prereq_wait_ms,
                     .txn = b};
 }
 
@@ -89,6 +93,8 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     switch (step) {
     case LL_STEP_KEEP_REPLY:
     case LL_STEP_UNDO_REPLY:
+        if (!msg.wait_expired)
+            ll_loop_clock_stop(m->ps, m->run); /* answered: its prerequisite is there */
         ll_batch_out_push(b, m, out.reply, NULL, NULL, rid);
         out.reply = NULL;
         break;

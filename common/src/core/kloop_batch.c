@@ -41,6 +41,53 @@
 #include "ll/log.h"
 #include "ll/obs.h"
 
+/* Remembers m's offset, to be marked done when the batch ends (done_mark). */
+static void mark_later(batch *b, const lmsg *m)
+{
+    if (b->n_marks == b->cap_marks) {
+        size_t cap = b->cap_marks ? b->cap_marks * 2 : 64;
+        done_mark *d = realloc(b->marks, cap * sizeof *d);
+        if (!d)
+            abort();
+        b->marks = d;
+        b->cap_marks = cap;
+    }
+    b->marks[b->n_marks++] = (done_mark){m->ps, m->offset};
+}
+
+static int cmp_mark(const void *a, const void *b)
+{
+    const done_mark *x = a, *y = b;
+    if (x->ps != y->ps)
+        return strcmp(x->ps->topic, y->ps->topic) != 0
+                   ? strcmp(x->ps->topic, y->ps->topic)
+                   : (x->ps->partition > y->ps->partition) - (x->ps->partition < y->ps->partition);
+    return (x->offset > y->offset) - (x->offset < y->offset);
+}
+
+/* Marks the batch's staged offsets done, in offset order per partition. A tracker at its guard
+ * (LL_OFFTRACK_RANGES_LIMIT, never reached with the limits checked at start) cannot take the
+ * offset: its result must not be committed without it, so the staged records are dropped and the
+ * loop rewinds to the committed offsets, where the message is applied again as a replay. */
+static void mark_done_offsets(batch *b)
+{
+    ll_loop *l = b->l;
+    if (b->n_marks == 0)
+        return;
+    qsort(b->marks, b->n_marks, sizeof *b->marks, cmp_mark);
+    for (size_t i = 0; i < b->n_marks; i++)
+        if (ll_offtrack_done(&b->marks[i].ps->track, b->marks[i].offset) != 0 && !l->rewind_pending) {
+            ll_log(
+                LL_ERROR, NULL, "offset_track_full",
+                "%s[%d]: offset %lld cannot be marked done (%zu ranges): rewinding to the committed offsets",
+                b->marks[i].ps->topic, (int)b->marks[i].ps->partition, (long long)b->marks[i].offset,
+                ll_offtrack_ranges(&b->marks[i].ps->track));
+            l->rewind_pending = 1;
+            ll_loop_recover_later(l, 0);
+        }
+    b->n_marks = 0;
+}
+
 /* Stages the results of the committed database transaction for the next Kafka transaction
  * (kloop_commit.c) and marks their offsets done. 0, or -1 (the caller undoes the batch). */
 static int flush_outs(batch *b)
@@ -73,7 +120,7 @@ static int flush_outs(batch *b)
             ll_loop_dead_letter_stage(l, m, o->code, o->reason);
         }
         if (rc == 0) {
-            ll_offtrack_done(&m->ps->track, m->offset); /* cannot fail: a new range never */
+            mark_later(b, m);
             m->ps->touched = l->batch_no;
             m->state = 1;
             if (m->held)
@@ -198,13 +245,17 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         "%zu records staged; the last Kafka commit took %lld ms",
         b.n_work, n, b.n_bulk, (long long)(t_db - now), (double)(l->db.wait_us - waited0) / 1000.0,
         l->n_staged, (long long)l->last_commit_ms);
+    mark_done_offsets(&b);
     /* the staged results go into a Kafka commit now, or into the one after the commit in flight
      * (a failure aborts and rewinds when that is taken, kloop_commit.c) */
     ll_loop_commit_push(l);
     for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->stopped && (int64_t)l->parts[i]->n_held <= l->max_held / 2)
+        if (l->parts[i]->stopped && (int64_t)l->parts[i]->n_held <= l->max_held / 2 &&
+            (int64_t)l->parts[i]->held_bytes <= l->max_held_bytes / 2)
             ll_loop_resume_partition(l, l->parts[i]);
 out:
+    mark_done_offsets(&b); /* those of database commits before a failure: the rewind reloads */
+    free(b.marks);
     ll_batch_outs_clear(&b);
     for (size_t i = 0; i < b.n_done_held; i++)
         ll_loop_free_copy(b.done_held[i]);

@@ -41,6 +41,15 @@ typedef struct out_item {
     char outcome[16], reply_code[48]; /* a reply's labels for loadledger_inputs_total (obs.h) */
 } out_item;
 
+/* An offset whose reply or dead letter is staged: marked done in its partition's tracker at the
+ * end of the batch, all of them in offset order, so that the tracker never holds more ranges than
+ * the offsets the batch leaves not done (issue 26 §5: marked one by one in run order, a batch of
+ * 1,000 runs made and merged hundreds of ranges on the way). */
+typedef struct done_mark {
+    part_state *ps;
+    int64_t offset;
+} done_mark;
+
 /* One batch: its work, its open database transaction, the results waiting for its commit. */
 typedef struct batch {
     ll_loop *l;
@@ -54,6 +63,8 @@ typedef struct batch {
     size_t n_touch, cap_touch;
     lmsg **done_held; /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
+    done_mark *marks; /* offsets whose results are staged, marked done when the batch ends */
+    size_t n_marks, cap_marks;
     int in_tx, use_savepoints;
     int savepoints; /* savepoints made in the open transaction */
     int tx_msgs;    /* messages applied in it (with or without a savepoint) */
@@ -100,6 +111,19 @@ void ll_batch_unhold(batch *b, lmsg *m);
 /* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock);
  * pid and why go to the log. Returns W_HELD. */
 w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why);
+
+/* kloop_clock.c: the prerequisite clocks of a partition's waiting runs (run_clock). A run's clock
+ * starts at its first deferral there and holds for every message of the run read before it ran
+ * out; it is forgotten once a message of the run is answered (its prerequisite came), or two
+ * loop.prerequisite_wait periods after it started (a message that comes that much later waits a
+ * period of its own). With LL_RUN_CLOCKS runs waiting, a new one replaces the oldest (whose later
+ * messages then wait a period of their own: longer, never shorter). */
+/* The first deferral of run on ps (monotonic ms), or 0 when it has no clock (now: monotonic ms). */
+int64_t ll_loop_clock_of(part_state *ps, const char *run, int64_t wait_ms, int64_t now);
+/* Starts run's clock on ps at since (monotonic ms) unless it has one. Returns the clock's start. */
+int64_t ll_loop_clock_start(part_state *ps, const char *run, int64_t since);
+/* Forgets run's clock on ps (a message of it was answered). */
+void ll_loop_clock_stop(part_state *ps, const char *run);
 
 /* kloop_tx.c: the open transaction. The int functions return 0, or -1 with l->db.err. */
 int ll_batch_db_cmd(batch *b, const char *sql);

@@ -115,6 +115,8 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
             for (size_t i = 0; i < got; i++)
                 if (outs[i].decided) {
                     ms[i]->decided = b->bulk_calls; /* its reply queued by ll_bulk_reply */
+                    if (!msgs[i].wait_expired)
+                        ll_loop_clock_stop(ms[i]->ps, ms[i]->run);
                     (*decided)++;
                 }
             break;

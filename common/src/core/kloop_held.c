@@ -25,6 +25,7 @@ void ll_loop_drop_held(part_state *ps)
     for (size_t i = 0; i < ps->n_held; i++)
         ll_loop_free_copy(ps->held[i]);
     ps->n_held = 0;
+    ps->held_bytes = 0;
 }
 
 /* True when run r has a message in ps's held queue. */
@@ -45,11 +46,14 @@ int ll_loop_offset_held(const part_state *ps, int64_t offset)
 }
 
 /* Copies a fresh message into the held queue of its partition, in offset order. Returns the held
- * copy, or NULL when the queue is full. */
+ * copy, or NULL when the queue is full: loop.max_held copies, or loop.max_held_bytes of keys and
+ * values (one message is always taken into an empty queue; docs/design.md §9). */
 lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
 {
     part_state *ps = m->ps;
-    if ((int64_t)ps->n_held >= l->max_held)
+    size_t bytes = m->key_len + m->len;
+    if ((int64_t)ps->n_held >= l->max_held ||
+        (ps->n_held > 0 && (int64_t)(ps->held_bytes + bytes) > l->max_held_bytes))
         return NULL;
     if (ps->n_held == ps->cap_held) {
         size_t cap = ps->cap_held ? ps->cap_held * 2 : 8;
@@ -83,6 +87,7 @@ lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
     memmove(ps->held + at + 1, ps->held + at, (ps->n_held - at) * sizeof *ps->held);
     ps->held[at] = c;
     ps->n_held++;
+    ps->held_bytes += bytes;
     return c;
 }
 
@@ -95,6 +100,7 @@ void ll_batch_unhold(batch *b, lmsg *m)
         if (ps->held[i] == m) {
             memmove(ps->held + i, ps->held + i + 1, (ps->n_held - i - 1) * sizeof *ps->held);
             ps->n_held--;
+            ps->held_bytes -= m->key_len + m->len;
             break;
         }
     if (b->n_done_held == b->cap_done_held) {
@@ -124,6 +130,10 @@ w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const c
     ll_loop *l = b->l;
     int64_t now = ll_loop_now_ms();
     m->state = 2;
+    /* the run's clock on the partition (kloop_clock.c): started by its first deferral, kept for
+     * its messages that find the queue full, read again after the pause */
+    int64_t since =
+        deferred ? ll_loop_clock_start(m->ps, m->run, m->defer_since_ms ? m->defer_since_ms : now) : 0;
     lmsg *h = m->held ? m : ll_loop_hold_copy(l, m);
     if (!h) {
         /* the queue is full: not held, not done; fetched again once the queue drains */
@@ -131,11 +141,11 @@ w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const c
         return W_HELD;
     }
     if (deferred && !h->defer_since_ms) {
-        h->defer_since_ms = now;
+        h->defer_since_ms = since;
         /* the run's clock: its messages already queued behind this one start it too */
         for (size_t i = 0; i < h->ps->n_held; i++)
             if (!h->ps->held[i]->defer_since_ms && strcmp(h->ps->held[i]->run, h->run) == 0)
-                h->ps->held[i]->defer_since_ms = now;
+                h->ps->held[i]->defer_since_ms = since;
     }
     h->backoff_ms = h->backoff_ms ? h->backoff_ms * 2 : l->backoff_min_ms;
     if (h->backoff_ms > l->backoff_max_ms)

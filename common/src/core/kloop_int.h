@@ -42,6 +42,13 @@
 /* Messages per poll batch at most (loop.batch_max): the batch is held in memory and the set-based
  * apply's work grows with it. */
 #define LL_BATCH_MAX 2000
+/* Most held messages per partition (loop.max_held). The offset commit's metadata (offtrack.h,
+ * ≤ LL_OFFTRACK_METADATA_MAX bytes) then holds the done ranges between up to LL_MAX_HELD + 1 held
+ * messages as text (≤ 22 bytes a range while offsets stay within 10^9 of the committed one) and
+ * the one or two latest batches' spans (≤ 2 × loop.batch_max offsets with transaction markers
+ * between them, ≤ 1,400 bytes as a bitmap) where the offsets they leave behind lie (docs/design.md
+ * §9). */
+#define LL_MAX_HELD 140
 
 /* One consumed topic and where its replies go. */
 typedef struct topic_io {
@@ -90,6 +97,15 @@ typedef struct ll_staged_rec {
     rd_kafka_headers_t *hdrs; /* owned; NULL: none */
 } ll_staged_rec;
 
+/* The prerequisite clock of one run on one partition: when its first message there deferred
+ * (issue 26 §4). Kept while the run still waits, so that its messages that found the held queue
+ * full and are read again after the pause wait no longer than the held ones. */
+#define LL_RUN_CLOCKS 32
+typedef struct run_clock {
+    char run[40];     /* the run id (a UUID's text); "" free */
+    int64_t since_ms; /* monotonic ms of the first deferral */
+} run_clock;
+
 /* Per assigned Kafka partition: done offsets, held messages, whether it is paused. */
 typedef struct part_state {
     char topic[256];
@@ -97,9 +113,11 @@ typedef struct part_state {
     ll_offtrack track;
     lmsg **held; /* held messages in offset order (their runs wait) */
     size_t n_held, cap_held;
-    int stopped;         /* paused because the held queue is full: fetch resumes below half */
-    int64_t stop_offset; /* where fetching resumes (the lowest message neither done nor held) */
-    int64_t touched;     /* batch number of the last change to track (offsets to commit) */
+    int stopped;                     /* paused because the held queue is full: fetch resumes below half */
+    int64_t stop_offset;             /* where fetching resumes (the lowest message neither done nor held) */
+    int64_t touched;                 /* batch number of the last change to track (offsets to commit) */
+    size_t held_bytes;               /* keys and values of the held copies (bytes; loop.max_held_bytes) */
+    run_clock clocks[LL_RUN_CLOCKS]; /* runs waiting for a prerequisite here (kloop_clock.c) */
 } part_state;
 
 struct ll_loop {
@@ -116,6 +134,7 @@ struct ll_loop {
     volatile sig_atomic_t stop;
     int fatal;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
+    int64_t max_held_bytes; /* loop.max_held_bytes: keys and values held per partition */
     int64_t crash_after, db_commits, batch_no;
     part_state **parts;
     size_t n_parts, cap_parts;

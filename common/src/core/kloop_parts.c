@@ -39,6 +39,7 @@ void ll_loop_forget_parts(ll_loop *l)
     for (size_t i = 0; i < l->n_parts; i++) {
         ll_loop_drop_held(l->parts[i]);
         free(l->parts[i]->held);
+        ll_offtrack_free(&l->parts[i]->track);
         free(l->parts[i]);
     }
     l->n_parts = 0;
