@@ -60,7 +60,8 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     if (!m->io)
         return ll_batch_dead(b, m, m->run[0] ? m->run : NULL, "UNKNOWN_TOPIC", "no handler for this topic");
     json_t *value = NULL;
-    if (!m->value || ll_decode(&m->io->dopts, m->value, m->len, &value, err, sizeof err) != 0)
+    if (!m->value ||
+        (b->n_decodes++, ll_decode(&m->io->dopts, m->value, m->len, &value, err, sizeof err)) != 0)
         return ll_batch_dead(b, m, m->run[0] ? m->run : NULL, "DECODE_FAILED",
                              m->value ? err : "empty message value");
     const char *run_id = json_string_value(json_object_get(value, "runId"));

@@ -192,12 +192,11 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         goto out;
     }
     int64_t t_db = ll_loop_now_ms();
-    ll_log(
-        LL_DEBUG, NULL, "batch_done",
-        "%zu messages (%zu polled, %zu set-based): database %lld ms, of which waiting for answers %.1f ms; "
-        "%zu records staged; the last Kafka commit took %lld ms",
-        b.n_work, n, b.n_bulk, (long long)(t_db - now), (double)(l->db.wait_us - waited0) / 1000.0,
-        l->n_staged, (long long)l->last_commit_ms);
+    ll_log(LL_DEBUG, NULL, "batch_done",
+           "%zu messages (%zu polled, %zu set-based, %zu decodes): database %lld ms, of which waiting for "
+           "answers %.1f ms; %zu records staged; the last Kafka commit took %lld ms",
+           b.n_work, n, b.n_bulk, b.n_decodes, (long long)(t_db - now),
+           (double)(l->db.wait_us - waited0) / 1000.0, l->n_staged, (long long)l->last_commit_ms);
     /* the staged results go into a Kafka commit now, or into the one after the commit in flight
      * (a failure aborts and rewinds when that is taken, kloop_commit.c) */
     ll_loop_commit_push(l);

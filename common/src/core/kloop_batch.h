@@ -54,6 +54,7 @@ typedef struct batch {
     size_t n_touch, cap_touch;
     lmsg **done_held; /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
+    size_t n_decodes; /* values decoded in this batch (ll_decode calls; the batch_done debug line) */
     int in_tx, use_savepoints;
     int savepoints; /* savepoints made in the open transaction */
     int tx_msgs;    /* messages applied in it (with or without a savepoint) */

@@ -80,7 +80,8 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         if (m->decided)
             continue;
         if (m->io != io || m->state != 0 || (run && strcmp(m->run, run) != 0) || ll_waits_on(&w, m->ps) ||
-            !m->value || ll_decode(&io->dopts, m->value, m->len, &value, err, sizeof err) != 0) {
+            !m->value ||
+            (b->n_decodes++, ll_decode(&io->dopts, m->value, m->len, &value, err, sizeof err)) != 0) {
             ll_waits_add(&w, m->ps); /* applied one by one in its turn (or dead-lettered): later
                                       * messages of its run there wait for it */
             continue;
