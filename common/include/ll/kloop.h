@@ -59,7 +59,8 @@ typedef struct ll_msg {
     int32_t partition;
     int64_t offset;
     const char *key;     /* the run id (NUL-terminated copy), or NULL */
-    json_t *value;       /* decoded and projected onto the topic's schema */
+    json_t *value;       /* decoded and projected onto the topic's schema; read only: one batch
+                          * hands the same value to the set-based and the per-message apply */
     const char *service; /* the consuming service's name */
     int wait_expired;    /* 1 when loop.prerequisite_wait has passed since this message's first
                           * deferral: answer with the contract's business answer instead of

@@ -4,6 +4,7 @@
  * answer: keep and reply, undo and reply, hold its run, or dead-letter it.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kloop_batch.h"
@@ -49,6 +50,38 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
                     .txn = b};
 }
 
+json_t *ll_batch_decode(batch *b, lmsg *m, const char **err)
+{
+    if (!m->value) {
+        *err = "empty message value";
+        return NULL;
+    }
+    if (!m->decoded && !m->decode_err) {
+        char why[1024];
+        why[0] = '\0';
+        json_t *v = NULL;
+        b->n_decodes++;
+        if (ll_decode(&m->io->dopts, m->value, m->len, &v, why, sizeof why) == 0 && v)
+            m->decoded = v;
+        else if (!(m->decode_err = strdup(why)))
+            abort();
+        b->n_kept++;
+    }
+    *err = m->decode_err;
+    return m->decoded;
+}
+
+void ll_batch_decoded_drop(batch *b, lmsg *m)
+{
+    if (!m->decoded && !m->decode_err)
+        return;
+    json_decref(m->decoded);
+    free(m->decode_err);
+    m->decoded = NULL;
+    m->decode_err = NULL;
+    b->n_kept--;
+}
+
 ll_loop_fault ll_batch_fault(const ll_db *db)
 {
     if (ll_db_err_is_unavailable(db))
@@ -63,10 +96,15 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     char err[1024];
     if (!m->io)
         return ll_batch_dead(b, m, m->run[0] ? m->run : NULL, "UNKNOWN_TOPIC", "no handler for this topic");
-    json_t *value = NULL;
-    if (!m->value || ll_decode(&m->io->dopts, m->value, m->len, &value, err, sizeof err) != 0)
-        return ll_batch_dead(b, m, m->run[0] ? m->run : NULL, "DECODE_FAILED",
-                             m->value ? err : "empty message value");
+    /* decoded once in this batch (the set-based part may have looked at it), released here: the
+     * per-message path is its last use in the batch, whatever the answer */
+    const char *why = NULL;
+    json_t *value = ll_batch_decode(b, m, &why);
+    if (!value) {
+        w_result r = ll_batch_dead(b, m, m->run[0] ? m->run : NULL, "DECODE_FAILED", why);
+        ll_batch_decoded_drop(b, m); /* the reason is copied into the dead letter */
+        return r;
+    }
     const char *run_id = json_string_value(json_object_get(value, "runId"));
     char rid[sizeof m->run];
     snprintf(rid, sizeof rid, "%s", run_id ? run_id : (m->run[0] ? m->run : ""));
@@ -130,11 +168,11 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
         goto failed_out;
     }
     json_decref(out.reply);
-    json_decref(value);
+    ll_batch_decoded_drop(b, m);
     return r;
 failed_out:
     json_decref(out.reply);
 failed:
-    json_decref(value);
+    ll_batch_decoded_drop(b, m);
     return W_FAILED;
 }

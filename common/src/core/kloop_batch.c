@@ -186,6 +186,16 @@ int ll_batch_tx_full(const batch *b)
     return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 : b->savepoints >= b->l->db_batch_max;
 }
 
+/* Releases the decoded values the batch still keeps (ll_batch_decode): messages the set-based
+ * part looked at and left that were then held behind their run, or a batch that ended early.
+ * Walks the work only while something is kept: once the Kafka commit began, a failed one may
+ * have rewound and freed the held copies the work points to. */
+static void drop_decoded(batch *b)
+{
+    for (size_t i = 0; i < b->n_work && b->n_kept > 0; i++)
+        ll_batch_decoded_drop(b, b->work[i]);
+}
+
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
 {
     int64_t now = ll_loop_now_ms(), waited0 = l->db.wait_us;
@@ -239,13 +249,13 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         goto out;
     }
     int64_t t_db = ll_loop_now_ms();
-    ll_log(
-        LL_DEBUG, NULL, "batch_done",
-        "%zu messages (%zu polled, %zu set-based): database %lld ms, of which waiting for answers %.1f ms; "
-        "%zu records staged; the last Kafka commit took %lld ms",
-        b.n_work, n, b.n_bulk, (long long)(t_db - now), (double)(l->db.wait_us - waited0) / 1000.0,
-        l->n_staged, (long long)l->last_commit_ms);
+    ll_log(LL_DEBUG, NULL, "batch_done",
+           "%zu messages (%zu polled, %zu set-based, %zu decodes): database %lld ms, of which waiting for "
+           "answers %.1f ms; %zu records staged; the last Kafka commit took %lld ms",
+           b.n_work, n, b.n_bulk, b.n_decodes, (long long)(t_db - now),
+           (double)(l->db.wait_us - waited0) / 1000.0, l->n_staged, (long long)l->last_commit_ms);
     mark_done_offsets(&b);
+    drop_decoded(&b); /* before the Kafka commit: its failure rewinds (held copies freed) */
     /* the staged results go into a Kafka commit now, or into the one after the commit in flight
      * (a failure aborts and rewinds when that is taken, kloop_commit.c) */
     ll_loop_commit_push(l);
@@ -256,6 +266,7 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
 out:
     mark_done_offsets(&b); /* those of database commits before a failure: the rewind reloads */
     free(b.marks);
+    drop_decoded(&b);
     ll_batch_outs_clear(&b);
     for (size_t i = 0; i < b.n_done_held; i++)
         ll_loop_free_copy(b.done_held[i]);

@@ -65,6 +65,8 @@ typedef struct batch {
     size_t n_done_held, cap_done_held;
     done_mark *marks; /* offsets whose results are staged, marked done when the batch ends */
     size_t n_marks, cap_marks;
+    size_t n_decodes; /* values decoded in this batch (ll_decode calls; the batch_done debug line) */
+    size_t n_kept;    /* messages of the work that keep a decoded value or its error (ll_batch_decode) */
     int in_tx, use_savepoints;
     int savepoints; /* savepoints made in the open transaction */
     int tx_msgs;    /* messages applied in it (with or without a savepoint) */
@@ -149,6 +151,16 @@ w_result ll_batch_dead(batch *b, lmsg *m, const char *run_id, const char *code, 
 int ll_batch_undo(batch *b, size_t touches_before);
 /* What an apply function sees of message m (value: its decoded record, borrowed; now in ms). */
 ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now);
+/* Message m's value (of the work of b; m->io set) decoded with its topic's options, once per
+ * batch: the first call decodes it (counted in b->n_decodes) and keeps the value, or the reason
+ * it did not decode, with m (lmsg.decoded, lmsg.decode_err) until ll_batch_decoded_drop; later
+ * calls return what was kept, so the set-based part and the per-message path, however often
+ * they look at m, share one decode. Returns the value (borrowed: the apply functions only read
+ * it), or NULL with *err the reason (borrowed likewise; a tombstone: "empty message value",
+ * nothing decoded or kept). */
+json_t *ll_batch_decode(batch *b, lmsg *m, const char **err);
+/* Releases what ll_batch_decode kept with m (nothing kept: nothing done). */
+void ll_batch_decoded_drop(batch *b, lmsg *m);
 /* The class of db->err for the decision table (kloop_decide.h). */
 ll_loop_fault ll_batch_fault(const ll_db *db);
 /* Applies one message inside the open transaction: W_DONE, W_HELD, or W_FAILED (batch undone). */

@@ -66,7 +66,6 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         abort();
     size_t got = 0;
     int64_t now = ll_loop_now_ms();
-    char err[512];
     run_waits w = {0};
     /* the run at `from` may have messages before it that are held in this batch */
     ll_waits_enter(&w, b->work[from]);
@@ -75,12 +74,16 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
             ll_waits_add(&w, b->work[j]->ps);
     for (size_t i = from; i < to; i++) {
         lmsg *m = b->work[i];
-        json_t *value = NULL;
+        const char *why = NULL;
         ll_waits_enter(&w, m);
         if (m->decided)
             continue;
-        if (m->io != io || m->state != 0 || (run && strcmp(m->run, run) != 0) || ll_waits_on(&w, m->ps) ||
-            !m->value || ll_decode(&io->dopts, m->value, m->len, &value, err, sizeof err) != 0) {
+        int skip =
+            m->io != io || m->state != 0 || (run && strcmp(m->run, run) != 0) || ll_waits_on(&w, m->ps);
+        /* decoded once in the batch: a message left here keeps its value for the per-message
+         * path or a later set-based call (ll_batch_decode) */
+        json_t *value = skip ? NULL : ll_batch_decode(b, m, &why);
+        if (!value) {
             ll_waits_add(&w, m->ps); /* applied one by one in its turn (or dead-lettered): later
                                       * messages of its run there wait for it */
             continue;
@@ -139,8 +142,6 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
             break;
         }
     }
-    for (size_t i = 0; i < got; i++)
-        json_decref(msgs[i].value);
     free(ms);
     free(msgs);
     free(ptrs);
@@ -185,6 +186,10 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
             return ll_batch_db_cmd(b, "ROLLBACK") == 0 ? W_DONE : W_FAILED;
         }
     }
+    /* what this call decided stands, its replies queued: those values are not needed again */
+    for (size_t i = from; i < to; i++)
+        if (b->work[i]->decided == b->bulk_calls)
+            ll_batch_decoded_drop(b, b->work[i]);
     return W_DONE;
 }
 

@@ -68,6 +68,8 @@ lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
         abort();
     *c = *m;
     c->rkm = NULL;
+    c->decoded = NULL; /* the batch's (ll_batch_decode): the copy keeps only its bytes */
+    c->decode_err = NULL;
     c->key = m->key ? memcpy(malloc(m->key_len ? m->key_len : 1), m->key, m->key_len) : NULL;
     c->value = m->value ? memcpy(malloc(m->len ? m->len : 1), m->value, m->len) : NULL;
     rd_kafka_headers_t *h = NULL;

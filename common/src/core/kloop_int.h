@@ -82,6 +82,13 @@ typedef struct lmsg {
     int decided;              /* in the current batch: applied by its input's bulk function, in
                                * the batch's set-based call of this number (0: not decided) */
     int retry;                /* left by it only for its run's order (ll_bulk_out.retry) */
+    json_t *decoded;          /* in the current batch: its value decoded once (ll_batch_decode), owned
+                               * by the batch until ll_batch_decoded_drop (at the latest the batch's
+                               * end); NULL: not decoded (yet), or it did not decode. A held copy
+                               * never keeps it: its bytes are decoded again in the batch that
+                               * retries it */
+    char *decode_err;         /* in the current batch: why its value did not decode (owned likewise),
+                               * NULL: none */
     int64_t defer_since_ms;   /* first DEFER of its run on its partition (the prerequisite clock,
                                * shared by the run's held messages there), 0 none */
     int64_t retry_at_ms;      /* when a held message is tried again */
