@@ -19,7 +19,8 @@ typedef struct brun {
     const char *id;
     ll_run_status status;
     const char *path;   /* hdfs_run_path, NULL when null */
-    int64_t open_parts; /* its partitions not SUCCESS, less those this batch's gates pass */
+    int64_t open_parts; /* its partitions not SUCCESS (counted after its lock: step 2), less those
+                         * this batch's gates pass; -1 when not EXTRACTING (not counted) */
     bool completing;    /* a report of this batch passes its last open partition's gate */
     bool won;           /* ... and the completion CAS moved it to EXTRACTED_VALIDATED */
 } brun;
@@ -70,7 +71,8 @@ typedef struct bulk {
 } bulk;
 
 /* Steps 1-2 (chunk_bulk_read.c): the runs, then their partitions, locked without waiting, each
- * in sorted order (contract §2.8); fills k->runs and k->parts (pointing into the results k owns).
+ * in sorted order (contract §2.8), and the open partitions of the EXTRACTING runs counted after the
+ * run locks; fills k->runs and k->parts (pointing into the results k owns).
  * LL_DB_OK, or LL_DB_ERROR (db->err set). */
 ll_db_rc bulk_lock_rows(bulk *k);
 

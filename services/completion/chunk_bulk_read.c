@@ -19,20 +19,34 @@
  */
 static const ll_stmt ST_BULK_LOCK_RUNS = {
     "chunk_bulk_lock_runs",
-    "SELECT r.run_id::text, r.status, r.hdfs_run_path, (SELECT count(*) FROM nifi_ops.load_partition p"
-    " WHERE p.run_id = r.run_id AND p.status <> 'SUCCESS') FROM unnest($1::uuid[]) AS k(id),"
+    "SELECT r.run_id::text, r.status, r.hdfs_run_path FROM unnest($1::uuid[]) AS k(id),"
     " LATERAL (SELECT run_id, status, hdfs_run_path FROM nifi_ops.load_run WHERE run_id = k.id"
     " FOR UPDATE SKIP LOCKED) r",
     1};
 
+/*
+ * The partitions ($1, $2), then one row per run of $3 (partition id NULL) with the number of its
+ * partitions not SUCCESS. The count is read here, not with the run lock: a statement's snapshot is
+ * taken before it locks, so the run lock statement would count with a snapshot older than its lock
+ * (the row it locks is the latest version, EvalPlanQual, but not the partitions a subquery reads),
+ * and a gate another transaction committed under that lock meanwhile would still count as open:
+ * the last two partitions of a run gated at once by two instances would leave it EXTRACTING with
+ * every partition SUCCESS (issue 26 item 8). Every writer of a partition's SUCCESS holds its run's
+ * row (chunk_report.c, this path's gates, manifest.c; contract §2.8), so this statement, started
+ * after the run locks, sees every such gate committed before them, and none can follow while this
+ * transaction holds the runs.
+ */
 static const ll_stmt ST_BULK_LOCK_PARTITIONS = {
     "chunk_bulk_lock_partitions",
     "SELECT p.run_id::text, p.partition_id, p.status, p.claim_token::text, p.written_file_count,"
     " p.written_row_count, p.written_byte_count, p.written_count_sum, p.written_count_sumsq,"
-    " p.expected_row_count"
+    " p.expected_row_count, NULL::bigint"
     " FROM unnest($1::uuid[], $2::text[]) AS k(run, pid), LATERAL (SELECT * FROM nifi_ops.load_partition"
-    " WHERE run_id = k.run AND partition_id = k.pid FOR UPDATE SKIP LOCKED) p",
-    2};
+    " WHERE run_id = k.run AND partition_id = k.pid FOR UPDATE SKIP LOCKED) p"
+    " UNION ALL SELECT r.run::text, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " (SELECT count(*) FROM nifi_ops.load_partition p WHERE p.run_id = r.run AND p.status <> 'SUCCESS')"
+    " FROM unnest($3::uuid[]) AS r(run)",
+    3};
 
 /* The stored rows of the reported chunks, and the rows holding the reported paths. */
 static const ll_stmt ST_BULK_FILES = {
@@ -48,9 +62,9 @@ static const ll_stmt ST_BULK_FILES = {
     " LATERAL (SELECT * FROM nifi_ops.load_file WHERE hdfs_path = k.path LIMIT 1) f",
     4};
 
-static PGresult *exec2(ll_db *db, const ll_stmt *st, ll_pgarray *a, ll_pgarray *b)
+static PGresult *exec_arrays(ll_db *db, const ll_stmt *st, ll_pgarray *a, ll_pgarray *b, ll_pgarray *c)
 {
-    const char *p[2] = {ll_pgarray_text(a), b ? ll_pgarray_text(b) : NULL};
+    const char *p[3] = {ll_pgarray_text(a), b ? ll_pgarray_text(b) : NULL, c ? ll_pgarray_text(c) : NULL};
     return ll_db_exec(db, st, p);
 }
 
@@ -70,7 +84,9 @@ static int cmp_pkey(const void *a, const void *b)
  * waiting (contract §2.8, docs/design.md §7: run row first). A run someone else holds is skipped,
  * and so are its partitions: this transaction goes on to wait for that run in the per-message
  * path, and a partition row held meanwhile would close a cycle with the run's holder when it asks
- * for the partition next. LL_DB_OK, or LL_DB_ERROR (db->err set). */
+ * for the partition next. Step 2 also counts the open partitions of the EXTRACTING runs locked
+ * (ST_BULK_LOCK_PARTITIONS: after the run locks; no other run's report is decided here).
+ * LL_DB_OK, or LL_DB_ERROR (db->err set). */
 ll_db_rc bulk_lock_rows(bulk *k)
 {
     pkey *keys = calloc(k->n + 1, sizeof *keys), *runkeys = calloc(k->n + 1, sizeof *runkeys);
@@ -84,13 +100,13 @@ ll_db_rc bulk_lock_rows(bulk *k)
         }
     qsort(keys, nk, sizeof *keys, cmp_pkey);
     qsort(runkeys, nr, sizeof *runkeys, cmp_pkey);
-    ll_pgarray runs = {0}, pruns = {0}, pids = {0};
+    ll_pgarray runs = {0}, pruns = {0}, pids = {0}, counted = {0};
     for (size_t i = 0; i < nr; i++)
         if (i == 0 || strcmp(runkeys[i].run, runkeys[i - 1].run) != 0)
             ll_pgarray_add(&runs, runkeys[i].run);
     free(runkeys);
     ll_db_rc rc = LL_DB_ERROR;
-    if (!(k->runs_res = exec2(k->db, &ST_BULK_LOCK_RUNS, &runs, NULL)))
+    if (!(k->runs_res = exec_arrays(k->db, &ST_BULK_LOCK_RUNS, &runs, NULL, NULL)))
         goto out;
     k->n_runs = (size_t)PQntuples(k->runs_res);
     k->runs = calloc(k->n_runs + 1, sizeof *k->runs);
@@ -99,7 +115,9 @@ ll_db_rc bulk_lock_rows(bulk *k)
         if (ll_run_status_parse(PQgetvalue(k->runs_res, (int)i, 1), &k->runs[i].status) != 0)
             k->runs[i].status = LL_RUN_CREATED; /* not EXTRACTING: left to the other path */
         k->runs[i].path = ll_db_text(k->runs_res, (int)i, 2);
-        k->runs[i].open_parts = ll_db_ll(k->runs_res, (int)i, 3, 0);
+        k->runs[i].open_parts = -1; /* not counted: never read (decide gates EXTRACTING runs only) */
+        if (k->runs[i].status == LL_RUN_EXTRACTING)
+            ll_pgarray_add(&counted, k->runs[i].id);
         ll_strmap_put(&k->run_of, k->runs[i].id, i);
     }
     /* only the partitions of the runs now held (run_of: the rows the statement returned) */
@@ -108,28 +126,36 @@ ll_db_rc bulk_lock_rows(bulk *k)
             ll_pgarray_add(&pruns, keys[i].run);
             ll_pgarray_add(&pids, keys[i].pid);
         }
-    if (!(k->parts_res = exec2(k->db, &ST_BULK_LOCK_PARTITIONS, &pruns, &pids)))
+    if (!(k->parts_res = exec_arrays(k->db, &ST_BULK_LOCK_PARTITIONS, &pruns, &pids, &counted)))
         goto out;
-    k->n_parts = (size_t)PQntuples(k->parts_res);
-    k->parts = calloc(k->n_parts + 1, sizeof *k->parts);
-    for (size_t i = 0; i < k->n_parts; i++) {
-        PGresult *r = k->parts_res;
-        bpart *p = &k->parts[i];
-        p->run = PQgetvalue(r, (int)i, 0);
-        p->pid = PQgetvalue(r, (int)i, 1);
-        if (ll_part_status_parse(PQgetvalue(r, (int)i, 2), &p->status) != 0)
+    PGresult *r = k->parts_res;
+    int rows = PQntuples(r);
+    k->parts = calloc((size_t)rows + 1, sizeof *k->parts);
+    k->n_parts = 0;
+    for (int j = 0; j < rows; j++) {
+        if (PQgetisnull(r, j, 1)) { /* a run's count of open partitions */
+            const size_t *ri = ll_strmap_get(&k->run_of, PQgetvalue(r, j, 0));
+            if (ri)
+                k->runs[*ri].open_parts = ll_db_ll(r, j, 10, 0);
+            continue;
+        }
+        bpart *p = &k->parts[k->n_parts];
+        p->run = PQgetvalue(r, j, 0);
+        p->pid = PQgetvalue(r, j, 1);
+        if (ll_part_status_parse(PQgetvalue(r, j, 2), &p->status) != 0)
             p->status = LL_PART_FAILED;
-        const char *t = ll_db_text(r, (int)i, 3);
+        const char *t = ll_db_text(r, j, 3);
         if (!t || ll_uuid_canonical(t, p->token) != 0)
             p->token[0] = '\0';
-        p->counters = (ll_chunk_counters){.files = ll_db_ll(r, (int)i, 4, 0),
-                                          .rows = ll_db_ll(r, (int)i, 5, 0),
-                                          .bytes = ll_db_ll(r, (int)i, 6, 0),
-                                          .count_sum = ll_db_ll(r, (int)i, 7, 0),
-                                          .count_sumsq = ll_db_ll(r, (int)i, 8, 0)};
-        p->expected_rows = ll_db_ll(r, (int)i, 9, -1);
+        p->counters = (ll_chunk_counters){.files = ll_db_ll(r, j, 4, 0),
+                                          .rows = ll_db_ll(r, j, 5, 0),
+                                          .bytes = ll_db_ll(r, j, 6, 0),
+                                          .count_sum = ll_db_ll(r, j, 7, 0),
+                                          .count_sumsq = ll_db_ll(r, j, 8, 0)};
+        p->expected_rows = ll_db_ll(r, j, 9, -1);
         snprintf(p->key, sizeof p->key, "%s|%s", p->run, p->pid);
-        ll_strmap_put(&k->part_of, p->key, i);
+        ll_strmap_put(&k->part_of, p->key, k->n_parts);
+        k->n_parts++;
     }
     rc = LL_DB_OK;
 out:
@@ -137,6 +163,7 @@ out:
     ll_pgarray_free(&runs);
     ll_pgarray_free(&pruns);
     ll_pgarray_free(&pids);
+    ll_pgarray_free(&counted);
     return rc;
 }
 

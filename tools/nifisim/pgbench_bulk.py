@@ -119,7 +119,7 @@ class Chunks:
 def reads(stmts, s):
     """Steps 1-3 of chunk_bulk.c over the chunks s: lock runs, lock partitions, read files."""
     return (with_arrays(stmts, LOCK_RUNS, [s.runs()]) +
-            with_arrays(stmts, LOCK_PARTS, [s.parts(run_id("q / :P::int")), s.parts(part_id("q"))]) +
+            with_arrays(stmts, LOCK_PARTS, [s.parts(run_id("q / :P::int")), s.parts(part_id("q")), s.runs()]) +
             with_arrays(stmts, FILES, [s.each(run_id("k / :CP::int")), s.each(part_id("k / :C::int")),
                                        s.each("k % :C::int"), s.each(path("k"))]))
 
