@@ -253,6 +253,48 @@ static void test_bad_bitmap_is_refused(void **state)
     ll_offtrack_free(&t);
 }
 
+/* The ledger's position and Kafka's, intersected (issue 27 §1): the lower base, and above it
+ * only what both mark done; the counts say how many offsets each alone had. */
+static void test_intersect(void **state)
+{
+    (void)state;
+    ll_offtrack k, g;
+    ll_offtrack_init(&k, 0);
+    ll_offtrack_init(&g, 0);
+    /* Kafka: committed 100, 105-109 done above; the ledger lost its last commits: at 90, 95 done */
+    assert_int_equal(ll_offtrack_load(&k, 100, "ll1:5-9"), 0);
+    assert_int_equal(ll_offtrack_load(&g, 90, "ll1:5"), 0);
+    int64_t k_only = -1, g_only = -1;
+    assert_int_equal(ll_offtrack_intersect(&k, &g, &k_only, &g_only), 0);
+    assert_int_equal(k.base, 90);
+    assert_int_equal(k.next_seen, 90);
+    assert_true(ll_offtrack_is_done(&k, 95));
+    for (int64_t o = 90; o < 120; o++)
+        if (o != 95)
+            assert_false(ll_offtrack_is_done(&k, o));
+    /* Kafka had 90..99 but 95, and 105..109: 14; the ledger had nothing Kafka had not */
+    assert_int_equal(k_only, 14);
+    assert_int_equal(g_only, 0);
+    /* the reverse: Kafka behind (a lost Kafka commit), the ledger ahead */
+    assert_int_equal(ll_offtrack_load(&k, 50, ""), 0);
+    assert_int_equal(ll_offtrack_load(&g, 60, "ll1:2-3"), 0);
+    assert_int_equal(ll_offtrack_intersect(&k, &g, &k_only, &g_only), 0);
+    assert_int_equal(k.base, 50);
+    assert_int_equal(ll_offtrack_ranges(&k), 0);
+    assert_int_equal(k_only, 0);
+    assert_int_equal(g_only, 12);
+    /* equal: nothing changes */
+    assert_int_equal(ll_offtrack_load(&k, 7, "ll1:2,4-6"), 0);
+    assert_int_equal(ll_offtrack_load(&g, 7, "ll1:2,4-6"), 0);
+    assert_int_equal(ll_offtrack_intersect(&k, &g, &k_only, &g_only), 0);
+    char md[LL_OFFTRACK_METADATA_MAX];
+    ll_offtrack_metadata(&k, md, sizeof md, NULL);
+    assert_string_equal(md, "ll1:2,4-6");
+    assert_int_equal(k_only + g_only, 0);
+    ll_offtrack_free(&k);
+    ll_offtrack_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -260,7 +302,7 @@ int main(void)
         cmocka_unit_test(test_gaps_are_markers),        cmocka_unit_test(test_metadata_round_trip),
         cmocka_unit_test(test_bad_metadata_is_refused), cmocka_unit_test(test_many_ranges_fit_as_a_bitmap),
         cmocka_unit_test(test_text_then_bitmap),        cmocka_unit_test(test_lossy_metadata_is_a_prefix),
-        cmocka_unit_test(test_bad_bitmap_is_refused),
+        cmocka_unit_test(test_bad_bitmap_is_refused),   cmocka_unit_test(test_intersect),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -107,6 +107,10 @@ typedef struct ll_db {
      * flush) since it was made: a caller takes differences, e.g. a batch's share of its time
      * (the loop's batch_done log line). Never reset; wraps after 292,000 years. */
     int64_t wait_us;
+    /* Connections made (each ll_db_ensure that connected). A new connection may reach another
+     * server than the last one (a failover behind a multi-host conninfo): the consumer loop reads
+     * its positions again before it applies anything on it (issue 27 §1). */
+    uint64_t connects;
 } ll_db;
 
 /* The database keys every service reads (db.statement_timeout, db.lock_timeout,

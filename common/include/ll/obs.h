@@ -57,6 +57,9 @@ void ll_obs_turn(int db_ok);
 void ll_obs_assigned(int n);
 /* The producer was fenced or hit a fatal error: not ready any more. */
 void ll_obs_fenced(void);
+/* Offsets read again after an assignment or a rewind because one side's position was behind the
+ * other's (behind: "ledger" = the database lost commits, "kafka" = a Kafka commit was lost). */
+void ll_obs_reread(const char *behind, int64_t offsets);
 
 /* The outcome ("ACCEPTED", ...) and code ("" when none) of a reply record, sanitised to the
  * bounded label sets, into the given buffers (outcome >= 16 bytes, code >= 48 bytes). */

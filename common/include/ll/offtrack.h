@@ -83,6 +83,19 @@ int ll_offtrack_seen(ll_offtrack *t, int64_t offset);
  * 0. Marking an offset already done is a no-op. */
 int ll_offtrack_done(ll_offtrack *t, int64_t offset);
 
+/* Makes dst (initialised) the same as src, reusing dst's arrays. */
+void ll_offtrack_copy(ll_offtrack *dst, const ll_offtrack *src);
+
+/*
+ * Keeps in t only the offsets that other marks done too: its base becomes the lower of the two,
+ * next_seen that base (issue 27 §1: a partition starts at min(ledger position, Kafka commit), and
+ * an offset either of them does not know as done is read and applied again). Sets *t_only to the
+ * number of offsets t had done and other not, *other_only to the reverse (either may be NULL).
+ * Returns 0, or -1 past LL_OFFTRACK_RANGES_LIMIT (t is then reset to the lower base: everything
+ * above it is read again).
+ */
+int ll_offtrack_intersect(ll_offtrack *t, const ll_offtrack *other, int64_t *t_only, int64_t *other_only);
+
 /* True when offset is done (below base, or inside a done range). */
 bool ll_offtrack_is_done(const ll_offtrack *t, int64_t offset);
 

@@ -146,6 +146,7 @@ ll_db_rc ll_db_ensure(ll_db *db)
         db->conn = NULL;
         return LL_DB_UNAVAILABLE;
     }
+    db->connects++;
     return LL_DB_OK;
 }
 

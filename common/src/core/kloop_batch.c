@@ -138,7 +138,7 @@ int ll_batch_tx_commit(batch *b)
     if (!b->in_tx) {
         return flush_outs(b);
     }
-    if (ll_batch_touch_runs(b) != 0)
+    if (ll_batch_precommit(b) != 0)
         return -1; /* still in the (failed) transaction: ll_batch_undo_all rolls it back */
     /* not waiting for the Kafka commit in flight: this database commit may come before it
      * ends, its results staged for the next one. If that fails, the messages of every database

@@ -131,8 +131,10 @@ void ll_loop_clock_stop(part_state *ps, const char *run);
 int ll_batch_db_cmd(batch *b, const char *sql);
 /* BEGIN unless a transaction is open (reconnects first). */
 int ll_batch_tx_begin(batch *b);
-/* The heartbeats asked for in this transaction (ll_msg_touch_run), in one statement. */
-int ll_batch_touch_runs(batch *b);
+/* kloop_position.c: the statement before the COMMIT: the heartbeats asked for in this transaction
+ * (ll_msg_touch_run) and the read position of every partition it answered on (issue 27 §1), in
+ * one statement. 0, or -1 with l->db.err. */
+int ll_batch_precommit(batch *b);
 /* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed) or a
  * dead letter (code and reason copied). */
 void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const char *reason,

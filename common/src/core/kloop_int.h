@@ -141,7 +141,8 @@ struct ll_loop {
     volatile sig_atomic_t stop;
     int fatal;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
-    int64_t max_held_bytes; /* loop.max_held_bytes: keys and values held per partition */
+    int64_t max_held_bytes;    /* loop.max_held_bytes: keys and values held per partition */
+    uint64_t db_connects_seen; /* db.connects when the positions were last merged (kloop_position.c) */
     int64_t crash_after, db_commits, batch_no;
     part_state **parts;
     size_t n_parts, cap_parts;
@@ -281,6 +282,12 @@ void ll_loop_commit_fault_open(ll_loop *l);
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
 /* kloop_held.c: frees a partition's held queue; counts the held messages due by now (ms) */
 void ll_loop_drop_held(part_state *ps);
+/* kloop_position.c: makes each listed partition's tracker (loaded from its Kafka commit) the
+ * intersection with the ledger's position for this consumer group, and sets the list's offsets to
+ * the trackers' bases: where fetching must start (issue 27 §1). A partition the ledger has no
+ * position for keeps Kafka's. 0, or -1 when the ledger cannot be read (l->db.err; nothing may be
+ * applied until it can). */
+int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c);
 size_t ll_loop_held_due(ll_loop *l, int64_t now);
 
 #endif

@@ -126,21 +126,33 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
          * above the committed offset before a crash or a rebalance is skipped, not applied again */
         rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(parts);
         rd_kafka_resp_err_t ce = rd_kafka_committed(rk, c, 10000);
-        if (ce)
+        int positions = -1;
+        if (ce) {
             ll_log(LL_WARN, NULL, "committed_unknown",
                    "committed offsets not read (%s): messages above them may be answered again",
                    rd_kafka_err2str(ce));
-        else
+        } else {
             ll_loop_load_tracks(l, c);
-        rd_kafka_topic_partition_list_destroy(c);
-        /* an eager assignment starts at the committed offsets: no rewind is owed any more (the
+            /* and the ledger's own positions: each partition starts at the lower (issue 27 §1) */
+            positions = ll_loop_positions_merge(l, c);
+            if (positions != 0)
+                ll_log(LL_WARN, NULL, "positions_unknown",
+                       "the ledger's positions not read (%s %s): the partitions stay paused until they are",
+                       l->db.err.sqlstate, l->db.err.message);
+        }
+        /* an eager assignment starts at the offsets found: no rewind is owed any more (the
          * producer, if broken, is still recreated before anything is applied) */
         l->rewind_pending = 0;
-        rd_kafka_assign(rk, parts);
+        rd_kafka_assign(rk, positions == 0 ? c : parts);
+        rd_kafka_topic_partition_list_destroy(c);
         ll_obs_assigned(parts->cnt);
-        if (l->producer_broken) {
+        if (l->producer_broken || (positions != 0 && !ce)) {
             rd_kafka_pause_partitions(rk, parts);
             l->all_paused = 1;
+        }
+        if (positions != 0 && !ce) {
+            l->rewind_pending = 1; /* the rewind reads both again */
+            ll_loop_recover_later(l, 0);
         }
     } else {
         ll_log_json(LL_INFO, NULL, "partitions_revoked", partition_map(parts), "revoked %d partitions",

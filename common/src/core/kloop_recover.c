@@ -42,8 +42,9 @@ void ll_loop_recover_later(ll_loop *l, int64_t delay_ms)
 }
 
 /*
- * Seeks every assigned partition back to its committed offset, reloads the done offsets above it
- * from the commit metadata and drops the held messages (they come again from the broker). A
+ * Seeks every assigned partition back to its committed offset, or to the ledger's position when
+ * that is lower (kloop_position.c), reloads the done offsets above it from the commit metadata
+ * (intersected with the ledger's) and drops the held messages (they come again from the broker). A
  * partition without a committed offset starts at the beginning (auto.offset.reset is always
  * earliest). What this instance paused is resumed. If the positions cannot be reset (broker
  * unreachable), consuming on would skip messages: the assignment stays paused and the rewind is
@@ -71,10 +72,16 @@ int ll_loop_rewind(ll_loop *l)
             for (size_t i = 0; i < l->n_parts; i++)
                 ll_loop_drop_held(l->parts[i]);
             ll_loop_load_tracks(l, asg);
-            for (int i = 0; i < asg->cnt; i++)
-                if (asg->elems[i].offset < 0)
-                    asg->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-            ll_kafka_seek(l->consumer, asg, 10000, why, sizeof why);
+            /* and the ledger's own positions: each partition goes back to the lower (issue 27 §1) */
+            if (ll_loop_positions_merge(l, asg) != 0) {
+                snprintf(why, sizeof why, "the ledger's positions: %s %.400s", l->db.err.sqlstate,
+                         l->db.err.message);
+            } else {
+                for (int i = 0; i < asg->cnt; i++)
+                    if (asg->elems[i].offset < 0)
+                        asg->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
+                ll_kafka_seek(l->consumer, asg, 10000, why, sizeof why);
+            }
         }
     }
     if (asg)

@@ -1,7 +1,8 @@
 /*
  * kloop_tx.c - the open database transaction of a batch (kloop_batch.h): BEGIN and plain
  * commands, the run heartbeats asked for by apply functions (ll_msg_touch_run, written once
- * before the commit), and the results (replies, dead letters) queued until the commit.
+ * before the commit with the positions, kloop_position.c), and the results (replies, dead letters) queued
+ * until the commit.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,11 +10,6 @@
 
 #include "kloop_batch.h"
 #include "ll/obs.h"
-#include "ll/pgarray.h"
-
-static const ll_stmt ST_TOUCH_RUNS = {
-    "kloop_touch_runs",
-    "UPDATE nifi_ops.load_run SET heartbeat_at = clock_timestamp() WHERE run_id = ANY($1::uuid[])", 1};
 
 void ll_msg_touch_run(const ll_msg *m, const char *run_id)
 {
@@ -34,24 +30,6 @@ void ll_msg_touch_run(const ll_msg *m, const char *run_id)
     memcpy(b->touch[b->n_touch++], run_id, 37);
 }
 
-/* The heartbeats asked for in this transaction, in one statement. 0, or -1. */
-int ll_batch_touch_runs(batch *b)
-{
-    if (b->n_touch == 0)
-        return 0;
-    ll_pgarray runs = {0};
-    for (size_t i = 0; i < b->n_touch; i++)
-        ll_pgarray_add(&runs, b->touch[i]);
-    const char *params[1] = {ll_pgarray_text(&runs)};
-    PGresult *r = ll_db_exec(&b->l->db, &ST_TOUCH_RUNS, params);
-    ll_pgarray_free(&runs);
-    b->n_touch = 0;
-    if (!r)
-        return -1;
-    PQclear(r);
-    return 0;
-}
-
 int ll_batch_db_cmd(batch *b, const char *sql)
 {
     return ll_db_command(&b->l->db, sql) == LL_DB_OK ? 0 : -1;
@@ -61,8 +39,20 @@ int ll_batch_tx_begin(batch *b)
 {
     if (b->in_tx)
         return 0;
-    if (ll_db_ensure(&b->l->db) != LL_DB_OK ||
-        ll_batch_db_cmd(b, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
+    ll_loop *l = b->l;
+    if (ll_db_ensure(&l->db) != LL_DB_OK)
+        return -1;
+    if (l->db.connects != l->db_connects_seen) {
+        /* a new connection, maybe to another server (a failover): it may have lost transactions
+         * whose offsets Kafka has, so the positions are read again first (the batch is undone
+         * and the loop rewinds: kloop_position.c) */
+        snprintf(l->db.err.sqlstate, sizeof l->db.err.sqlstate, "08006");
+        snprintf(
+            l->db.err.message, sizeof l->db.err.message,
+            "a new database connection: the ledger's positions are read again before anything is applied");
+        return -1;
+    }
+    if (ll_batch_db_cmd(b, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
         return -1;
     b->in_tx = 1;
     b->savepoints = b->tx_msgs = 0;

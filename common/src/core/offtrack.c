@@ -371,3 +371,80 @@ loaded:
     t->next_seen = t->base; /* the partition is read again from base */
     return 0;
 }
+
+void ll_offtrack_copy(ll_offtrack *dst, const ll_offtrack *src)
+{
+    ll_offtrack_reset(dst, src->base);
+    dst->next_seen = src->next_seen;
+    for (size_t i = 0; i < src->n; i++) {
+        if (reserve(dst) != 0)
+            abort(); /* src holds as many: the same limit */
+        dst->lo[dst->n] = src->lo[i];
+        dst->hi[dst->n] = src->hi[i];
+        dst->n++;
+    }
+}
+
+/* The done offsets of t at or above from, as sorted ranges [lo, hi] through the callback's
+ * index: the range below base first (when from < base), then t's ranges. */
+static size_t ranges_from(const ll_offtrack *t, int64_t from, size_t k, int64_t *lo, int64_t *hi)
+{
+    if (from < t->base) {
+        if (k == 0) {
+            *lo = from;
+            *hi = t->base - 1;
+            return 1;
+        }
+        k--;
+    }
+    if (k >= t->n)
+        return 0;
+    *lo = t->lo[k];
+    *hi = t->hi[k];
+    return 1;
+}
+
+/* Offsets t marks done at or above from. */
+static int64_t count_from(const ll_offtrack *t, int64_t from)
+{
+    int64_t lo, hi, c = 0;
+    for (size_t k = 0; ranges_from(t, from, k, &lo, &hi); k++)
+        c += hi - lo + 1;
+    return c;
+}
+
+int ll_offtrack_intersect(ll_offtrack *t, const ll_offtrack *other, int64_t *t_only, int64_t *other_only)
+{
+    int64_t from = t->base < other->base ? t->base : other->base;
+    int64_t ct = count_from(t, from), co = count_from(other, from), both = 0;
+    ll_offtrack r;
+    ll_offtrack_init(&r, from);
+    size_t i = 0, j = 0;
+    int64_t alo, ahi, blo, bhi;
+    int rc = 0;
+    while (rc == 0 && ranges_from(t, from, i, &alo, &ahi) && ranges_from(other, from, j, &blo, &bhi)) {
+        int64_t lo = alo > blo ? alo : blo, hi = ahi < bhi ? ahi : bhi;
+        if (lo <= hi) {
+            both += hi - lo + 1;
+            if (lo == r.base && r.n == 0)
+                r.base = hi + 1; /* cannot happen: the lower base is done in neither */
+            else
+                rc = add_range(&r, lo, hi);
+        }
+        if (ahi < bhi)
+            i++;
+        else
+            j++;
+    }
+    if (rc != 0)
+        ll_offtrack_reset(&r, from);
+    advance(&r);
+    r.next_seen = r.base;
+    ll_offtrack_copy(t, &r);
+    ll_offtrack_free(&r);
+    if (t_only)
+        *t_only = ct - both;
+    if (other_only)
+        *other_only = co - both;
+    return rc;
+}

@@ -1,0 +1,183 @@
+/*
+ * kloop_position.c - the consumer group's read positions kept in the ledger (issue 27 §1,
+ * schemas/sql/0009_consumer_positions.sql, docs/design.md §4).
+ *
+ * Written: every database transaction of a batch records, for each Kafka partition whose
+ * messages it answered, the position the partition would have if the transaction's results were
+ * already marked done: the first offset not done and the done offsets above it (the Kafka
+ * commit's offset and metadata). It goes in the one statement the transaction already runs before
+ * its COMMIT (the run heartbeats), so the hot path gains no round trip. A held message is not done
+ * and keeps the position below it, as it keeps the Kafka commit.
+ *
+ * Read: on every assignment and every rewind, after the Kafka commits are loaded, each
+ * partition's tracker becomes the intersection of Kafka's and the ledger's: it starts at the
+ * lower of the two offsets, and an offset done for one of them only is read and applied again. The
+ * ledger behind Kafka is a database that lost committed transactions (a failover to an
+ * asynchronous standby, a point-in-time recovery): those messages are applied again and logged
+ * (`ledger_behind_kafka`, loadledger_reread_offsets_total{behind="ledger"}). Kafka behind the
+ * ledger is a Kafka commit that did not happen (a crash between the two commits): re-answered as
+ * replays, as before (behind="kafka").
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kloop_batch.h"
+#include "ll/log.h"
+#include "ll/obs.h"
+#include "ll/pgarray.h"
+
+/* The run heartbeats asked for (ll_msg_touch_run) and the positions, in one statement. The
+ * UPDATE in WITH runs to completion although nothing reads it (PostgreSQL, "Data-Modifying
+ * Statements in WITH"). */
+static const ll_stmt ST_PRECOMMIT = {
+    "kloop_precommit",
+    "WITH touched AS (UPDATE nifi_ops.load_run SET heartbeat_at = clock_timestamp()"
+    " WHERE run_id = ANY($1::uuid[]))"
+    " INSERT INTO nifi_ops.consumer_position (consumer_group, topic, kafka_partition, next_offset, "
+    "done_above,"
+    " updated_at) SELECT $2, k.topic, k.part, k.next, k.done, clock_timestamp()"
+    " FROM unnest($3::text[], $4::int[], $5::bigint[], $6::text[]) AS k(topic, part, next, done)"
+    " ON CONFLICT (consumer_group, topic, kafka_partition) DO UPDATE SET next_offset = EXCLUDED.next_offset,"
+    " done_above = EXCLUDED.done_above, updated_at = EXCLUDED.updated_at",
+    6};
+
+static const ll_stmt ST_TOUCH_RUNS = {
+    "kloop_touch_runs",
+    "UPDATE nifi_ops.load_run SET heartbeat_at = clock_timestamp() WHERE run_id = ANY($1::uuid[])", 1};
+
+static const ll_stmt ST_POSITIONS = {
+    "kloop_positions",
+    "SELECT topic, kafka_partition, next_offset, done_above FROM nifi_ops.consumer_position"
+    " WHERE consumer_group = $1 AND topic = ANY($2::text[])",
+    2};
+
+/* Adds the partition ps's position after this transaction: its tracker with the batch's earlier
+ * marks and this transaction's results done. */
+static void add_position(batch *b, part_state *ps, ll_pgarray *topics, ll_pgarray *parts, ll_pgarray *next,
+                         ll_pgarray *done)
+{
+    ll_offtrack t;
+    ll_offtrack_init(&t, 0);
+    ll_offtrack_copy(&t, &ps->track);
+    int full = 0;
+    for (size_t i = 0; i < b->n_marks; i++)
+        if (b->marks[i].ps == ps)
+            full |= ll_offtrack_done(&t, b->marks[i].offset) != 0;
+    for (size_t i = 0; i < b->n_outs; i++)
+        if (b->outs[i].m->ps == ps)
+            full |= ll_offtrack_done(&t, b->outs[i].m->offset) != 0;
+    char md[LL_OFFTRACK_METADATA_MAX];
+    bool lossy = false;
+    int n = ll_offtrack_metadata(&t, md, sizeof md, &lossy);
+    if (n < 0 || full) {
+        /* cannot happen within the checked limits; what is written stays behind the ledger */
+        n = 0;
+        md[0] = '\0';
+        t.base = ps->track.base;
+    }
+    (void)lossy; /* a lossy text names fewer offsets: behind the ledger, never ahead */
+    ll_pgarray_add(topics, ps->topic);
+    ll_pgarray_add_ll(parts, ps->partition);
+    ll_pgarray_add_ll(next, (long long)t.base);
+    ll_pgarray_add(done, md);
+    ll_offtrack_free(&t);
+}
+
+int ll_batch_precommit(batch *b)
+{
+    ll_loop *l = b->l;
+    ll_pgarray runs = {0}, topics = {0}, parts = {0}, next = {0}, done = {0};
+    for (size_t i = 0; i < b->n_touch; i++)
+        ll_pgarray_add(&runs, b->touch[i]);
+    /* the partitions this transaction answered on, each once */
+    for (size_t i = 0; i < b->n_outs; i++) {
+        part_state *ps = b->outs[i].m->ps;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = b->outs[j].m->ps == ps;
+        if (!seen)
+            add_position(b, ps, &topics, &parts, &next, &done);
+    }
+    int rc = 0;
+    if (topics.n > 0) {
+        const char *p[6] = {ll_pgarray_text(&runs),   l->group,
+                            ll_pgarray_text(&topics), ll_pgarray_text(&parts),
+                            ll_pgarray_text(&next),   ll_pgarray_text(&done)};
+        PGresult *r = ll_db_exec(&l->db, &ST_PRECOMMIT, p);
+        rc = r ? 0 : -1;
+        PQclear(r);
+    } else if (runs.n > 0) {
+        const char *p[1] = {ll_pgarray_text(&runs)};
+        PGresult *r = ll_db_exec(&l->db, &ST_TOUCH_RUNS, p);
+        rc = r ? 0 : -1;
+        PQclear(r);
+    }
+    b->n_touch = 0;
+    ll_pgarray_free(&runs);
+    ll_pgarray_free(&topics);
+    ll_pgarray_free(&parts);
+    ll_pgarray_free(&next);
+    ll_pgarray_free(&done);
+    return rc;
+}
+
+int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
+{
+    if (c->cnt == 0)
+        return 0;
+    ll_pgarray topics = {0};
+    for (int i = 0; i < c->cnt; i++)
+        ll_pgarray_add(&topics, c->elems[i].topic);
+    const char *p[2] = {l->group, ll_pgarray_text(&topics)};
+    PGresult *r = ll_db_ensure(&l->db) == LL_DB_OK ? ll_db_exec(&l->db, &ST_POSITIONS, p) : NULL;
+    ll_pgarray_free(&topics);
+    if (!r)
+        return -1;
+    ll_offtrack ledger;
+    ll_offtrack_init(&ledger, 0);
+    for (int row = 0; row < PQntuples(r); row++) {
+        const char *topic = PQgetvalue(r, row, 0);
+        int32_t partition = (int32_t)atol(PQgetvalue(r, row, 1));
+        int64_t next = atoll(PQgetvalue(r, row, 2));
+        rd_kafka_topic_partition_t *e = rd_kafka_topic_partition_list_find(c, topic, partition);
+        if (!e)
+            continue;
+        part_state *ps = ll_loop_part(l, topic, partition);
+        ll_log_ctx ctx = {NULL, NULL, topic, partition, next};
+        if (ll_offtrack_load(&ledger, next, PQgetvalue(r, row, 3)) != 0)
+            ll_log(LL_WARN, &ctx, "position_ignored",
+                   "the ledger's done offsets above %lld are not understood: read again from there",
+                   (long long)next);
+        int64_t kafka_only = 0, ledger_only = 0;
+        int64_t kafka_base = e->offset >= 0 ? e->offset : -1;
+        if (kafka_base < 0) {
+            /* no Kafka commit: the ledger's position is all there is (a new consumer group on
+             * the same topics, or offsets deleted) */
+            ll_offtrack_copy(&ps->track, &ledger);
+        } else {
+            ll_offtrack_intersect(&ps->track, &ledger, &kafka_only, &ledger_only);
+        }
+        e->offset = ps->track.base;
+        if (kafka_only > 0) {
+            ll_log(
+                LL_ERROR, &ctx, "ledger_behind_kafka",
+                "the ledger lost %lld offsets that Kafka's commit (at %lld) says were applied: the database "
+                "went back in time (a failover to an asynchronous standby, a restore); reading again from "
+                "%lld",
+                (long long)kafka_only, (long long)kafka_base, (long long)ps->track.base);
+            ll_obs_reread("ledger", kafka_only);
+        }
+        if (ledger_only > 0) {
+            ll_log(
+                LL_INFO, &ctx, "kafka_behind_ledger",
+                "%lld offsets applied in the ledger were not committed to Kafka: answered again as replays",
+                (long long)ledger_only);
+            ll_obs_reread("kafka", ledger_only);
+        }
+    }
+    ll_offtrack_free(&ledger);
+    PQclear(r);
+    l->db_connects_seen = l->db.connects;
+    return 0;
+}

@@ -1,0 +1,23 @@
+-- 0009_consumer_positions: each consumer group's read position on each Kafka partition, kept in
+-- the ledger itself (issue 27 §1; Kafka's consumer documentation, "Storing Offsets Outside
+-- Kafka"). A service writes it in the same transaction as the effects of the messages it covers,
+-- so the ledger never claims a message whose effect it lacks. When PostgreSQL goes back in time
+-- (an asynchronous failover, a point-in-time recovery) the positions go back with the effects,
+-- and on its next assignment the service starts each partition at min(ledger, Kafka): what the
+-- database lost is read and applied again (docs/design.md §4).
+--
+-- next_offset is the first offset not done (the Kafka commit's offset); done_above the done
+-- offsets above it in the commit metadata's text (common/include/ll/offtrack.h, "ll1:"/"ll2:").
+-- Rows are rewritten in place by every batch: a low fillfactor keeps the updates HOT.
+CREATE TABLE nifi_ops.consumer_position (
+    consumer_group  text        NOT NULL CHECK (length(consumer_group) BETWEEN 1 AND 255),
+    topic           text        NOT NULL CHECK (length(topic) BETWEEN 1 AND 255),
+    kafka_partition integer     NOT NULL CHECK (kafka_partition >= 0),
+    next_offset     bigint      NOT NULL CHECK (next_offset >= 0),
+    done_above      text        NOT NULL DEFAULT '' CHECK (length(done_above) < 4000),
+    updated_at      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (consumer_group, topic, kafka_partition)
+) WITH (fillfactor = 50);
+
+GRANT SELECT, INSERT, UPDATE ON nifi_ops.consumer_position TO ll_registrar, ll_claimer, ll_completion;
+GRANT SELECT ON nifi_ops.consumer_position TO ll_operator;
