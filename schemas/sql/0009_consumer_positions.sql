@@ -21,3 +21,23 @@ CREATE TABLE nifi_ops.consumer_position (
 
 GRANT SELECT, INSERT, UPDATE ON nifi_ops.consumer_position TO ll_registrar, ll_claimer, ll_completion;
 GRANT SELECT ON nifi_ops.consumer_position TO ll_operator;
+
+-- A position found behind Kafka's committed offset when a service was assigned its partitions
+-- or rewound: the database had lost committed transactions, and the offsets [from_offset,
+-- to_offset) were read and applied again (the log line ledger_behind_kafka, the metric
+-- loadledger_reread_offsets_total{behind="ledger"}). `loadctl verify --topics` reads it: an input
+-- of such a range has two fresh answers, the lost ledger's and this one's, which must agree
+-- (docs/operations.md "PostgreSQL high availability").
+CREATE TABLE nifi_ops.position_rewind (
+    rewind_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    consumer_group  text        NOT NULL CHECK (length(consumer_group) BETWEEN 1 AND 255),
+    topic           text        NOT NULL CHECK (length(topic) BETWEEN 1 AND 255),
+    kafka_partition integer     NOT NULL CHECK (kafka_partition >= 0),
+    from_offset     bigint      NOT NULL CHECK (from_offset >= 0),
+    to_offset       bigint      NOT NULL CHECK (to_offset >= from_offset),
+    offsets         bigint      NOT NULL CHECK (offsets >= 0),
+    detected_at     timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+GRANT INSERT ON nifi_ops.position_rewind TO ll_registrar, ll_claimer, ll_completion;
+GRANT SELECT ON nifi_ops.position_rewind TO ll_operator;

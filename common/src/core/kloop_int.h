@@ -120,10 +120,11 @@ typedef struct part_state {
     ll_offtrack track;
     lmsg **held; /* held messages in offset order (their runs wait) */
     size_t n_held, cap_held;
-    int stopped;                     /* paused because the held queue is full: fetch resumes below half */
-    int64_t stop_offset;             /* where fetching resumes (the lowest message neither done nor held) */
-    int64_t touched;                 /* batch number of the last change to track (offsets to commit) */
-    size_t held_bytes;               /* keys and values of the held copies (bytes; loop.max_held_bytes) */
+    int stopped;         /* paused because the held queue is full: fetch resumes below half */
+    int64_t stop_offset; /* where fetching resumes (the lowest message neither done nor held) */
+    int64_t touched;     /* batch number of the last change to track (offsets to commit) */
+    size_t held_bytes;   /* keys and values of the held copies (bytes; loop.max_held_bytes) */
+    int64_t pos_batch;   /* batch number whose position of it is in the ledger (kloop_position.c) */
     run_clock clocks[LL_RUN_CLOCKS]; /* runs waiting for a prerequisite here (kloop_clock.c) */
 } part_state;
 
@@ -288,6 +289,11 @@ void ll_loop_drop_held(part_state *ps);
  * position for keeps Kafka's. 0, or -1 when the ledger cannot be read (l->db.err; nothing may be
  * applied until it can). */
 int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c);
+/* kloop_position.c: writes, in a statement of its own, the position of every partition changed in
+ * this batch that no database transaction of the batch wrote (a batch that only skipped done
+ * offsets or saw transaction markers). 0, or -1 (logged; the ledger stays behind: those offsets
+ * are read again after a loss, harmlessly). */
+int ll_loop_positions_flush(ll_loop *l);
 size_t ll_loop_held_due(ll_loop *l, int64_t now);
 
 #endif

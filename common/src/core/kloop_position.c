@@ -13,8 +13,9 @@
  * partition's tracker becomes the intersection of Kafka's and the ledger's: it starts at the
  * lower of the two offsets, and an offset done for one of them only is read and applied again. The
  * ledger behind Kafka is a database that lost committed transactions (a failover to an
- * asynchronous standby, a point-in-time recovery): those messages are applied again and logged
- * (`ledger_behind_kafka`, loadledger_reread_offsets_total{behind="ledger"}). Kafka behind the
+ * asynchronous standby, a point-in-time recovery): those messages are applied again, logged
+ * (`ledger_behind_kafka`, loadledger_reread_offsets_total{behind="ledger"}) and recorded in
+ * nifi_ops.position_rewind, where `loadctl verify --topics` finds why they have two answers. Kafka behind the
  * ledger is a Kafka commit that did not happen (a crash between the two commits): re-answered as
  * replays, as before (behind="kafka").
  */
@@ -51,6 +52,29 @@ static const ll_stmt ST_POSITIONS = {
     "SELECT topic, kafka_partition, next_offset, done_above FROM nifi_ops.consumer_position"
     " WHERE consumer_group = $1 AND topic = ANY($2::text[])",
     2};
+
+static const ll_stmt ST_REWIND = {"kloop_position_rewind",
+                                  "INSERT INTO nifi_ops.position_rewind (consumer_group, topic, "
+                                  "kafka_partition, from_offset, to_offset, offsets)"
+                                  " VALUES ($1, $2, $3::int, $4::bigint, $5::bigint, $6::bigint)",
+                                  6};
+
+/* Records that the ledger was found behind Kafka on ps: offsets [from, to) read again (the
+ * statement commits on its own: the loop is between batches). 0, or -1. */
+static int record_rewind(ll_loop *l, const part_state *ps, int64_t from, int64_t to, int64_t offsets)
+{
+    char part[16], f[24], t[24], n[24];
+    snprintf(part, sizeof part, "%d", (int)ps->partition);
+    snprintf(f, sizeof f, "%lld", (long long)from);
+    snprintf(t, sizeof t, "%lld", (long long)to);
+    snprintf(n, sizeof n, "%lld", (long long)offsets);
+    const char *p[6] = {l->group, ps->topic, part, f, t, n};
+    PGresult *r = ll_db_exec(&l->db, &ST_REWIND, p);
+    if (!r)
+        return -1;
+    PQclear(r);
+    return 0;
+}
 
 /* Adds the partition ps's position after this transaction: its tracker with the batch's earlier
  * marks and this transaction's results done. */
@@ -90,15 +114,25 @@ int ll_batch_precommit(batch *b)
     ll_pgarray runs = {0}, topics = {0}, parts = {0}, next = {0}, done = {0};
     for (size_t i = 0; i < b->n_touch; i++)
         ll_pgarray_add(&runs, b->touch[i]);
-    /* the partitions this transaction answered on, each once */
+    /* the partitions this transaction answered on, and those changed in this batch whose
+     * position no transaction of it wrote yet (markers seen, done offsets skipped), each once */
     for (size_t i = 0; i < b->n_outs; i++) {
         part_state *ps = b->outs[i].m->ps;
-        int seen = 0;
-        for (size_t j = 0; j < i && !seen; j++)
-            seen = b->outs[j].m->ps == ps;
-        if (!seen)
+        if (ps->pos_batch != -l->batch_no) {
+            ps->pos_batch = -l->batch_no; /* in this statement */
             add_position(b, ps, &topics, &parts, &next, &done);
+        }
     }
+    for (size_t i = 0; i < l->n_parts; i++) {
+        part_state *ps = l->parts[i];
+        if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no && ps->pos_batch != -l->batch_no) {
+            ps->pos_batch = -l->batch_no;
+            add_position(b, ps, &topics, &parts, &next, &done);
+        }
+    }
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->pos_batch == -l->batch_no)
+            l->parts[i]->pos_batch = l->batch_no;
     int rc = 0;
     if (topics.n > 0) {
         const char *p[6] = {ll_pgarray_text(&runs),   l->group,
@@ -136,6 +170,7 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         return -1;
     ll_offtrack ledger;
     ll_offtrack_init(&ledger, 0);
+    int rc = 0;
     for (int row = 0; row < PQntuples(r); row++) {
         const char *topic = PQgetvalue(r, row, 0);
         int32_t partition = (int32_t)atol(PQgetvalue(r, row, 1));
@@ -151,6 +186,8 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
                    (long long)next);
         int64_t kafka_only = 0, ledger_only = 0;
         int64_t kafka_base = e->offset >= 0 ? e->offset : -1;
+        /* one past the last offset Kafka knows as done */
+        int64_t kafka_end = ps->track.n ? ps->track.hi[ps->track.n - 1] + 1 : ps->track.base;
         if (kafka_base < 0) {
             /* no Kafka commit: the ledger's position is all there is (a new consumer group on
              * the same topics, or offsets deleted) */
@@ -167,6 +204,10 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
                 "%lld",
                 (long long)kafka_only, (long long)kafka_base, (long long)ps->track.base);
             ll_obs_reread("ledger", kafka_only);
+            if (record_rewind(l, ps, ps->track.base, kafka_end, kafka_only) != 0) {
+                rc = -1;
+                break;
+            }
         }
         if (ledger_only > 0) {
             ll_log(
@@ -178,6 +219,43 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     }
     ll_offtrack_free(&ledger);
     PQclear(r);
-    l->db_connects_seen = l->db.connects;
-    return 0;
+    if (rc == 0)
+        l->db_connects_seen = l->db.connects;
+    return rc;
+}
+
+int ll_loop_positions_flush(ll_loop *l)
+{
+    batch none;
+    memset(&none, 0, sizeof none);
+    none.l = l;
+    ll_pgarray topics = {0}, parts = {0}, next = {0}, done = {0};
+    for (size_t i = 0; i < l->n_parts; i++) {
+        part_state *ps = l->parts[i];
+        if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no) {
+            ps->pos_batch = l->batch_no;
+            add_position(&none, ps, &topics, &parts, &next, &done);
+        }
+    }
+    int rc = 0;
+    if (topics.n > 0) {
+        const char *p[6] = {"{}",
+                            l->group,
+                            ll_pgarray_text(&topics),
+                            ll_pgarray_text(&parts),
+                            ll_pgarray_text(&next),
+                            ll_pgarray_text(&done)};
+        PGresult *r = ll_db_ensure(&l->db) == LL_DB_OK ? ll_db_exec(&l->db, &ST_PRECOMMIT, p) : NULL;
+        if (!r) {
+            ll_log(LL_WARN, NULL, "position_not_written", "%s %s (the ledger's positions stay behind)",
+                   l->db.err.sqlstate, l->db.err.message);
+            rc = -1;
+        }
+        PQclear(r);
+    }
+    ll_pgarray_free(&topics);
+    ll_pgarray_free(&parts);
+    ll_pgarray_free(&next);
+    ll_pgarray_free(&done);
+    return rc;
 }
