@@ -9,7 +9,8 @@ services/completion/chunk_bulk.c), statement for statement:
       partition the batch gates (runs_complete_extract: completion CAS, outbox row, event,
       NOTIFY); every report of the workload is decided there, so there is no savepoint and no
       per-message statement
-  the run heartbeats (kloop_touch_runs)
+  the run heartbeats and the consumer group's read position (kloop_precommit, issue 27: one
+      statement before the COMMIT)
   COMMIT
 
 The set-based statements are the service's own text, read from the C sources when the script is
@@ -29,7 +30,7 @@ LOCK_RUNS, LOCK_PARTS, FILES, WRITE, PARTS, GATES = ("chunk_bulk_lock_runs", "ch
                                                      "chunk_bulk_files", "chunk_bulk_write_files",
                                                      "chunk_bulk_partitions", "chunk_bulk_gates")
 COMPLETE = "runs_complete_extract"
-TOUCH_RUNS = "kloop_touch_runs"
+PRECOMMIT = "kloop_precommit"
 
 HEADER = """\
 -- The set-based ceiling of scripts/bench.sh, written by tools/nifisim/pgbench_bulk.py: one
@@ -45,7 +46,9 @@ HEADER = """\
 --   round trip each);
 -- * a run's VALIDATE_RUN dispatch id is md5(run id)::uuid where the service computes a name-based
 --   uuid (v5) in C;
--- * the run heartbeats are written for the transaction's runs in run order.
+-- * the run heartbeats are written for the transaction's runs in run order;
+-- * the read position is one row per pgbench client (its partition :client_id of a topic
+--   "bench.chunks" of group "bench.completion"), at the batch's end offset, nothing done above.
 """
 
 
@@ -184,7 +187,8 @@ def script(repo, per_tx, chunks, parts, chunk_sql):
            gates(stmts, Chunks("n0", "e", "k % :C::int = :C::int - 1")),
            "\\endif\n",
            "\\if :ends > 0\n", completions(stmts, Chunks("n0", "e", run_end)), "\\endif\n",
-           with_arrays(stmts, TOUCH_RUNS, [Chunks("n0", "e").runs()]),
+           with_arrays(stmts, PRECOMMIT, [Chunks("n0", "e").runs(), "'bench.completion'", "ARRAY['bench.chunks']",
+                                          "ARRAY[:client_id]", "ARRAY[:e]", "ARRAY['']"]),
            "COMMIT;\n"]
     return "".join(out)
 
