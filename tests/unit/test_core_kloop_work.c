@@ -3,7 +3,8 @@
  * order by run, then Kafka partition, then offset, whatever mix of held copies and fresh
  * messages, partitions and addresses it is given (docs/design.md §3: one lock order for every
  * transaction, a run's order kept within its partition); and the held queue (kloop_held.c): in
- * offset order whatever order its copies come in, and one prerequisite clock per run.
+ * offset order whatever order its copies come in, and one prerequisite clock per run; and when the
+ * set-based part tries a run again (kloop_bulk.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -146,6 +147,35 @@ static void test_held_copy_takes_its_runs_clock(void **state)
     free(ps.held);
 }
 
+/* The set-based part's second try for a run (ll_batch_run_waits_after, issue 26): once work[i] is
+ * applied, it is worth one only when the run's next undecided message was left for the order
+ * alone (retry), on whatever partition: one left for another reason goes one by one first, and
+ * the next run's messages never count. */
+static void test_run_waits_after(void **state)
+{
+    (void)state;
+    lmsg m[6];
+    set(&m[0], "r1", &PC, 1, 0); /* a partition failure, applied one by one */
+    set(&m[1], "r1", &PA, 1, 0); /* a chunk decided set-based */
+    set(&m[2], "r1", &PA, 2, 0); /* a chunk behind m[0] (another partition) */
+    set(&m[3], "r1", &PA, 3, 0);
+    set(&m[4], "r2", &PB, 1, 0);
+    set(&m[5], "r2", &PB, 2, 0);
+    m[1].decided = 1;
+    m[2].retry = m[3].retry = 1;
+    lmsg *work[6] = {&m[0], &m[1], &m[2], &m[3], &m[4], &m[5]};
+    batch b = {.work = work, .n_work = 6};
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 1);
+    m[2].retry = 0; /* left by the bulk function for itself: one by one first */
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 0);
+    assert_int_equal(ll_batch_run_waits_after(&b, 2), 1);
+    assert_int_equal(ll_batch_run_waits_after(&b, 3), 0); /* the run's last: r2 is not its */
+    m[5].retry = 1;
+    assert_int_equal(ll_batch_run_waits_after(&b, 4), 1);
+    m[5].decided = 2;
+    assert_int_equal(ll_batch_run_waits_after(&b, 4), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +183,7 @@ int main(void)
         cmocka_unit_test(test_sorted_work),
         cmocka_unit_test(test_held_queue_in_offset_order),
         cmocka_unit_test(test_held_copy_takes_its_runs_clock),
+        cmocka_unit_test(test_run_waits_after),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -62,8 +62,9 @@ typedef struct batch {
     int bulk_calls; /* set-based calls made in this batch: lmsg.decided names the one that decided */
 } batch;
 
-/* The Kafka partitions on which the run being walked has a message that waits (held, or applied
- * one by one later): its later messages there must wait too. A run's messages are next to each
+/* The Kafka partitions on which the run being walked has a message held: its later messages there
+ * are held too. `all`: every later message of the run waits (the set-based part: an earlier one
+ * goes one by one, issue 26). A run's messages are next to each
  * other in the sorted work, so the list is reset when the run changes. Few partitions per run
  * (one per topic); beyond LL_WAIT_PARTS every later message of the run waits. */
 #define LL_WAIT_PARTS 8
@@ -137,8 +138,9 @@ void ll_waits_enter(run_waits *w, const lmsg *m);
 void ll_waits_add(run_waits *w, const part_state *ps);
 /* Whether the run being walked waits on ps. */
 int ll_waits_on(const run_waits *w, const part_state *ps);
-/* Whether a later message of work[i]'s run and Kafka partition was left by the set-based apply
- * only to keep the run's order (ll_bulk_out.retry). */
+/* Whether the next undecided message of work[i]'s run was left by the set-based apply only to
+ * keep the run's order (ll_bulk_out.retry, or behind an earlier message of the run of any input):
+ * with work[i] applied, the set-based part may take it now. */
 int ll_batch_run_waits_after(const batch *b, size_t i);
 /* The set-based part over work[from..) (run: only its messages), then a commit if the
  * transaction is full. 0, or -1 after undoing the batch. */
