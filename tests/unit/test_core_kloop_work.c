@@ -176,6 +176,31 @@ static void test_run_waits_after(void **state)
     assert_int_equal(ll_batch_run_waits_after(&b, 4), 0);
 }
 
+/* With loop.db_batch_max = 1 a dead letter's event is a transaction of its own (issue 26: a
+ * rejection after it rolled the event back); with more, savepoints count, not messages. */
+static void test_tx_full(void **state)
+{
+    (void)state;
+    ll_loop l;
+    memset(&l, 0, sizeof l);
+    l.db_batch_max = 1;
+    batch b = {.l = &l};
+    assert_int_equal(ll_batch_tx_full(&b), 0); /* no transaction */
+    b.in_tx = 1;
+    assert_int_equal(ll_batch_tx_full(&b), 0);
+    b.n_outs = 1; /* a dead letter's event, no message applied */
+    assert_int_equal(ll_batch_tx_full(&b), 1);
+    b.n_outs = 0;
+    b.tx_msgs = 1;
+    assert_int_equal(ll_batch_tx_full(&b), 1);
+    l.db_batch_max = 60;
+    b.n_outs = 5;
+    b.savepoints = 59;
+    assert_int_equal(ll_batch_tx_full(&b), 0);
+    b.savepoints = 60;
+    assert_int_equal(ll_batch_tx_full(&b), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,6 +209,7 @@ int main(void)
         cmocka_unit_test(test_held_queue_in_offset_order),
         cmocka_unit_test(test_held_copy_takes_its_runs_clock),
         cmocka_unit_test(test_run_waits_after),
+        cmocka_unit_test(test_tx_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

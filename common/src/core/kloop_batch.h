@@ -151,7 +151,8 @@ int ll_batch_bulk_step(batch *b, size_t from, const char *run);
 int ll_batch_tx_commit(batch *b);
 /* The batch failed (database gone, Kafka error): undo it all and rewind after a backoff. */
 void ll_batch_undo_all(batch *b);
-/* Whether the open transaction must commit now (loop.db_batch_max). */
+/* Whether the open transaction must commit now (loop.db_batch_max; with 1, after one message or
+ * one dead letter). */
 int ll_batch_tx_full(const batch *b);
 
 #endif
