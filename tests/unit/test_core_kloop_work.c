@@ -170,6 +170,13 @@ static void test_run_waits_after(void **state)
     assert_int_equal(ll_batch_run_waits_after(&b, 0), 0);
     assert_int_equal(ll_batch_run_waits_after(&b, 2), 1);
     assert_int_equal(ll_batch_run_waits_after(&b, 3), 0); /* the run's last: r2 is not its */
+    m[2].retry = 1;
+    m[1].decided = 0;
+    m[0].ps = &PA; /* m[0] held on the chunks' partition: m[1..3] are held behind it */
+    m[0].state = 2;
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 0);
+    m[3].ps = &PB; /* ... but not a message on another partition */
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 1);
     m[5].retry = 1;
     assert_int_equal(ll_batch_run_waits_after(&b, 4), 1);
     m[5].decided = 2;

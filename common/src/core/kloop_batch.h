@@ -138,9 +138,10 @@ void ll_waits_enter(run_waits *w, const lmsg *m);
 void ll_waits_add(run_waits *w, const part_state *ps);
 /* Whether the run being walked waits on ps. */
 int ll_waits_on(const run_waits *w, const part_state *ps);
-/* Whether the next undecided message of work[i]'s run was left by the set-based apply only to
- * keep the run's order (ll_bulk_out.retry, or behind an earlier message of the run of any input):
- * with work[i] applied, the set-based part may take it now. */
+/* Whether the next undecided message of work[i]'s run (past those held behind work[i] on its
+ * partition, when it is held) was left by the set-based apply only to keep the run's order
+ * (ll_bulk_out.retry, or behind an earlier message of the run of any input): with work[i] applied
+ * or held, the set-based part may take it now. */
 int ll_batch_run_waits_after(const batch *b, size_t i);
 /* The set-based part over work[from..) (run: only its messages), then a commit if the
  * transaction is full. 0, or -1 after undoing the batch. */

@@ -205,15 +205,17 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
     return W_DONE;
 }
 
-/* Whether the next undecided message of work[i]'s run was left by the set-based apply only to
- * keep the run's order (ll_bulk_out.retry, or behind an earlier message of the run of any input). */
+/* Whether the next undecided message of work[i]'s run (not held behind it) was left by the
+ * set-based apply only to keep the run's order (ll_bulk_out.retry, or behind an earlier message of
+ * the run of any input). */
 int ll_batch_run_waits_after(const batch *b, size_t i)
 {
     const lmsg *m = b->work[i];
-    /* the next undecided message of the run: the set-based part can take it (and what follows)
-     * only when it was left for the order alone; any other goes one by one first */
+    /* the next undecided message of the run (past those held behind m, when m is held): the
+     * set-based part can take it (and what follows) only when it was left for the order alone;
+     * any other goes one by one first */
     for (size_t j = i + 1; j < b->n_work && strcmp(b->work[j]->run, m->run) == 0; j++)
-        if (!b->work[j]->decided)
+        if (!b->work[j]->decided && !(m->state == 2 && b->work[j]->ps == m->ps))
             return b->work[j]->retry;
     return 0;
 }
