@@ -7,22 +7,23 @@ loop.prerequisite_wait), then a random interleaving of every input ll-completion
 chunk reports (whole partitions, some left out, some sent twice, a foreign claim token),
 partition failures (plain and snapshot-expired), run failures, validation starts with a dispatch
 id never issued, staging metrics, stage-validated, publish results, run successes and an
-undecodable value. The whole interleaving is produced, while ll-completion is stopped, into the
-fresh topics of two isolated stacks (same run ids, same bytes); the seed also picks the order in
-which the loop's work sorts the topics (kloop_work.c sorts a run's messages by topic name: the
-chunks' topic is named to come first or last). ll-completion then starts with a loop.batch_max
-that takes the whole interleaving in its first poll (its `batch_done` debug line is checked; a
-split poll replays the scenario on fresh stacks, up to ATTEMPTS times): on one stack with the
-default loop (the set-based step first, the rest one by one in work order), on the other with
-loop.db_batch_max=1 (every message one by one in work order, the reference). Both must give the
-same reply to every input (in order per run and reply topic, every field), the same dead letters,
-and the same rows in every table of nifi_ops (generated ids and timestamps left out, generated
-UUIDs and the topic prefix normalised).
+undecodable value. The seed also picks the order in which the loop's work sorts the topics
+(kloop_work.c sorts a run's messages by topic name: the chunks' topic is named to come first or
+last). Each mode gets two isolated stacks of its own (same run ids, same bytes): ll-completion
+starts idle with a loop.batch_max that takes everything, then the whole interleaving goes in one
+Kafka transaction (one partition a topic), so that its first poll takes all of it (its
+`batch_done` debug line is checked; a split poll replays the mode on fresh stacks, up to ATTEMPTS
+times): on one stack the default loop (the set-based step first, the rest one by one in work
+order), on the other loop.db_batch_max=1 (every message one by one in work order, the reference).
+Both must give the same reply to every input (in order per run and reply topic, every field),
+the same dead letters, and the same rows in every table of nifi_ops (generated ids and timestamps
+left out, generated UUIDs and the topic prefix normalised); every dead letter must have its
+DEAD_LETTER event.
 
 Seeds: FIXED (the cases that showed the set-based step deciding a run's chunks ahead of its
 earlier partition failure, and loop.db_batch_max=1 losing a dead letter's ledger event; issue 26)
-and one random seed, printed. The two modes of a seed run side by side. LL_DIFF_SEED=<n> replays one seed
-(instead of the random one); LL_DIFF_SEEDS=<n> runs n random seeds (the long mode,
+and one random seed, printed. The two modes of a seed run side by side. LL_DIFF_SEED=<n> replays
+one seed alone; LL_DIFF_SEEDS=<n> runs the fixed seeds and n random ones (the long mode,
 docs/operations.md "The differential drill").
 """
 import collections
