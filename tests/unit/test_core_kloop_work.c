@@ -4,7 +4,8 @@
  * messages, partitions and addresses it is given (docs/design.md §3: one lock order for every
  * transaction, a run's order kept within its partition); and the held queue (kloop_held.c): in
  * offset order whatever order its copies come in, bounded by count and bytes, and one
- * prerequisite clock per run (kloop_clock.c) that outlives the held copies.
+ * prerequisite clock per run (kloop_clock.c) that outlives the held copies; and when the
+ * set-based part tries a run again (kloop_bulk.c).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -227,6 +228,67 @@ static void test_run_clock(void **state)
         assert_int_equal(ll_loop_clock_of(&ps, runs[i], 5000, 3000), 2000 + i);
 }
 
+/* The set-based part's second try for a run (ll_batch_run_waits_after, issue 26): once work[i] is
+ * applied, it is worth one only when the run's next undecided message was left for the order
+ * alone (retry), on whatever partition: one left for another reason goes one by one first, and
+ * the next run's messages never count. */
+static void test_run_waits_after(void **state)
+{
+    (void)state;
+    lmsg m[6];
+    set(&m[0], "r1", &PC, 1, 0); /* a partition failure, applied one by one */
+    set(&m[1], "r1", &PA, 1, 0); /* a chunk decided set-based */
+    set(&m[2], "r1", &PA, 2, 0); /* a chunk behind m[0] (another partition) */
+    set(&m[3], "r1", &PA, 3, 0);
+    set(&m[4], "r2", &PB, 1, 0);
+    set(&m[5], "r2", &PB, 2, 0);
+    m[1].decided = 1;
+    m[2].retry = m[3].retry = 1;
+    lmsg *work[6] = {&m[0], &m[1], &m[2], &m[3], &m[4], &m[5]};
+    batch b = {.work = work, .n_work = 6};
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 1);
+    m[2].retry = 0; /* left by the bulk function for itself: one by one first */
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 0);
+    assert_int_equal(ll_batch_run_waits_after(&b, 2), 1);
+    assert_int_equal(ll_batch_run_waits_after(&b, 3), 0); /* the run's last: r2 is not its */
+    m[2].retry = 1;
+    m[1].decided = 0;
+    m[0].ps = &PA; /* m[0] held on the chunks' partition: m[1..3] are held behind it */
+    m[0].state = 2;
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 0);
+    m[3].ps = &PB; /* ... but not a message on another partition */
+    assert_int_equal(ll_batch_run_waits_after(&b, 0), 1);
+    m[5].retry = 1;
+    assert_int_equal(ll_batch_run_waits_after(&b, 4), 1);
+    m[5].decided = 2;
+    assert_int_equal(ll_batch_run_waits_after(&b, 4), 0);
+}
+
+/* With loop.db_batch_max = 1 a dead letter's event is a transaction of its own (issue 26: a
+ * rejection after it rolled the event back); with more, savepoints count, not messages. */
+static void test_tx_full(void **state)
+{
+    (void)state;
+    ll_loop l;
+    memset(&l, 0, sizeof l);
+    l.db_batch_max = 1;
+    batch b = {.l = &l};
+    assert_int_equal(ll_batch_tx_full(&b), 0); /* no transaction */
+    b.in_tx = 1;
+    assert_int_equal(ll_batch_tx_full(&b), 0);
+    b.n_outs = 1; /* a dead letter's event, no message applied */
+    assert_int_equal(ll_batch_tx_full(&b), 1);
+    b.n_outs = 0;
+    b.tx_msgs = 1;
+    assert_int_equal(ll_batch_tx_full(&b), 1);
+    l.db_batch_max = 60;
+    b.n_outs = 5;
+    b.savepoints = 59;
+    assert_int_equal(ll_batch_tx_full(&b), 0);
+    b.savepoints = 60;
+    assert_int_equal(ll_batch_tx_full(&b), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -236,6 +298,8 @@ int main(void)
         cmocka_unit_test(test_held_copy_takes_its_runs_clock),
         cmocka_unit_test(test_held_bytes_are_bounded),
         cmocka_unit_test(test_run_clock),
+        cmocka_unit_test(test_run_waits_after),
+        cmocka_unit_test(test_tx_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -177,13 +177,16 @@ void ll_batch_undo_all(batch *b)
 }
 
 /* Whether the open transaction must commit now: loop.db_batch_max savepoints (PostgreSQL caches
- * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design).
- * What the set-based part decided needs no savepoint and does not count. */
+ * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design):
+ * applied, or dead-lettered (its DEAD_LETTER event is the transaction, with no savepoint before
+ * the next message's ROLLBACK: committed at once, else a rejection after it took the event along
+ * while its record went to Kafka, issue 26). What the set-based part decided needs no savepoint
+ * and does not count. */
 int ll_batch_tx_full(const batch *b)
 {
     if (!b->in_tx)
         return 0;
-    return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 : b->savepoints >= b->l->db_batch_max;
+    return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 || b->n_outs > 0 : b->savepoints >= b->l->db_batch_max;
 }
 
 /* Releases the decoded values the batch still keeps (ll_batch_decode): messages the set-based
@@ -239,9 +242,9 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
             goto out;
         }
         /* the set-based part left the later messages of m's run behind m; now that m is
-         * applied (not held), they may go set-based again */
-        if (b.bulk_on && m->state != 2 && ll_batch_run_waits_after(&b, i) &&
-            ll_batch_bulk_step(&b, i + 1, m->run) != 0)
+         * applied or held, they may go set-based again (those behind a held one on its
+         * partition stay: kloop_bulk.c) */
+        if (b.bulk_on && ll_batch_run_waits_after(&b, i) && ll_batch_bulk_step(&b, i + 1, m->run) != 0)
             goto out;
     }
     if (ll_batch_tx_commit(&b) != 0) {

@@ -75,8 +75,9 @@ typedef struct batch {
     int bulk_calls; /* set-based calls made in this batch: lmsg.decided names the one that decided */
 } batch;
 
-/* The Kafka partitions on which the run being walked has a message that waits (held, or applied
- * one by one later): its later messages there must wait too. A run's messages are next to each
+/* The Kafka partitions on which the run being walked has a message held: its later messages there
+ * are held too. `all`: every later message of the run waits (the set-based part: an earlier one
+ * goes one by one, issue 26). A run's messages are next to each
  * other in the sorted work, so the list is reset when the run changes. Few partitions per run
  * (one per topic); beyond LL_WAIT_PARTS every later message of the run waits. */
 #define LL_WAIT_PARTS 8
@@ -175,8 +176,10 @@ void ll_waits_enter(run_waits *w, const lmsg *m);
 void ll_waits_add(run_waits *w, const part_state *ps);
 /* Whether the run being walked waits on ps. */
 int ll_waits_on(const run_waits *w, const part_state *ps);
-/* Whether a later message of work[i]'s run and Kafka partition was left by the set-based apply
- * only to keep the run's order (ll_bulk_out.retry). */
+/* Whether the next undecided message of work[i]'s run (past those held behind work[i] on its
+ * partition, when it is held) was left by the set-based apply only to keep the run's order
+ * (ll_bulk_out.retry, or behind an earlier message of the run of any input): with work[i] applied
+ * or held, the set-based part may take it now. */
 int ll_batch_run_waits_after(const batch *b, size_t i);
 /* The set-based part over work[from..) (run: only its messages), then a commit if the
  * transaction is full. 0, or -1 after undoing the batch. */
@@ -187,7 +190,8 @@ int ll_batch_bulk_step(batch *b, size_t from, const char *run);
 int ll_batch_tx_commit(batch *b);
 /* The batch failed (database gone, Kafka error): undo it all and rewind after a backoff. */
 void ll_batch_undo_all(batch *b);
-/* Whether the open transaction must commit now (loop.db_batch_max). */
+/* Whether the open transaction must commit now (loop.db_batch_max; with 1, after one message or
+ * one dead letter). */
 int ll_batch_tx_full(const batch *b);
 
 #endif

@@ -1,7 +1,11 @@
 /*
  * kloop_bulk.c - the set-based part of a batch's transaction (ll_bulk_fn, kloop_batch.h): each
- * input's bulk function decides many messages with a few statements; the messages it leaves, and
- * every later message of their run on the same Kafka partition, go one by one in their turn.
+ * input's bulk function decides many messages with a few statements; the messages it leaves go
+ * one by one in their turn. It never decides a message ahead of an earlier one of its run in the
+ * work order (ll_work_cmp) that is still to go one by one, of any input and on any partition: the
+ * work order is the order of the one-by-one loop (loop.db_batch_max = 1), and both must answer
+ * alike (issue 26, tests/integration/test_bulk_differential.py). A run's messages behind a held
+ * one wait on its partition only, as in the loop.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -76,16 +80,29 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         lmsg *m = b->work[i];
         const char *why = NULL;
         ll_waits_enter(&w, m);
-        if (m->decided)
+        if (m->decided || m->state == 1 || (run && strcmp(m->run, run) != 0))
             continue;
-        int skip =
-            m->io != io || m->state != 0 || (run && strcmp(m->run, run) != 0) || ll_waits_on(&w, m->ps);
+        if (m->state == 2 || (!w.all && ll_waits_on(&w, m->ps))) {
+            /* held, or behind a held message of its run on its partition (the loop holds it):
+             * the later messages of its run there wait, those on other partitions do not (the
+             * one-by-one loop applies them in their turn) */
+            ll_waits_add(&w, m->ps);
+            continue;
+        }
+        if (w.all) {
+            /* behind an earlier message of its run that goes one by one (of any input): decided
+             * set-based, it would come before that one (issue 26); worth another try once that
+             * one is applied */
+            m->retry = m->io == io;
+            continue;
+        }
         /* decoded once in the batch: a message left here keeps its value for the per-message
          * path or a later set-based call (ll_batch_decode) */
-        json_t *value = skip ? NULL : ll_batch_decode(b, m, &why);
+        json_t *value = m->io == io ? ll_batch_decode(b, m, &why) : NULL;
         if (!value) {
-            ll_waits_add(&w, m->ps); /* applied one by one in its turn (or dead-lettered): later
-                                      * messages of its run there wait for it */
+            /* applied one by one in its turn (another input, or dead-lettered): every later
+             * message of its run, on any partition, waits for it */
+            w.all = 1;
             continue;
         }
         ms[got] = m;
@@ -193,14 +210,18 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
     return W_DONE;
 }
 
-/* Whether a later message of work[i]'s run and Kafka partition was left by the set-based apply
- * only to keep the run's order (ll_bulk_out.retry). */
+/* Whether the next undecided message of work[i]'s run (not held behind it) was left by the
+ * set-based apply only to keep the run's order (ll_bulk_out.retry, or behind an earlier message of
+ * the run of any input). */
 int ll_batch_run_waits_after(const batch *b, size_t i)
 {
     const lmsg *m = b->work[i];
+    /* the next undecided message of the run (past those held behind m, when m is held): the
+     * set-based part can take it (and what follows) only when it was left for the order alone;
+     * any other goes one by one first */
     for (size_t j = i + 1; j < b->n_work && strcmp(b->work[j]->run, m->run) == 0; j++)
-        if (b->work[j]->ps == m->ps && !b->work[j]->decided && b->work[j]->retry)
-            return 1;
+        if (!b->work[j]->decided && !(m->state == 2 && b->work[j]->ps == m->ps))
+            return b->work[j]->retry;
     return 0;
 }
 
