@@ -25,110 +25,41 @@ import os
 import time
 
 from conftest import new_run
-from llsim.drills import Isolated, committed, events, lag, loadctl_topics, loadctl_verify, wait_until
+from llsim.drills import Isolated, committed, events, loadctl_topics, loadctl_verify, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
-from llsim.restore import backup, business_digest, restore
+from llsim.restore import (RUNS, backup, count_validated, digest, digest_diff, restore, settled, start_drill,
+                           start_services, stop_services, workload)
 
 DRILLS = int(os.environ.get("LL_RESTORE_DRILLS", "1"))
-RUNS = 4
-SERVICES = ("registrar", "claimer", "completion", "dispatcher")
-
-
-def group_topics(iso):
-    """{group: [topics it has committed offsets for]}: the input topics of each consuming service."""
-    topics = [iso.topic(t) for t in iso.topics]
-    out = {}
-    for g in iso.groups.values():
-        com = committed(iso.bootstrap, g, topics)
-        out[g] = sorted({t for (t, _p), off in com.items() if off >= 0})
-    return out
-
-
-def settled(iso, groups):
-    """Every group caught up and no dispatch left to send."""
-    if not all(lag(iso.bootstrap, g, ts) == 0 for g, ts in groups.items()):
-        return False
-    db = iso.stack.db()
-    try:
-        with db.cursor() as c:
-            c.execute("SELECT count(*) FROM nifi_ops.load_dispatch WHERE status = 'PENDING'")
-            return c.fetchone()[0] == 0
-    finally:
-        db.close()
-
-
-def digest(iso):
-    db = iso.stack.db()
-    try:
-        with db.cursor() as c:
-            return business_digest(c)
-    finally:
-        db.close()
-
-
-def start_services(st):
-    for s in SERVICES:
-        st.start(s, settings={"loop.retry_backoff_max": "PT2S"} if s != "dispatcher" else {})
-
-
-def stop_services(st):
-    codes = st.stop_all()
-    assert set(codes.values()) == {0}, "services did not exit cleanly: %s; logs in %s" % (codes, st.log_dir)
 
 
 def one_drill(n, dump_dir):
     iso = Isolated("restore")
     st = iso.stack
-    db = st.db()
-    with db.cursor() as c:  # a real database commits synchronously (docs/operations.md)
-        c.execute('ALTER DATABASE "%s" SET synchronous_commit = on' % iso.dbname)
-    db.close()
-    start_services(st)
-    nifi = Nifi(iso.bootstrap, iso.prefix)
-    flow = Flow(nifi)
+    start_drill(iso)
+    flow = Flow(Nifi(iso.bootstrap, iso.prefix))
     all_topics = [iso.topic(t) for t in iso.topics]
     try:
-        runs = [new_run() for _ in range(RUNS)]
-        for run in runs[: RUNS // 2]:
-            flow.to_extracted(run)
-        late = runs[RUNS // 2:]
-        for run in late:
-            flow.create(run)
-            flow.register(run)
-            flow.claim_all(run)
-        for run in late:
-            for pid in run.nonempty()[:4]:
-                for c in run.chunks(pid):
-                    nifi.send("chunks", c)
-        nifi.flush()
         # the backup, mid-workload: offsets first, then the dump (never ahead of the offsets)
         dump = os.path.join(dump_dir, "drill%d.dump" % n)
         offsets = os.path.join(dump_dir, "drill%d.offsets.json" % n)
-        before_backup = {g: committed(iso.bootstrap, g, all_topics) for g in iso.groups.values()}
-        backup(st, dump, lambda: loadctl_topics(iso, "offsets", "save", "--out", offsets, check_rc=0))
-        with open(offsets) as f:
-            saved = {g["group"]: {(o["topic"], o["partition"]): o["offset"] for o in g["offsets"]}
-                     for g in json.load(f)["groups"]}
-        # what loadctl recorded is what the groups had committed (at or after the look just before)
-        for g in iso.groups.values():
-            assert set(saved[g]) >= {tp for tp, off in before_backup[g].items() if off >= 0}, (g, saved[g])
-            assert all(saved[g][tp] >= before_backup[g][tp] for tp in saved[g]), (g, saved[g], before_backup[g])
-        for run in late:
-            for pid in run.nonempty()[4:]:
-                for c in run.chunks(pid):
-                    nifi.send("chunks", c)
-        nifi.flush()
-        for run in runs:
-            flow.validate_commands(run, timeout=120)
-        groups = group_topics(iso)
-        wait_until(lambda: settled(iso, groups), 120, "workload consumed")
+        saved = {}
+
+        def take_backup():
+            before_backup = {g: committed(iso.bootstrap, g, all_topics) for g in iso.groups.values()}
+            backup(st, dump, lambda: loadctl_topics(iso, "offsets", "save", "--out", offsets, check_rc=0))
+            with open(offsets) as f:
+                saved.update({g["group"]: {(o["topic"], o["partition"]): o["offset"] for o in g["offsets"]}
+                              for g in json.load(f)["groups"]})
+            # what loadctl recorded is what the groups had committed (at or after the look just before)
+            for g in iso.groups.values():
+                assert set(saved[g]) >= {tp for tp, off in before_backup[g].items() if off >= 0}, (g, saved[g])
+                assert all(saved[g][tp] >= before_backup[g][tp] for tp in saved[g]), (g, saved[g], before_backup[g])
+
+        groups = workload(iso, flow, [new_run() for _ in range(RUNS)], take_backup)
         before = digest(iso)
-        db = st.db()
-        with db.cursor() as c:
-            c.execute("SELECT count(*) FROM nifi_ops.load_run WHERE status = 'EXTRACTED_VALIDATED'")
-            assert c.fetchone()[0] == RUNS
-        db.close()
+        assert count_validated(iso) == RUNS
 
         # while the services run, their groups have members: the reset is refused, nothing moves
         at_end = {g: committed(iso.bootstrap, g, all_topics) for g in iso.groups.values()}
@@ -148,10 +79,9 @@ def one_drill(n, dump_dir):
         start_services(st)
         wait_until(lambda: settled(iso, groups), 180, "replay after the restore")
         took = time.time() - t0
-        after = digest(iso)
-        diff = {t: (before.get(t), after.get(t)) for t in set(before) | set(after) if before.get(t) != after.get(t)}
+        diff = digest_diff(before, digest(iso))
         assert not diff, "drill %d: the restored and replayed ledger differs in %s (logs in %s)" % (
-            n, sorted(diff), st.log_dir)
+            n, diff, st.log_dir)
         # the ledger's and the topics' invariants (docs/operations.md "Restore from a backup",
         # step 5): an input replayed after the restore has the lost ledger's answer and the
         # restored one's (REPLAY where the backup held it, the same fresh answer where it did not)
@@ -209,38 +139,11 @@ def test_restore_with_no_offsets_step_converges(tmp_path):
     skips them: the digest differs and the late runs never reach EXTRACTED_VALIDATED)."""
     iso = Isolated("restorepos")
     st = iso.stack
-    db = st.db()
-    with db.cursor() as c:
-        c.execute('ALTER DATABASE "%s" SET synchronous_commit = on' % iso.dbname)
-    db.close()
-    start_services(st)
-    nifi = Nifi(iso.bootstrap, iso.prefix)
-    flow = Flow(nifi)
+    start_drill(iso)
+    flow = Flow(Nifi(iso.bootstrap, iso.prefix))
     try:
-        runs = [new_run() for _ in range(RUNS)]
-        for run in runs[: RUNS // 2]:
-            flow.to_extracted(run)
-        late = runs[RUNS // 2:]
-        for run in late:
-            flow.create(run)
-            flow.register(run)
-            flow.claim_all(run)
-        for run in late:
-            for pid in run.nonempty()[:4]:
-                for c in run.chunks(pid):
-                    nifi.send("chunks", c)
-        nifi.flush()
         dump = os.path.join(str(tmp_path), "positions.dump")
-        backup(st, dump, lambda: None)
-        for run in late:
-            for pid in run.nonempty()[4:]:
-                for c in run.chunks(pid):
-                    nifi.send("chunks", c)
-        nifi.flush()
-        for run in runs:
-            flow.validate_commands(run, timeout=120)
-        groups = group_topics(iso)
-        wait_until(lambda: settled(iso, groups), 120, "workload consumed")
+        workload(iso, flow, [new_run() for _ in range(RUNS)], lambda: backup(st, dump, lambda: None))
         before = digest(iso)
         stop_services(st)
         restore(st, dump)
@@ -249,15 +152,13 @@ def test_restore_with_no_offsets_step_converges(tmp_path):
         try:
             wait_until(lambda: digest(iso) == before, 120, "the restored ledger caught up with the lost one")
         finally:
-            after = digest(iso)
-            diff = sorted(t for t in set(before) | set(after) if before.get(t) != after.get(t))
+            diff = digest_diff(before, digest(iso))
             assert not diff, "the restored ledger differs in %s (logs in %s)" % (diff, st.log_dir)
         behind = [e for s in ("claimer", "completion") for e in events(st.log_path(s + "-0"), "ledger_behind_kafka")]
         assert behind, "no service logged that the ledger was behind Kafka's offsets"
+        assert count_validated(iso) == RUNS
         db = st.db()
         with db.cursor() as c:
-            c.execute("SELECT count(*) FROM nifi_ops.load_run WHERE status = 'EXTRACTED_VALIDATED'")
-            assert c.fetchone()[0] == RUNS
             c.execute("SELECT consumer_group, sum(offsets) FROM nifi_ops.position_rewind GROUP BY 1")
             rewound = dict(c.fetchall())
         db.close()

@@ -59,15 +59,16 @@ class Isolated:
     stack is an llsim Stack whose services use them (kafka.group.id = <prefix><service>, so the
     transactional ids are <prefix><service>.<instance>); logs and configs go to
     $LL_RUN_DIR/drills/<name>_<random>/. close() stops what still runs and drops the database
-    and the topics.
+    and the topics. pg: {"host", "port"} of another PostgreSQL cluster than the environment's
+    (llsim.pitr.Cluster; it has a database named as the environment's, LL_PG_DB, to connect to).
     """
 
-    def __init__(self, name, extra_topics=()):
+    def __init__(self, name, extra_topics=(), pg=None):
         self.tag = "%s_%s" % (name, uuid.uuid4().hex[:8])
         self.prefix = "drill.%s." % self.tag
         self.groups = {s: self.prefix + s for s in CONSUMING}
         extra = {s: {"kafka.group.id": g} for s, g in self.groups.items()}
-        self.stack = Stack(prefix=self.prefix, extra=extra)
+        self.stack = Stack(prefix=self.prefix, extra=extra, pg=pg)
         self.bootstrap = self.stack.bootstrap
         self.dbname = "ll_" + self.tag.lower()
         base = self.stack.db()

@@ -33,13 +33,18 @@ def read_env(run_dir=None):
 class Stack:
     """The services of one scenario: configs, processes, logs."""
 
-    def __init__(self, build_dir=None, run_dir=None, prefix=None, extra=None):
+    def __init__(self, build_dir=None, run_dir=None, prefix=None, extra=None, pg=None):
+        """pg: {"host", "port"} of another PostgreSQL cluster than the environment's (one of a
+        drill's own, trust auth and no TLS: the environment's LL_PG_CONNOPTS are not used)."""
         self.env = read_env(run_dir)
         self.run_dir = self.env.get("LL_RUN_DIR", run_dir or "/tmp/loadledger-run")
         self.build_dir = build_dir or os.environ.get("LL_BUILD_DIR", os.path.join(REPO, "build"))
         self.prefix = prefix or self.env.get("LL_TOPIC_PREFIX", "loadledger.")
         self.bootstrap = self.env["LL_KAFKA_BOOTSTRAP"]
         self.pg = dict(host=self.env["LL_PG_HOST"], port=int(self.env["LL_PG_PORT"]), dbname=self.env["LL_PG_DB"])
+        if pg:
+            self.pg.update(pg)
+            self.env.pop("LL_PG_CONNOPTS", None)
         self.procs = {}
         self.extra = extra or {}
         # the port the services' db.conninfo uses (a pooler's, e.g. PgBouncer); None = PostgreSQL's
