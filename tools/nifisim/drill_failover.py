@@ -519,6 +519,8 @@ def settle_inputs(iso, timeout=60):
 
 def main():
     a = parse()
+    # ctest's timeout (SIGTERM): the finally below still stops the services and the pair
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     mode = "synchronous_mode" if a.sync else "asynchronous"
     say("failover drill: mode %s, %s replication, seed %d, %d runs, %d failovers, walsender stopped %.1f s before "
         "each kill (replay: scripts/drill.sh failover --mode %s%s --seed %d)" % (
