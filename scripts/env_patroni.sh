@@ -80,7 +80,10 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 EOF
 }
 
+LOCKED=0
 take_lock() {
+  ((LOCKED)) && return 0
+  LOCKED=1
   exec 9>>"${D%/}.lock"
   flock -w 300 9 || die "another env_patroni.sh holds ${D%/}.lock"
 }
@@ -363,6 +366,8 @@ cmd_up() {
     die "$D was made with LL_PATRONI_SYNC=$(<"$D/sync"): env_patroni.sh down first"
   fi
   echo "$LL_PATRONI_SYNC" >"$D/sync"
+  # a failed `up` stops what it started
+  trap 'log "up failed: stopping what runs in $D"; cmd_down' EXIT
   etcd_start
   node_start n1 1
   # the first node bootstraps (initdb) and takes the leader key; the second clones from it
@@ -373,7 +378,10 @@ cmd_up() {
   wait_ready 120 || { tail -n 30 "$D/n2/patroni.out" >&2; die "no streaming standby after 120 s"; }
   bootstrap_db
   write_env
-  log "up: leader on 127.0.0.1:$(leader_port), $( [[ $LL_PATRONI_SYNC == 1 ]] && echo synchronous_mode || echo asynchronous) replication"
+  trap - EXIT
+  local how=asynchronous
+  [[ $LL_PATRONI_SYNC == 1 ]] && how=synchronous_mode
+  log "up: leader on 127.0.0.1:$(leader_port), $how replication"
   cat "$ENV_FILE"
 }
 
