@@ -627,7 +627,9 @@ def main():
             work.close()
         if iso:
             try:
-                iso.close(drop=ok and not a.keep)
+                # a failed drill's database goes with a pair the drill made: its topics too (the
+                # services' logs stay); --keep keeps both
+                iso.close(drop=(ok or down is not None) and not a.keep)
             except psycopg2.Error as e:
                 say("cleanup: %s" % e)
         if down and not a.keep:
