@@ -7,6 +7,10 @@
 #           run SUCCESS and `loadctl verify --topics` passes (--mode short|medium|long, --seed N)
 #   cluster 3-broker KRaft cluster: kill -9 of a partition leader and of a transaction
 #           coordinator mid-workload; it makes its own environment (scripts/drill_cluster.sh)
+#   failover PostgreSQL HA under Patroni + etcd (scripts/env_patroni.sh, a pair of its own):
+#           kill -9 of the primary's postmaster under the chaos workload, >= 3 failovers
+#           (--mode short|long, --sync for synchronous_mode, --seed N); every visible reply
+#           must agree with the final ledger
 #
 # The environment is started when it does not run (and then stopped again at the end, unless
 # --keep-env); LL_BUILD_DIR names a build to use as it is, else the tree is built in build/.

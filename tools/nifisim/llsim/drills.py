@@ -63,12 +63,12 @@ class Isolated:
     (llsim.pitr.Cluster; it has a database named as the environment's, LL_PG_DB, to connect to).
     """
 
-    def __init__(self, name, extra_topics=(), pg=None):
+    def __init__(self, name, extra_topics=(), pg=None, stack_cls=Stack):
         self.tag = "%s_%s" % (name, uuid.uuid4().hex[:8])
         self.prefix = "drill.%s." % self.tag
         self.groups = {s: self.prefix + s for s in CONSUMING}
         extra = {s: {"kafka.group.id": g} for s, g in self.groups.items()}
-        self.stack = Stack(prefix=self.prefix, extra=extra, pg=pg)
+        self.stack = stack_cls(prefix=self.prefix, extra=extra, **({"pg": pg} if pg else {}))
         self.bootstrap = self.stack.bootstrap
         self.dbname = "ll_" + self.tag.lower()
         base = self.stack.db()
@@ -120,8 +120,8 @@ class Isolated:
         """Stops what still runs (returns their exit codes), drops the database and topics."""
         codes = self.stack.stop_all()
         if drop:
-            base = psycopg2.connect(host=self.stack.pg["host"], port=self.stack.pg["port"], dbname="postgres",
-                                    user="postgres")
+            # the stack's own conninfo (a multi-host one of the failover drill too), on "postgres"
+            base = psycopg2.connect(self.stack.conninfo(), dbname="postgres")
             base.autocommit = True
             with base.cursor() as c:
                 c.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % self.dbname)
