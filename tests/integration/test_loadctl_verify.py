@@ -222,3 +222,9 @@ def test_usage_and_connection_errors_exit_2(iso):
     assert p.returncode == 2 and "--restored-from needs --topics" in p.stderr
     bad = iso.stack.loadctl("--db", "host=127.0.0.1 port=1 dbname=x user=x connect_timeout=2", "verify", check=False)
     assert bad.returncode == 2
+    # --json says the exit code the process has (verify's own: 2), not loadctl's usage code 1
+    p = iso.stack.loadctl("verify", "--max-records", "0", "--json", check=False)
+    assert p.returncode == 2 and json.loads(p.stdout)["exitCode"] == 2, (p.returncode, p.stdout)
+    bad = iso.stack.loadctl("--db", "host=127.0.0.1 port=1 dbname=x user=x connect_timeout=2", "verify", "--json",
+                            check=False)
+    assert bad.returncode == 2 and json.loads(bad.stdout)["exitCode"] == 2, bad.stdout

@@ -28,6 +28,8 @@ enum { LC_OK = 0, LC_USAGE = 1, LC_REFUSED = 2, LC_DB = 3 };
 typedef struct lc_opts {
     const char *conninfo; /* --db, else $LOADLEDGER_DB__CONNINFO, else $LL_PG_CONNINFO */
     bool json;            /* --json: one JSON object on stdout */
+    int exit_code;        /* the process's exit code on a failure, as --json's exitCode says it,
+                           * when a command has codes of its own (verify: 2); 0: lc_fail's code */
 } lc_opts;
 
 /* A timestamp column as ISO-8601 UTC text with milliseconds, in SQL (NULL stays NULL). */

@@ -99,7 +99,7 @@ PGresult *lc_query(const lc_opts *o, ll_db *db, const ll_stmt *st, const char *c
 
 int main(int argc, char **argv)
 {
-    lc_opts o = {NULL, false};
+    lc_opts o = {NULL, false, 0};
     /* Libpq defaults for every connection: who we are in pg_stat_activity, and a bounded wait
      * for an unreachable server (exit 3 instead of hanging a script). */
     setenv("PGAPPNAME", "loadctl", 0);

@@ -87,6 +87,7 @@ static json_t *as_json(const vf_check *c, int n, bool ok)
 int lc_verify(const lc_opts *go, int argc, char **argv)
 {
     lc_opts opts = *go, *o = &opts;
+    opts.exit_code = VF_ERROR; /* every failure below exits 2 (README, "Exit codes of verify") */
     const char *config = NULL, *max_records = "1000000", *timeout = "PT60S", *restored_from = NULL, *pos[1];
     bool topics = false;
     int npos;
