@@ -6,6 +6,10 @@
 #   safety/deliver   outbox, dispatcher crash after publish, ack timeout, resent ACK, 1 crash, 1 zombie
 #   liveness         <> final state under weak fairness (pan -a -f): 1 consumer crash, 1 zombie,
 #                    1 dispatcher crash, no deadline (it would end every run)
+#   safety/dbloss    the database loses its last k <= 2 committed transactions once, at any point
+#                    (issue 27): positions in the ledger, min(ledger, Kafka) on a new connection;
+#                    1 consumer crash, 1 dispatcher crash, 1 ack timeout, 1 resent ACK, no sweeper
+#                    finding or deadline (their clock-driven transactions are not replayed)
 # then every mutant (-DMUTANT_x), each of which Spin must reject with a trail.
 # Prints states stored, depth, memory and time of each run; exits non-zero on any violation, an
 # incomplete search, or a mutant that passes. Installs nothing: scripts/env.sh installs `spin`.
@@ -24,6 +28,7 @@ command -v cc >/dev/null 2>&1 || { echo "check.sh: error: no C compiler (cc)" >&
 
 EXTRACT="-DCRASH_MAX=2 -DSTALE_MAX=2 -DDCRASH_MAX=0 -DREQUEUE_MAX=0 -DRESEND_MAX=0 -DDEADLINE_MAX=1"
 DELIVER="-DCRASH_MAX=1 -DSTALE_MAX=1 -DDCRASH_MAX=1 -DREQUEUE_MAX=1 -DRESEND_MAX=1 -DDEADLINE_MAX=0"
+DBLOSS="-DDBLOSS -DLOSS_MAX=1 -DCRASH_MAX=1 -DSTALE_MAX=0 -DDCRASH_MAX=1 -DREQUEUE_MAX=1 -DRESEND_MAX=1 -DDEADLINE_MAX=0"
 LIVE="-DLIVENESS -DCRASH_MAX=1 -DSTALE_MAX=1 -DDCRASH_MAX=1 -DREQUEUE_MAX=0 -DRESEND_MAX=0 -DDEADLINE_MAX=0"
 
 rm -rf "$work"
@@ -95,6 +100,7 @@ echo "spin: $(spin -V)"
 verify safety.extract "$EXTRACT" "$SAFE_CC" "-m20000"
 verify safety.deliver "$DELIVER" "$SAFE_CC" "-m20000"
 verify liveness "$LIVE" "$LIVE_CC" "-a -f -m20000 -N live"
+verify safety.dbloss "$DBLOSS" "$SAFE_CC" "-m20000"
 
 mutant CLAIM_NO_HISTORY "$EXTRACT" "$SAFE_CC" "-m20000"
 mutant CHUNK_NO_TOKEN "$EXTRACT" "$SAFE_CC" "-m20000"
@@ -104,6 +110,8 @@ mutant VSTART_NO_STATUS "$DELIVER" "$SAFE_CC" "-m20000"
 mutant SWEEP_ANY_STATUS "$EXTRACT" "$SAFE_CC" "-m20000"
 mutant REPLY_OUTSIDE_TX "$EXTRACT" "$SAFE_CC" "-m20000"
 mutant OFFSET_BEFORE_DB "$LIVE" "$LIVE_CC" "-a -f -m20000 -N live"
+mutant SEEK_KAFKA_ONLY "$DBLOSS" "$SAFE_CC" "-m20000"
+mutant NO_REREAD_ON_CONNECT "$DBLOSS" "$SAFE_CC" "-m20000"
 
 echo "model check: $(($(date +%s) - start)) s, work in $work"
 if ((fail)); then

@@ -32,6 +32,19 @@
  *   SWEEP_ANY_STATUS     sweeper reissues a partition whatever its status               -> I5
  *   REPLY_OUTSIDE_TX     replies produced outside the Kafka transaction                  -> I6
  *   OFFSET_BEFORE_DB     offset committed before the database transaction (liveness)    -> L
+ *   SEEK_KAFKA_ONLY      (DBLOSS) a consumer starts at Kafka's committed offset alone,
+ *                        not at min(ledger position, Kafka)                               -> D2
+ *   NO_REREAD_ON_CONNECT (DBLOSS) positions not read again on a new database connection
+ *                        (only on an assignment / a crash)                                -> D2
+ *
+ * -DDBLOSS (issue 27): the database may lose its last k <= 2 committed transactions, once, at
+ * any point (failover() below); the ledger (a struct) keeps each consumer's position, written in
+ * the transaction of the effects; a consumer starts at min(ledger, Kafka) on a crash (a new
+ * assignment) and on its first transaction after the loss (a new connection, kloop_tx.c).
+ * What holds then: I1-I5 in every ledger state (their ghosts are part of the ledger and go back
+ * with it); D1 an input applied again answers what its visible reply said (REPLY); an OWN_NOT_YET
+ * chunk is deferred, not asserted away; at rest D2 the final ledger holds every input of every
+ * topic (positions at the logs' ends) and D3 agrees with every visible claim decision.
  */
 
 #define NP 2         /* partitions */
@@ -95,16 +108,54 @@
 #define CLAIMED 1
 #define REFUSED 2
 
-/* ---- the ledger (PostgreSQL) ---- */
-byte run_st = EXTRACTING;
-byte part_st[NP], part_tok[NP], part_att[NP], part_files[NP];
-byte file_st[NP * NC], file_tok[NP * NC]; /* a file's content is the token of the attempt that wrote it */
-byte tok_part[NT];                        /* load_claim_token: partition + 1 a token was granted for */
-byte vd_st, vd_att;                       /* the VALIDATE_RUN dispatch row */
-bool vd_leased;
-byte rd_st[NR], rd_part[NR], rd_att[NR]; /* REISSUE_PARTITION rows */
-bool rd_leased[NR];
-byte nrd;
+/* ---- the ledger (PostgreSQL): one struct, so that a database loss can put it back ---- */
+typedef Ledger {
+    byte f_run_st = EXTRACTING;
+    byte f_part_st[NP], f_part_tok[NP], f_part_att[NP], f_part_files[NP];
+    byte f_file_st[NP * NC], f_file_tok[NP * NC]; /* a file's content is the token of the attempt that wrote it */
+    byte f_tok_part[NT];                          /* load_claim_token: partition + 1 a token was granted for */
+    byte f_vd_st, f_vd_att;                       /* the VALIDATE_RUN dispatch row */
+    bool f_vd_leased;
+    byte f_rd_st[NR], f_rd_part[NR], f_rd_att[NR]; /* REISSUE_PARTITION rows */
+    bool f_rd_leased[NR];
+    byte f_nrd;
+    /* ghosts of the ledger's history (what I1-I5 count): a lost transaction takes them along */
+    byte f_decisions, f_v_rows, f_sv_wins;
+    bool f_superseded[NT];
+    byte f_snap[NP * NC];
+    bool f_was_success[NP];
+#ifdef DBLOSS
+    /* nifi_ops.consumer_position (0009): each consumer's read position (batches of one message,
+     * in order: the first offset not done), written in the transaction of the effects */
+    byte f_pos_cl, f_pos_ch, f_pos_vs;
+    /* ghost: the inputs this ledger state has applied (bit = Kafka offset) */
+    short f_ap_cl, f_ap_ch;
+    byte f_ap_vs;
+#endif
+};
+Ledger L;
+#define run_st L.f_run_st
+#define part_st L.f_part_st
+#define part_tok L.f_part_tok
+#define part_att L.f_part_att
+#define part_files L.f_part_files
+#define file_st L.f_file_st
+#define file_tok L.f_file_tok
+#define tok_part L.f_tok_part
+#define vd_st L.f_vd_st
+#define vd_att L.f_vd_att
+#define vd_leased L.f_vd_leased
+#define rd_st L.f_rd_st
+#define rd_part L.f_rd_part
+#define rd_att L.f_rd_att
+#define rd_leased L.f_rd_leased
+#define nrd L.f_nrd
+#define decisions L.f_decisions
+#define v_rows L.f_v_rows
+#define sv_wins L.f_sv_wins
+#define superseded L.f_superseded
+#define snap L.f_snap
+#define was_success L.f_was_success
 
 /* ---- Kafka ---- */
 byte cl[MAXCL], cl_len, cl_com;   /* partition-claims: token * 2 + partition; claimer's offset */
@@ -117,13 +168,11 @@ byte rc[MAXRC], rc_len, rc_pos;   /* reissue-partition-commands; the workers' gr
 byte crashes;                     /* consumer crashes between database and Kafka commit */
 
 /* ---- ghosts (what the invariants count) ---- */
-byte decisions;      /* I1: times the run left EXTRACTING */
-byte v_rows;         /* I2: VALIDATE_RUN rows */
-byte sv_wins;        /* I3: entries into STAGE_VALIDATING (validation-start CAS won) */
-bool superseded[NT]; /* I4: tokens the sweeper took a partition from */
-byte snap[NP * NC];  /* I5: a partition's files when it became SUCCESS */
-bool was_success[NP];
-byte cl_ans[MAXCL], ch_ans[MAXCH], vs_ans[MAXVS]; /* I6: committed answers per input offset */
+/* in the ledger struct: decisions (I1: times the run left EXTRACTING), v_rows (I2: VALIDATE_RUN
+ * rows), sv_wins (I3: entries into STAGE_VALIDATING), superseded[t] (I4: tokens the sweeper took a
+ * partition from), snap/was_success (I5: a partition's files when it became SUCCESS) */
+byte cl_ans[MAXCL], ch_ans[MAXCH], vs_ans[MAXVS]; /* I6: committed answers per input offset
+                                                   * (DBLOSS: the first visible answer, 1 or 2) */
 byte next_tok, stale_used, requeue_used, dcrash_used, resend_used, deadline_used;
 
 #define FINAL (run_st == STAGE_VALIDATING || run_st == TIMED_OUT)
@@ -141,6 +190,85 @@ byte next_tok, stale_used, requeue_used, dcrash_used, resend_used, deadline_used
 
 /* checked at the end of every step that writes the ledger (the only steps that can break them) */
 #define CHECK assert(I1); assert(I2); assert(I2b); assert(I3); assert(I4); assert(I5)
+
+#ifdef DBLOSS
+/* The fault "the database loses its last k committed transactions" (k <= 2, at any point; an
+ * asynchronous failover, a point-in-time restore): the ledger, its positions and its ghosts go
+ * back k commits; Kafka (logs, committed offsets, visible replies) stays. H1 is the ledger before
+ * the last commit, H2 before the one before; a commit saves them only while a loss may still come. */
+#ifndef LOSS_MAX
+#define LOSS_MAX 1
+#endif
+Ledger H1, H2;
+byte nh, hk, loss_used;
+bool nt_cl, nt_ch, nt_vs;  /* the consumer has not yet seen its new database connection */
+byte cl_rd, ch_st, vs_rd;  /* the consumers' read positions (ch_st: the chunk consumer's first
+                            * staged offset; ch_app its next one) */
+byte ch_res[MAXCH];        /* the chunk consumer's staged answers */
+#define COPY(D, S) \
+    D.f_run_st = S.f_run_st; D.f_vd_st = S.f_vd_st; D.f_vd_att = S.f_vd_att; D.f_vd_leased = S.f_vd_leased; \
+    D.f_nrd = S.f_nrd; D.f_decisions = S.f_decisions; D.f_v_rows = S.f_v_rows; D.f_sv_wins = S.f_sv_wins; \
+    D.f_pos_cl = S.f_pos_cl; D.f_pos_ch = S.f_pos_ch; D.f_pos_vs = S.f_pos_vs; \
+    D.f_ap_cl = S.f_ap_cl; D.f_ap_ch = S.f_ap_ch; D.f_ap_vs = S.f_ap_vs; \
+    for (hk : 0 .. NP - 1) { D.f_part_st[hk] = S.f_part_st[hk]; D.f_part_tok[hk] = S.f_part_tok[hk]; \
+        D.f_part_att[hk] = S.f_part_att[hk]; D.f_part_files[hk] = S.f_part_files[hk]; \
+        D.f_was_success[hk] = S.f_was_success[hk] } \
+    for (hk : 0 .. NP * NC - 1) { D.f_file_st[hk] = S.f_file_st[hk]; D.f_file_tok[hk] = S.f_file_tok[hk]; \
+        D.f_snap[hk] = S.f_snap[hk] } \
+    for (hk : 0 .. NT - 1) { D.f_tok_part[hk] = S.f_tok_part[hk]; D.f_superseded[hk] = S.f_superseded[hk] } \
+    for (hk : 0 .. NR - 1) { D.f_rd_st[hk] = S.f_rd_st[hk]; D.f_rd_part[hk] = S.f_rd_part[hk]; \
+        D.f_rd_att[hk] = S.f_rd_att[hk]; D.f_rd_leased[hk] = S.f_rd_leased[hk] } \
+    hk = 0
+#define CLEAR(D) \
+    D.f_run_st = 0; D.f_vd_st = 0; D.f_vd_att = 0; D.f_vd_leased = 0; D.f_nrd = 0; D.f_decisions = 0; \
+    D.f_v_rows = 0; D.f_sv_wins = 0; D.f_pos_cl = 0; D.f_pos_ch = 0; D.f_pos_vs = 0; D.f_ap_cl = 0; \
+    D.f_ap_ch = 0; D.f_ap_vs = 0; \
+    for (hk : 0 .. NP - 1) { D.f_part_st[hk] = 0; D.f_part_tok[hk] = 0; D.f_part_att[hk] = 0; \
+        D.f_part_files[hk] = 0; D.f_was_success[hk] = 0 } \
+    for (hk : 0 .. NP * NC - 1) { D.f_file_st[hk] = 0; D.f_file_tok[hk] = 0; D.f_snap[hk] = 0 } \
+    for (hk : 0 .. NT - 1) { D.f_tok_part[hk] = 0; D.f_superseded[hk] = 0 } \
+    for (hk : 0 .. NR - 1) { D.f_rd_st[hk] = 0; D.f_rd_part[hk] = 0; D.f_rd_att[hk] = 0; D.f_rd_leased[hk] = 0 } \
+    hk = 0
+/* at the start of every ledger transaction */
+#define SAVE if :: loss_used < LOSS_MAX -> COPY(H2, H1); COPY(H1, L); if :: nh < 2 -> nh++ :: else -> skip fi \
+             :: else -> skip fi
+/* the position written in the transaction of the effects (and the ghost of what it applied) */
+#define POS(x, i) L.f_pos_##x = i + 1; L.f_ap_##x = L.f_ap_##x | (1 << i)
+/* where a consumer starts on an assignment, a rewind, a new database connection:
+ * min(ledger, Kafka) (kloop_position.c); the mutant seeks to Kafka's committed offset alone */
+#ifndef MUTANT_SEEK_KAFKA_ONLY
+#define SEEK(x, rd) if :: L.f_pos_##x < x##_com -> rd = L.f_pos_##x :: else -> rd = x##_com fi
+#else
+#define SEEK(x, rd) rd = x##_com
+#endif
+/* a Kafka commit of offsets up to rd: the committed offset never moves back in the model */
+#define KCOMMIT(x, rd) if :: rd > x##_com -> x##_com = rd :: else -> skip fi
+/* a reply made visible: the first answer for an input, or (re-applied after a loss) the same one */
+#define REPLY(a, i, v) if :: a[i] == 0 -> a[i] = v :: else -> assert(a[i] == v) fi
+#define ANSWERED(a, i) (a[i] != 0)
+/* a new connection seen (kloop_tx.c: db.connects changed); the mutant keeps its position */
+#ifndef MUTANT_NO_REREAD_ON_CONNECT
+#define RESEEK(x, rd) SEEK(x, rd)
+#else
+#define RESEEK(x, rd) skip
+#endif
+/* OWN_NOT_YET (ownership.c): the chunk's token is not granted yet while it could be: deferred */
+#define NOTYET(m) (part_tok[(m / 2) % 2] != m / 4 && tok_part[m / 4] != (m / 2) % 2 + 1 && \
+                   run_st == EXTRACTING && (part_st[(m / 2) % 2] == PENDING || part_st[(m / 2) % 2] == RETRY))
+#define FRESH(n) !n
+#else
+#define SAVE skip
+#define POS(x, i) skip
+#define SEEK(x, rd) skip
+#define KCOMMIT(x, rd) skip
+#define REPLY(a, i, v) a[i]++; assert(a[i] == 1)
+#define ANSWERED(a, i) (a[i] == 1)
+#define NOTYET(m) false
+#define FRESH(n) true
+#define cl_rd cl_com
+#define ch_st ch_com
+#define vs_rd vs_com
+#endif
 
 
 inline reissue_ack(p) {
@@ -186,9 +314,9 @@ inline apply_chunk(p, c, t) {
     idx = p * NC + c;
 #ifndef MUTANT_CHUNK_NO_TOKEN
     if
-    :: part_tok[p] == t -> skip                                   /* OWN_MATCH */
-    :: part_tok[p] != t && tok_part[t] == p + 1 -> goto answered  /* OWN_SUPERSEDED: CLAIM_MISMATCH */
-    :: part_tok[p] != t && tok_part[t] != p + 1 ->
+    :: part_tok[p] == t -> res = 1                                /* OWN_MATCH */
+    :: part_tok[p] != t && tok_part[t] == p + 1 -> res = 2; goto answered /* OWN_SUPERSEDED: CLAIM_MISMATCH */
+    :: part_tok[p] != t && tok_part[t] != p + 1 -> res = 2;
         /* OWN_NOT_YET cannot happen: a worker reports only after its grant was committed */
         assert(!(run_st == EXTRACTING && (part_st[p] == PENDING || part_st[p] == RETRY)));
         goto answered                                            /* OWN_MISMATCH */
@@ -238,7 +366,17 @@ answered:
 
 /* services/completion/validation_start.c: ACK, then the CAS EXTRACTED_VALIDATED -> STAGE_VALIDATING */
 inline apply_vstart() {
+#ifdef DBLOSS
+    /* a command published from an outbox row the database then lost: DISPATCH_MISMATCH, and the
+     * re-applied completion writes the row again (a new command, a new ACK) */
+    if
+    :: vd_st == D_NONE -> res = 2; goto vs_answered
+    :: else -> res = 1
+    fi;
+#else
     assert(vd_st != D_NONE); /* the starter acts only on a command: never DISPATCH_MISMATCH */
+    res = 1;
+#endif
     vd_st = D_ACKED;
 #ifndef MUTANT_VSTART_NO_STATUS
     if
@@ -248,6 +386,8 @@ inline apply_vstart() {
 #else
     run_st = STAGE_VALIDATING; sv_wins++
 #endif
+vs_answered:
+    skip
 }
 
 /* NiFi PG-20: a worker takes a work order (its partition from the manifest dispatch, then the
@@ -289,30 +429,34 @@ active proctype claimer() {
     byte m, p, t, r, k;
 end_idle:
     do
-    :: atomic { cl_com < cl_len -> m = cl[cl_com]; t = m / 2; p = m % 2; apply_claim(p, t, r);
+    :: atomic { cl_rd < cl_len && FRESH(nt_cl) -> SAVE; m = cl[cl_rd]; t = m / 2; p = m % 2; apply_claim(p, t, r);
+                POS(cl, cl_rd);
 #ifdef MUTANT_REPLY_OUTSIDE_TX
                 cl_ans[cl_com]++; assert(cl_ans[cl_com] == 1);
 #endif
                 if
                 :: /* Kafka commit: reply and offset in one transaction */
 #ifndef MUTANT_REPLY_OUTSIDE_TX
-                    cl_ans[cl_com]++; assert(cl_ans[cl_com] == 1); /* I6 */
+                    REPLY(cl_ans, cl_rd, r); /* I6; D1 after a loss */
 #endif
                     if
                     :: dec[t] == 0 -> dec[t] = r
                     :: else -> skip
                     fi;
-                    cl_com++
-                :: crashes < CRASH_MAX -> crashes++ /* aborted: read again from cl_com */
+                    cl_rd++; KCOMMIT(cl, cl_rd)
+                :: crashes < CRASH_MAX -> crashes++; SEEK(cl, cl_rd) /* aborted: read again */
                 fi;
                 m = 0; p = 0; t = 0; r = 0; k = 0; CHECK }
+#ifdef DBLOSS
+    :: atomic { nt_cl -> nt_cl = false; RESEEK(cl, cl_rd) } /* a new database connection */
+#endif
     od
 }
 
 /* ll-completion on chunks (the per-message path; the set-based one, chunk_bulk.c, decides only
  * what this path would decide for the same state and leaves everything else to it) */
 active proctype completion_chunks() {
-    byte m, p, c, t, idx, k;
+    byte m, p, c, t, idx, k, res;
     bool enqueue_later;
 end_idle:
     do
@@ -323,25 +467,46 @@ end_idle:
      * Kafka transaction commits their replies and moves the offset past them; a crash, or a
      * failed Kafka commit, in between loses the staged replies, and every one of those messages
      * is read again from the committed offset */
-    :: atomic { ch_app < ch_len && ch_app < ch_com + STAGED_MAX ->
-                m = ch[ch_app]; c = m % 2; p = (m / 2) % 2; t = m / 4;
+    :: atomic { ch_app < ch_len && ch_app < ch_st + STAGED_MAX && FRESH(nt_ch) && !NOTYET(ch[ch_app]) ->
+                SAVE; m = ch[ch_app]; c = m % 2; p = (m / 2) % 2; t = m / 4;
                 apply_chunk(p, c, t);
+                POS(ch, ch_app);
 #ifdef MUTANT_REPLY_OUTSIDE_TX
                 ch_ans[ch_app]++; assert(ch_ans[ch_app] == 1);
 #endif
-                ch_app++;
-                m = 0; p = 0; c = 0; t = 0; idx = 0; k = 0; CHECK }
-    :: atomic { ch_app > ch_com -> /* Kafka commit: the staged replies and the offset */
-                do
-                :: ch_com < ch_app ->
-#ifndef MUTANT_REPLY_OUTSIDE_TX
-                    ch_ans[ch_com]++; assert(ch_ans[ch_com] == 1); /* I6 */
+#ifdef DBLOSS
+                ch_res[ch_app] = res;
 #endif
-                    ch_com++
+                ch_app++;
+                m = 0; p = 0; c = 0; t = 0; idx = 0; k = 0; res = 0; CHECK }
+    :: atomic { ch_app > ch_st -> /* Kafka commit: the staged replies and the offset */
+                do
+                :: ch_st < ch_app ->
+#ifndef MUTANT_REPLY_OUTSIDE_TX
+#ifdef DBLOSS
+                    REPLY(ch_ans, ch_st, ch_res[ch_st]); ch_res[ch_st] = 0;
+#else
+                    REPLY(ch_ans, ch_com, 0); /* I6 */
+#endif
+#endif
+                    ch_st++
                 :: else -> break
                 od;
+                KCOMMIT(ch, ch_st);
                 CHECK }
+#ifndef DBLOSS
     :: atomic { ch_app > ch_com && crashes < CRASH_MAX -> crashes++; ch_app = ch_com; CHECK }
+#else
+    :: atomic { ch_app > ch_st && crashes < CRASH_MAX -> crashes++; SEEK(ch, ch_st); ch_app = ch_st;
+                for (k : 0 .. MAXCH - 1) { ch_res[k] = 0 }; k = 0 }
+    :: atomic { nt_ch -> nt_ch = false; /* a new connection: the batch is undone, the loop rewinds */
+                RESEEK(ch, ch_st);
+#ifndef MUTANT_NO_REREAD_ON_CONNECT
+                ch_app = ch_st;
+                for (k : 0 .. MAXCH - 1) { ch_res[k] = 0 }; k = 0
+#endif
+              }
+#endif
 #else
     :: atomic { ch_com < ch_len -> m = ch[ch_com]; c = m % 2; p = (m / 2) % 2; t = m / 4;
                 apply_chunk(p, c, t);
@@ -375,21 +540,25 @@ end_idle:
 
 /* ll-completion on validation-starts */
 active proctype completion_vstarts() {
+    byte res;
 end_idle:
     do
-    :: atomic { vs_com < vs_len -> apply_vstart();
+    :: atomic { vs_rd < vs_len && FRESH(nt_vs) -> SAVE; apply_vstart(); POS(vs, vs_rd);
 #ifdef MUTANT_REPLY_OUTSIDE_TX
                 vs_ans[vs_com]++; assert(vs_ans[vs_com] == 1);
 #endif
                 if
                 :: /* Kafka commit */
 #ifndef MUTANT_REPLY_OUTSIDE_TX
-                    vs_ans[vs_com]++; assert(vs_ans[vs_com] == 1); /* I6 */
+                    REPLY(vs_ans, vs_rd, res); /* I6; D1 after a loss */
 #endif
-                    vs_com++
-                :: crashes < CRASH_MAX -> crashes++
+                    vs_rd++; KCOMMIT(vs, vs_rd)
+                :: crashes < CRASH_MAX -> crashes++; SEEK(vs, vs_rd)
                 fi;
-                CHECK }
+                res = 0; CHECK }
+#ifdef DBLOSS
+    :: atomic { nt_vs -> nt_vs = false; RESEEK(vs, vs_rd) }
+#endif
     od
 }
 
@@ -398,6 +567,7 @@ end_idle:
 inline settle() {
     if
     :: atomic { /* outbox_sent ... WHERE status = 'PENDING' (an ACK that came first stays ACKED) */
+                SAVE;
                 if
                 :: v -> if :: vd_st == D_PENDING -> vd_st = D_SENT :: else -> skip fi; vd_leased = false
                 :: else -> if :: rd_st[k] == D_PENDING -> rd_st[k] = D_SENT :: else -> skip fi; rd_leased[k] = false
@@ -418,12 +588,12 @@ active proctype dispatcher() {
     bool v;
 end_idle:
     do
-    :: atomic { vd_st == D_PENDING && !vd_leased -> vd_leased = true; vd_att++; v = true; vc_len++ };
+    :: atomic { vd_st == D_PENDING && !vd_leased -> SAVE; vd_leased = true; vd_att++; v = true; vc_len++ };
         settle()
-    :: atomic { nrd > 0 && rd_st[0] == D_PENDING && !rd_leased[0] -> rd_leased[0] = true; rd_att[0]++; k = 0;
+    :: atomic { nrd > 0 && rd_st[0] == D_PENDING && !rd_leased[0] -> SAVE; rd_leased[0] = true; rd_att[0]++; k = 0;
                 rc[rc_len] = rd_part[0]; rc_len++ };
         settle()
-    :: atomic { nrd > 1 && rd_st[1] == D_PENDING && !rd_leased[1] -> rd_leased[1] = true; rd_att[1]++; k = 1;
+    :: atomic { nrd > 1 && rd_st[1] == D_PENDING && !rd_leased[1] -> SAVE; rd_leased[1] = true; rd_att[1]++; k = 1;
                 rc[rc_len] = rd_part[1]; rc_len++ };
         settle()
     od
@@ -440,7 +610,7 @@ end_idle:
 #else
                 true ->
 #endif
-                stale_used++;
+                stale_used++; SAVE;
                 if
 #ifndef MUTANT_SWEEP_ANY_STATUS
                 :: part_st[0] == RUNNING -> p = 0
@@ -472,11 +642,11 @@ end_idle:
                 fi;
                 p = 0; q = 0; CHECK }
     :: atomic { requeue_used < REQUEUE_MAX && vd_st == D_SENT && run_st == EXTRACTED_VALIDATED ->
-                requeue_used++; if :: vd_att >= DISP_MAX -> vd_st = D_DEAD :: else -> vd_st = D_PENDING fi; CHECK }
+                requeue_used++; SAVE; if :: vd_att >= DISP_MAX -> vd_st = D_DEAD :: else -> vd_st = D_PENDING fi; CHECK }
     :: atomic { requeue_used < REQUEUE_MAX && run_st == EXTRACTING &&
                 ((nrd > 0 && rd_st[0] == D_SENT && part_st[rd_part[0]] == RETRY) ||
                  (nrd > 1 && rd_st[1] == D_SENT && part_st[rd_part[1]] == RETRY)) ->
-                requeue_used++;
+                requeue_used++; SAVE;
                 if
                 :: nrd > 0 && rd_st[0] == D_SENT && part_st[rd_part[0]] == RETRY -> k = 0
                 :: nrd > 1 && rd_st[1] == D_SENT && part_st[rd_part[1]] == RETRY -> k = 1
@@ -490,7 +660,7 @@ end_idle:
 #else
                 true ->
 #endif
-                deadline_used++;
+                deadline_used++; SAVE;
                 for (q : 0 .. NP - 1) {
                     if
                     :: part_st[q] == PENDING || part_st[q] == RUNNING || part_st[q] == RETRY -> part_st[q] = P_TIMED_OUT
@@ -517,13 +687,47 @@ active proctype at_rest() {
     byte i;
     timeout ->
     d_step {
+#ifdef DBLOSS
+    /* D2 first: the claims a lost transaction took along are applied again */
+    for (i : 0 .. MAXCL - 1) { assert(i >= cl_len || (L.f_ap_cl & (1 << i)) != 0) }
+#endif
     assert(FINAL);
     assert(I2);
-    for (i : 0 .. MAXCL - 1) { assert(i >= cl_len || cl_ans[i] == 1) }
-    for (i : 0 .. MAXCH - 1) { assert(i >= ch_len || ch_ans[i] == 1) }
-    for (i : 0 .. MAXVS - 1) { assert(i >= vs_len || vs_ans[i] == 1) }
+    for (i : 0 .. MAXCL - 1) { assert(i >= cl_len || ANSWERED(cl_ans, i)) }
+    for (i : 0 .. MAXCH - 1) { assert(i >= ch_len || ANSWERED(ch_ans, i)) }
+    for (i : 0 .. MAXVS - 1) { assert(i >= vs_len || ANSWERED(vs_ans, i)) }
+#ifdef DBLOSS
+    /* D2: the final ledger holds every input (an answer visible or not) and its position is past
+     * it; D3: it agrees with every visible claim decision: a CLAIMED token was granted that
+     * partition, a REFUSED one never was or was superseded (a grant whose answer a crash lost,
+     * then a reissue, then the replay: SUPERSEDED) */
+    for (i : 0 .. MAXCL - 1) { assert(i >= cl_len || (L.f_ap_cl & (1 << i)) != 0) }
+    for (i : 0 .. MAXCH - 1) { assert(i >= ch_len || (L.f_ap_ch & (1 << i)) != 0) }
+    for (i : 0 .. MAXVS - 1) { assert(i >= vs_len || (L.f_ap_vs & (1 << i)) != 0) }
+    assert(L.f_pos_cl == cl_len && L.f_pos_ch == ch_len && L.f_pos_vs == vs_len);
+    for (i : 0 .. MAXCL - 1) {
+        assert(i >= cl_len ||
+               (cl_ans[i] == CLAIMED && tok_part[cl[i] / 2] == cl[i] % 2 + 1) ||
+               (cl_ans[i] == REFUSED && (tok_part[cl[i] / 2] != cl[i] % 2 + 1 || superseded[cl[i] / 2])))
+    }
+#endif
     }
 }
+
+#ifdef DBLOSS
+/* the database fails over (or is restored) and has lost its last k <= 2 committed transactions;
+ * every consumer's next transaction is on a new connection */
+active proctype failover() {
+end_wait:
+    atomic { loss_used < LOSS_MAX && nh > 0 -> loss_used++;
+             if
+             :: COPY(L, H1)
+             :: nh == 2 -> COPY(L, H2)
+             fi;
+             CLEAR(H1); CLEAR(H2); nh = 0;
+             nt_cl = true; nt_ch = true; nt_vs = true; CHECK }
+}
+#endif
 
 init {
     byte i;
