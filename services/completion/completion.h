@@ -69,9 +69,10 @@ typedef enum run_lookup {
  * LL_DB_OK with *found set, or the failed statement's (db->err). */
 ll_db_rc lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, run_lookup *found, ll_apply_out *out);
 /* Reads the stored metrics of stage and applies the gate (contract §3.5): reasons appended to
- * *reasons (none = pass); *count = the newest all-digits value of count_metric, or -1 (gate.c). */
+ * *reasons (none = pass); *count = the newest all-digits value of count_metric, or -1;
+ * *n_metrics = the metric rows of the stage stored (gate.c). */
 ll_db_rc read_gate(ll_db *db, const char *run_id, const char *stage, const char *count_metric,
-                   ll_strlist *reasons, int64_t *count);
+                   ll_strlist *reasons, int64_t *count, size_t *n_metrics);
 /* A step behind a validation gate: the stage whose stored metrics decide, the metric that gives
  * the count, the CAS that moves the run ($1 run id, $2 count or NULL) and the event it writes. */
 typedef struct gated_step {
@@ -80,9 +81,20 @@ typedef struct gated_step {
 } gated_step;
 
 /* Applies the gate (contract §3.5); when it passes, runs the CAS with the count (count_override
- * ≥ 0 wins over the metric) and writes the event; *passed says which. Reasons go to *reasons. */
+ * ≥ 0 wins over the metric) and writes the event; *passed says which. Reasons go to *reasons;
+ * *none says no metric of the stage is stored at all (the caller defers: docs/design.md §6). */
 ll_db_rc gated_move(ll_db *db, const char *run_id, const gated_step *g, int64_t count_override,
-                    ll_strlist *reasons, bool *passed);
+                    ll_strlist *reasons, bool *passed, bool *none);
+
+/* The verdict of a gated step for message m (stage_validated.c, run_success.c): LL_APPLY_COMMIT
+ * after the move; LL_APPLY_DEFER while no metric of the stage is stored and m's wait is not over
+ * (the metrics come on another topic: after a database loss, or a replay, they may be read after
+ * the request; docs/design.md §6); else the GATE_BLOCKED rejection built by blocked(), or
+ * LL_APPLY_DB. passed_reply / blocked build the replies (new references). */
+typedef json_t *(*gate_reply_fn)(const ll_msg *m, const char *run_id, const ll_strlist *reasons);
+ll_apply gated_verdict(ll_db *db, const ll_msg *m, const char *run_id, const gated_step *g,
+                       int64_t count_override, gate_reply_fn passed_reply, gate_reply_fn blocked,
+                       ll_apply_out *out);
 
 /* The reasons as a JSON array of strings (new reference). */
 json_t *reasons_json(const ll_strlist *reasons);

@@ -30,21 +30,15 @@ static json_t *outcome(const ll_msg *m, const char *run_id, const char *result, 
 
 static const gated_step STEP = {"TARGET", "TARGET_COUNT", "RUN_SUCCESS", &ST_SUCCESS};
 
-/* The gate (contract §3.5) and, when it passes, the CAS with its event; the reply. LL_DB_OK after
- * the move, LL_DB_ROLLBACK when the gate blocks (GATE_BLOCKED), or the failed statement's result. */
-static ll_db_rc judge(ll_db *db, const ll_msg *m, const char *run_id, int64_t target_count, ll_apply_out *out)
+static json_t *passed_reply(const ll_msg *m, const char *run_id, const ll_strlist *reasons)
 {
-    ll_strlist reasons = {0};
-    bool passed = false;
-    ll_db_rc rc = gated_move(db, run_id, &STEP, target_count, &reasons, &passed);
-    if (rc != LL_DB_OK) {
-        ll_strlist_clear(&reasons);
-        return rc;
-    }
-    out->reply = passed ? outcome(m, run_id, "ACCEPTED", NULL, "SUCCESS", true, NULL)
-                        : outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "PUBLISHED", false, &reasons);
-    ll_strlist_clear(&reasons);
-    return passed ? LL_DB_OK : LL_DB_ROLLBACK;
+    (void)reasons;
+    return outcome(m, run_id, "ACCEPTED", NULL, "SUCCESS", true, NULL);
+}
+
+static json_t *blocked_reply(const ll_msg *m, const char *run_id, const ll_strlist *reasons)
+{
+    return outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "PUBLISHED", false, reasons);
 }
 
 ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -74,7 +68,7 @@ ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_
     if (run.status == LL_RUN_SUCCESS) {
         out->reply = outcome(m, run_id, "REPLAY", NULL, "SUCCESS", true, NULL);
     } else if (run.status == LL_RUN_PUBLISHED) {
-        a = ll_apply_of_db(judge(db, m, run_id, target_count, out));
+        a = gated_verdict(db, m, run_id, &STEP, target_count, passed_reply, blocked_reply, out);
     } else if (ll_run_should_wait(run.status, LL_RUN_PUBLISHED, m->wait_expired)) {
         defer_reason(run.status, LL_RUN_PUBLISHED, out);
         a = LL_APPLY_DEFER;

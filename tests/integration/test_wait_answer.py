@@ -7,6 +7,7 @@ for the run's current status, a reply, not a dead letter:
 
 - RunSuccess on STAGING_VALIDATED: success=false, reasons ["RUN_STATUS STAGING_VALIDATED"] (§5.10 step 3);
 - StageValidated on EXTRACTED_VALIDATED: stageValidated=false, reasons ["RUN_STATUS ..."] (§5.9 step 3);
+- StageValidated on STAGE_VALIDATING with no STAGING metric stored: GATE_BLOCKED, ["NO_METRICS"];
 - RunFailure expecting EXTRACTING on a CREATED run: RUN_STATUS_MISMATCH with runStatus (§5.6 check 4);
 - TARGET metrics on STAGING_VALIDATED: RUN_STATUS_MISMATCH, details {runStatus, stage} (§5.8 step 2);
 - a publish claim on STAGE_VALIDATING: claimed=false (§5.13 step 3);
@@ -118,6 +119,13 @@ def test_run_level_events_get_the_business_answer_after_the_wait(iso, flow, life
     sv = life.stage_validated(validated)
     assert (sv["outcome"], sv["code"], sv["stageValidated"], sv["runStatus"], sv["reasons"]) == (
         "REJECTED", "RUN_STATUS_MISMATCH", False, "EXTRACTED_VALIDATED", ["RUN_STATUS EXTRACTED_VALIDATED"]), sv
+
+    # STAGE_VALIDATING with no STAGING metric stored: the metrics may still come (another topic);
+    # after the wait the gate's answer, NO_METRICS (§5.9 step 4)
+    sv, waited = timed(life.stage_validated, validating)
+    assert (sv["outcome"], sv["code"], sv["stageValidated"], sv["runStatus"], sv["reasons"]) == (
+        "REJECTED", "GATE_BLOCKED", False, "STAGE_VALIDATING", ["NO_METRICS"]), sv
+    assert waited >= WAIT_S - 0.5, "answered after the wait, not at once (%.1fs)" % waited
 
     _token, pc = life.claim_publish(validating)
     assert (pc["outcome"], pc["code"], pc["claimed"], pc["runStatus"]) == (
