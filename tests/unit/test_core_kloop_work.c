@@ -210,6 +210,10 @@ static void test_run_clock(void **state)
     assert_int_equal(ll_loop_clock_of(&other, r1, 5000, 6000), 0);
     ll_loop_clock_stop(&ps, r1);
     assert_int_equal(ll_loop_clock_of(&ps, r1, 5000, 6000), 0);
+    /* a rewind (the held queue dropped) restarts every wait */
+    ll_loop_clock_start(&ps, r1, 100);
+    ll_loop_drop_held(&ps);
+    assert_int_equal(ll_loop_clock_of(&ps, r1, 5000, 200), 0);
     ll_loop_clock_start(&ps, r2, 1000);
     assert_int_equal(ll_loop_clock_of(&ps, r2, 5000, 10999), 1000);
     assert_int_equal(ll_loop_clock_of(&ps, r2, 5000, 11000), 0); /* two periods: a new wait */

@@ -26,6 +26,9 @@ void ll_loop_drop_held(part_state *ps)
         ll_loop_free_copy(ps->held[i]);
     ps->n_held = 0;
     ps->held_bytes = 0;
+    /* and the runs' prerequisite clocks: the messages come again, their wait starts again (a
+     * rewind after a database failover may have lost the very prerequisite they wait for) */
+    memset(ps->clocks, 0, sizeof ps->clocks);
 }
 
 /* True when run r has a message in ps's held queue. */
