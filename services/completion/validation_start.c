@@ -157,6 +157,13 @@ ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m
     PGresult *r = ll_db_exec(db, &ST_LOCK_DISPATCH, p);
     if (!r) {
         a = LL_APPLY_DB;
+    } else if (PQntuples(r) == 0 &&
+               ll_run_should_wait(run.status, LL_RUN_EXTRACTED_VALIDATED, m->wait_expired)) {
+        /* no such dispatch yet and the run still extracting: its completion (from the chunks'
+         * topic) is not applied yet, as after a database loss when the chunks are read again
+         * after this (docs/design.md §6) */
+        defer_reason(run.status, LL_RUN_EXTRACTED_VALIDATED, out);
+        a = LL_APPLY_DEFER;
     } else if (PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), v.run_id) != 0 ||
                strcmp(PQgetvalue(r, 0, 1), "VALIDATE_RUN") != 0) {
         out->reply = decision(m, &v, "REJECTED", "DISPATCH_MISMATCH", ll_run_status_name(run.status));

@@ -595,7 +595,7 @@ def main():
         if rc != 0:
             bad.append("loadctl verify --topics: exit %d %s" % (rc, vbad))
             for n in vbad:
-                say("  verify %s: %s" % (n, checks[n].get("examples", [])[:3]))
+                say("  verify %s: %s" % (n, checks[n].get("samples", [])[:5]))
         if left != 0:
             bad.append("input lag at the end: %s" % left)
         if killer.unexpected or unclean:

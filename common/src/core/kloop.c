@@ -67,6 +67,11 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      " batch's Kafka commit on the loop's thread before the next poll"},
     {"loop.max_held", "64", false,
      "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
+    {"loop.position_missing", "earliest", false,
+     "where a partition starts that has no read position in the ledger (nifi_ops.consumer_position):"
+     " earliest (the ledger applied nothing of it: its first position was lost with the database's last"
+     " transactions, or the database is new), or kafka (at the group's committed offset: only for the"
+     " first start after the upgrade to migration 0009, docs/operations.md)"},
     {"loop.max_held_bytes", "8388608", false,
      "keys and values of the held messages per Kafka partition (bytes, 1 MiB..1 GiB); beyond it the"
      " partition's fetching pauses (one message is always held)"},
@@ -214,6 +219,13 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_loop_free(l);
         return NULL;
     }
+    const char *missing = ll_config_get(cfg, "loop.position_missing");
+    if (!missing || (strcmp(missing, "earliest") != 0 && strcmp(missing, "kafka") != 0)) {
+        snprintf(err, errlen, "loop.position_missing must be earliest or kafka");
+        ll_loop_free(l);
+        return NULL;
+    }
+    l->position_missing_kafka = strcmp(missing, "kafka") == 0;
     if (l->max_held_bytes < (1 << 20) || l->max_held_bytes > (1LL << 30)) {
         snprintf(err, errlen, "loop.max_held_bytes must be 1048576..1073741824 (bytes held per partition)");
         ll_loop_free(l);

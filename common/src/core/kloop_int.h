@@ -142,8 +142,11 @@ struct ll_loop {
     volatile sig_atomic_t stop;
     int fatal;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
-    int64_t max_held_bytes;    /* loop.max_held_bytes: keys and values held per partition */
-    uint64_t db_connects_seen; /* db.connects when the positions were last merged (kloop_position.c) */
+    int64_t max_held_bytes;     /* loop.max_held_bytes: keys and values held per partition */
+    uint64_t db_connects_seen;  /* db.connects when the positions were last merged (kloop_position.c) */
+    int position_missing_kafka; /* loop.position_missing = kafka: a partition without a position in
+                                 * the ledger starts at Kafka's commit (the first start after the
+                                 * upgrade to migration 0009), not at its beginning */
     int64_t crash_after, db_commits, batch_no;
     part_state **parts;
     size_t n_parts, cap_parts;

@@ -171,21 +171,27 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     ll_offtrack ledger;
     ll_offtrack_init(&ledger, 0);
     int rc = 0;
-    for (int row = 0; row < PQntuples(r); row++) {
-        const char *topic = PQgetvalue(r, row, 0);
-        int32_t partition = (int32_t)atol(PQgetvalue(r, row, 1));
-        int64_t next = atoll(PQgetvalue(r, row, 2));
-        rd_kafka_topic_partition_t *e = rd_kafka_topic_partition_list_find(c, topic, partition);
-        if (!e)
-            continue;
-        part_state *ps = ll_loop_part(l, topic, partition);
-        ll_log_ctx ctx = {NULL, NULL, topic, partition, next};
-        if (ll_offtrack_load(&ledger, next, PQgetvalue(r, row, 3)) != 0)
+    for (int i = 0; i < c->cnt && rc == 0; i++) {
+        rd_kafka_topic_partition_t *e = &c->elems[i];
+        int row = -1;
+        for (int k = 0; k < PQntuples(r) && row < 0; k++)
+            if (strcmp(PQgetvalue(r, k, 0), e->topic) == 0 && atol(PQgetvalue(r, k, 1)) == e->partition)
+                row = k;
+        int64_t kafka_base = e->offset >= 0 ? e->offset : -1;
+        if (row < 0 && (kafka_base < 0 || l->position_missing_kafka))
+            continue; /* nothing anywhere; or the first start after the upgrade to 0009 */
+        part_state *ps = ll_loop_part(l, e->topic, e->partition);
+        int64_t next = row >= 0 ? atoll(PQgetvalue(r, row, 2)) : 0;
+        ll_log_ctx ctx = {NULL, NULL, e->topic, e->partition, next};
+        /* no row: the ledger has applied nothing of the partition (its first position was lost
+         * with the database's last transactions, or the database is new): from the start */
+        if (row < 0)
+            ll_offtrack_reset(&ledger, 0);
+        else if (ll_offtrack_load(&ledger, next, PQgetvalue(r, row, 3)) != 0)
             ll_log(LL_WARN, &ctx, "position_ignored",
                    "the ledger's done offsets above %lld are not understood: read again from there",
                    (long long)next);
         int64_t kafka_only = 0, ledger_only = 0;
-        int64_t kafka_base = e->offset >= 0 ? e->offset : -1;
         /* one past the last offset Kafka knows as done */
         int64_t kafka_end = ps->track.n ? ps->track.hi[ps->track.n - 1] + 1 : ps->track.base;
         if (kafka_base < 0) {
@@ -204,10 +210,8 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
                 "%lld",
                 (long long)kafka_only, (long long)kafka_base, (long long)ps->track.base);
             ll_obs_reread("ledger", kafka_only);
-            if (record_rewind(l, ps, ps->track.base, kafka_end, kafka_only) != 0) {
+            if (record_rewind(l, ps, ps->track.base, kafka_end, kafka_only) != 0)
                 rc = -1;
-                break;
-            }
         }
         if (ledger_only > 0) {
             ll_log(
