@@ -96,7 +96,6 @@ static void add_position(batch *b, part_state *ps, ll_pgarray *topics, ll_pgarra
     int n = ll_offtrack_metadata(&t, md, sizeof md, &lossy);
     if (n < 0 || full) {
         /* cannot happen within the checked limits; what is written stays behind the ledger */
-        n = 0;
         md[0] = '\0';
         t.base = ps->track.base;
     }
@@ -175,13 +174,14 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         rd_kafka_topic_partition_t *e = &c->elems[i];
         int row = -1;
         for (int k = 0; k < PQntuples(r) && row < 0; k++)
-            if (strcmp(PQgetvalue(r, k, 0), e->topic) == 0 && atol(PQgetvalue(r, k, 1)) == e->partition)
+            if (strcmp(PQgetvalue(r, k, 0), e->topic) == 0 &&
+                strtol(PQgetvalue(r, k, 1), NULL, 10) == e->partition)
                 row = k;
         int64_t kafka_base = e->offset >= 0 ? e->offset : -1;
         if (row < 0 && (kafka_base < 0 || l->position_missing_kafka))
             continue; /* nothing anywhere; or the first start after the upgrade to 0009 */
         part_state *ps = ll_loop_part(l, e->topic, e->partition);
-        int64_t next = row >= 0 ? atoll(PQgetvalue(r, row, 2)) : 0;
+        int64_t next = row >= 0 ? strtoll(PQgetvalue(r, row, 2), NULL, 10) : 0;
         ll_log_ctx ctx = {NULL, NULL, e->topic, e->partition, next};
         /* no row: the ledger has applied nothing of the partition (its first position was lost
          * with the database's last transactions, or the database is new): from the start */
