@@ -181,6 +181,8 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         if (row < 0 && (kafka_base < 0 || l->position_missing_kafka))
             continue; /* nothing anywhere; or the first start after the upgrade to 0009 */
         part_state *ps = ll_loop_part(l, e->topic, e->partition);
+        if (kafka_base < 0)
+            ll_offtrack_reset(&ps->track, 0); /* Kafka's done set: empty */
         int64_t next = row >= 0 ? strtoll(PQgetvalue(r, row, 2), NULL, 10) : 0;
         ll_log_ctx ctx = {NULL, NULL, e->topic, e->partition, next};
         /* no row: the ledger has applied nothing of the partition (its first position was lost
@@ -194,13 +196,10 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         int64_t kafka_only = 0, ledger_only = 0;
         /* one past the last offset Kafka knows as done */
         int64_t kafka_end = ps->track.n ? ps->track.hi[ps->track.n - 1] + 1 : ps->track.base;
-        if (kafka_base < 0) {
-            /* no Kafka commit: the ledger's position is all there is (a new consumer group on
-             * the same topics, or offsets deleted) */
-            ll_offtrack_copy(&ps->track, &ledger);
-        } else {
-            ll_offtrack_intersect(&ps->track, &ledger, &kafka_only, &ledger_only);
-        }
+        /* no Kafka commit: Kafka has done nothing (the group's first batch crashed before its
+         * Kafka commit, or the committed offsets expired): what the ledger applied is answered
+         * again, as replays, from the start */
+        ll_offtrack_intersect(&ps->track, &ledger, &kafka_only, &ledger_only);
         e->offset = ps->track.base;
         if (kafka_only > 0) {
             ll_log(
