@@ -76,10 +76,43 @@ static int record_rewind(ll_loop *l, const part_state *ps, int64_t from, int64_t
     return 0;
 }
 
+/* The positions of one statement, as its array parameters. Zero-initialise; positions_free. */
+typedef struct positions {
+    ll_pgarray topics, parts, next, done;
+} positions;
+
+static void positions_free(positions *w)
+{
+    ll_pgarray_free(&w->topics);
+    ll_pgarray_free(&w->parts);
+    ll_pgarray_free(&w->next);
+    ll_pgarray_free(&w->done);
+}
+
+/* Writes the heartbeats of runs (an array literal) and the positions w in one statement
+ * (ST_PRECOMMIT); only the heartbeats when there is no position. 0, or -1 with l->db.err. */
+static int write_positions(ll_loop *l, const char *runs, positions *w)
+{
+    PGresult *r;
+    if (w->topics.n > 0) {
+        const char *p[6] = {runs,
+                            l->group,
+                            ll_pgarray_text(&w->topics),
+                            ll_pgarray_text(&w->parts),
+                            ll_pgarray_text(&w->next),
+                            ll_pgarray_text(&w->done)};
+        r = ll_db_exec(&l->db, &ST_PRECOMMIT, p);
+    } else {
+        const char *p[1] = {runs};
+        r = ll_db_exec(&l->db, &ST_TOUCH_RUNS, p);
+    }
+    PQclear(r);
+    return r ? 0 : -1;
+}
+
 /* Adds the partition ps's position after this transaction: its tracker with the batch's earlier
  * marks and this transaction's results done. */
-static void add_position(batch *b, part_state *ps, ll_pgarray *topics, ll_pgarray *parts, ll_pgarray *next,
-                         ll_pgarray *done)
+static void add_position(batch *b, part_state *ps, positions *w)
 {
     ll_offtrack t;
     ll_offtrack_init(&t, 0);
@@ -100,58 +133,44 @@ static void add_position(batch *b, part_state *ps, ll_pgarray *topics, ll_pgarra
         t.base = ps->track.base;
     }
     (void)lossy; /* a lossy text names fewer offsets: behind the ledger, never ahead */
-    ll_pgarray_add(topics, ps->topic);
-    ll_pgarray_add_ll(parts, ps->partition);
-    ll_pgarray_add_ll(next, (long long)t.base);
-    ll_pgarray_add(done, md);
+    ll_pgarray_add(&w->topics, ps->topic);
+    ll_pgarray_add_ll(&w->parts, ps->partition);
+    ll_pgarray_add_ll(&w->next, (long long)t.base);
+    ll_pgarray_add(&w->done, md);
     ll_offtrack_free(&t);
 }
 
 int ll_batch_precommit(batch *b)
 {
     ll_loop *l = b->l;
-    ll_pgarray runs = {0}, topics = {0}, parts = {0}, next = {0}, done = {0};
+    ll_pgarray runs = {0};
+    positions w = {0};
     for (size_t i = 0; i < b->n_touch; i++)
         ll_pgarray_add(&runs, b->touch[i]);
-    /* the partitions this transaction answered on, and those changed in this batch whose
-     * position no transaction of it wrote yet (markers seen, done offsets skipped), each once */
+    /* the partitions this transaction answered on, each once (an earlier transaction of the
+     * batch may have written one: its position has moved since), and those changed in this
+     * batch whose position no transaction of it wrote yet (markers seen, done offsets skipped) */
     for (size_t i = 0; i < b->n_outs; i++) {
         part_state *ps = b->outs[i].m->ps;
-        if (ps->pos_batch != -l->batch_no) {
-            ps->pos_batch = -l->batch_no; /* in this statement */
-            add_position(b, ps, &topics, &parts, &next, &done);
+        int again = 0;
+        for (size_t j = 0; j < i && !again; j++)
+            again = b->outs[j].m->ps == ps;
+        if (!again) {
+            ps->pos_batch = l->batch_no;
+            add_position(b, ps, &w);
         }
     }
     for (size_t i = 0; i < l->n_parts; i++) {
         part_state *ps = l->parts[i];
-        if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no && ps->pos_batch != -l->batch_no) {
-            ps->pos_batch = -l->batch_no;
-            add_position(b, ps, &topics, &parts, &next, &done);
+        if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no) {
+            ps->pos_batch = l->batch_no;
+            add_position(b, ps, &w);
         }
     }
-    for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->pos_batch == -l->batch_no)
-            l->parts[i]->pos_batch = l->batch_no;
-    int rc = 0;
-    if (topics.n > 0) {
-        const char *p[6] = {ll_pgarray_text(&runs),   l->group,
-                            ll_pgarray_text(&topics), ll_pgarray_text(&parts),
-                            ll_pgarray_text(&next),   ll_pgarray_text(&done)};
-        PGresult *r = ll_db_exec(&l->db, &ST_PRECOMMIT, p);
-        rc = r ? 0 : -1;
-        PQclear(r);
-    } else if (runs.n > 0) {
-        const char *p[1] = {ll_pgarray_text(&runs)};
-        PGresult *r = ll_db_exec(&l->db, &ST_TOUCH_RUNS, p);
-        rc = r ? 0 : -1;
-        PQclear(r);
-    }
+    int rc = w.topics.n > 0 || runs.n > 0 ? write_positions(l, ll_pgarray_text(&runs), &w) : 0;
     b->n_touch = 0;
     ll_pgarray_free(&runs);
-    ll_pgarray_free(&topics);
-    ll_pgarray_free(&parts);
-    ll_pgarray_free(&next);
-    ll_pgarray_free(&done);
+    positions_free(&w);
     return rc;
 }
 
@@ -232,33 +251,20 @@ int ll_loop_positions_flush(ll_loop *l)
     batch none;
     memset(&none, 0, sizeof none);
     none.l = l;
-    ll_pgarray topics = {0}, parts = {0}, next = {0}, done = {0};
+    positions w = {0};
     for (size_t i = 0; i < l->n_parts; i++) {
         part_state *ps = l->parts[i];
         if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no) {
             ps->pos_batch = l->batch_no;
-            add_position(&none, ps, &topics, &parts, &next, &done);
+            add_position(&none, ps, &w);
         }
     }
     int rc = 0;
-    if (topics.n > 0) {
-        const char *p[6] = {"{}",
-                            l->group,
-                            ll_pgarray_text(&topics),
-                            ll_pgarray_text(&parts),
-                            ll_pgarray_text(&next),
-                            ll_pgarray_text(&done)};
-        PGresult *r = ll_db_ensure(&l->db) == LL_DB_OK ? ll_db_exec(&l->db, &ST_PRECOMMIT, p) : NULL;
-        if (!r) {
-            ll_log(LL_WARN, NULL, "position_not_written", "%s %s (the ledger's positions stay behind)",
-                   l->db.err.sqlstate, l->db.err.message);
-            rc = -1;
-        }
-        PQclear(r);
+    if (w.topics.n > 0 && (ll_db_ensure(&l->db) != LL_DB_OK || write_positions(l, "{}", &w) != 0)) {
+        ll_log(LL_WARN, NULL, "position_not_written", "%s %s (the ledger's positions stay behind)",
+               l->db.err.sqlstate, l->db.err.message);
+        rc = -1;
     }
-    ll_pgarray_free(&topics);
-    ll_pgarray_free(&parts);
-    ll_pgarray_free(&next);
-    ll_pgarray_free(&done);
+    positions_free(&w);
     return rc;
 }
