@@ -426,10 +426,7 @@ int ll_offtrack_intersect(ll_offtrack *t, const ll_offtrack *other, int64_t *t_o
         int64_t lo = alo > blo ? alo : blo, hi = ahi < bhi ? ahi : bhi;
         if (lo <= hi) {
             both += hi - lo + 1;
-            if (lo == r.base && r.n == 0)
-                r.base = hi + 1; /* cannot happen: the lower base is done in neither */
-            else
-                rc = add_range(&r, lo, hi);
+            rc = add_range(&r, lo, hi); /* lo > from: the lower base is done in neither */
         }
         if (ahi < bhi)
             i++;
