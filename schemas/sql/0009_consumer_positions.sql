@@ -25,9 +25,9 @@ GRANT SELECT ON nifi_ops.consumer_position TO ll_operator;
 -- A position found behind Kafka's committed offset when a service was assigned its partitions
 -- or rewound: the database had lost committed transactions, and the offsets [from_offset,
 -- to_offset) were read and applied again (the log line ledger_behind_kafka, the metric
--- loadledger_reread_offsets_total{behind="ledger"}). `loadctl verify --topics` reads it: an input
--- of such a range has two fresh answers, the lost ledger's and this one's, which must agree
--- (docs/operations.md "PostgreSQL high availability").
+-- loadledger_reread_offsets_total{behind="ledger"}): the operator's record of a detected database
+-- loss. The inputs of such a range are applied again without a second answer (docs/design.md §5,
+-- docs/operations.md "PostgreSQL high availability").
 CREATE TABLE nifi_ops.position_rewind (
     rewind_id       bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     consumer_group  text        NOT NULL CHECK (length(consumer_group) BETWEEN 1 AND 255),

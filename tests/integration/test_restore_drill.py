@@ -28,8 +28,8 @@ from conftest import new_run
 from llsim.drills import Isolated, committed, events, loadctl_topics, loadctl_verify, wait_until
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
-from llsim.restore import (RUNS, backup, count_validated, digest, digest_diff, restore, settled, start_drill,
-                           start_services, stop_services, workload)
+from llsim.restore import (RUNS, backup, count_validated, digest, digest_diff, group_topics, ledger_value, restore,
+                           settled, start_drill, start_services, stop_services, workload)
 
 DRILLS = int(os.environ.get("LL_RESTORE_DRILLS", "1"))
 
@@ -163,12 +163,74 @@ def test_restore_with_no_offsets_step_converges(tmp_path):
             rewound = dict(c.fetchall())
         db.close()
         assert rewound.get(iso.groups["completion"], 0) > 0, rewound
-        # the inputs read again have two fresh answers, the lost ledger's and the restored one's:
-        # verify finds them in the ledger's rewind ranges and checks that they agree, with no
-        # offsets file and no operator step
+        # the inputs read again are applied again without a second answer (NiFi has the lost
+        # ledger's): one answer per input, with no offsets file and no operator step
         rc, checks = loadctl_verify(iso)
         bad = {k: c for k, c in checks.items() if c["violations"] or c.get("incomplete")}
         assert rc == 0 and not bad, "verify --topics after the restore: %s" % bad
+        stop_services(st)
+    finally:
+        flow.close()
+        codes = iso.close()
+        assert not [c for c in codes.values() if c != 0], codes
+
+
+def test_an_answer_given_before_the_loss_is_not_given_again(tmp_path):
+    """Issue 27 §2: after the database went back in time, the inputs Kafka's commit holds come
+    again and are applied again, in their partition's order; but their answers were visible (a
+    reply commits with its offset), and NiFi gets exactly one per input. Across topics the order
+    of the second application is not the first's: here the chunk reports that finished the
+    partitions are applied again before the duplicate claims that were answered REPLAY while the
+    partitions ran. Answering those claims again would tell the worker something else (REJECTED,
+    PARTITION_STATUS_MISMATCH or RUN_STATUS_MISMATCH) after its REPLAY; 87bc1b3 did, and answered
+    every other input read again a second time too."""
+    iso = Isolated("reanswer")
+    st = iso.stack
+    start_drill(iso)
+    flow = Flow(Nifi(iso.bootstrap, iso.prefix))
+    nifi = flow.nifi
+    try:
+        run = new_run()
+        flow.create(run)
+        flow.register(run)
+        first = flow.claim_all(run)
+        assert {c["outcome"] for c in first} == {"ACCEPTED"}, first
+        n = len(run.nonempty())
+        dump = os.path.join(str(tmp_path), "reanswer.dump")
+        backup(st, dump, lambda: None)
+        # after the backup: the duplicate claims (REPLAY while the partitions run), then the chunks
+        for pid in run.nonempty():
+            nifi.send("partition-claims", run.claim(pid))
+        nifi.flush()
+        dup = flow.reply("claim-decisions", run.run_id, count=2 * n)[n:]
+        assert {c["outcome"] for c in dup} == {"REPLAY"}, dup
+        chunks = flow.extract_all(run)
+        flow.validate_commands(run)
+        groups = group_topics(iso)
+        wait_until(lambda: settled(iso, groups), 120, "workload consumed")
+        before = digest(iso)
+        stop_services(st)
+        restore(st, dump)
+        # the ledger lost the duplicate claims' positions and every chunk; the chunks come first
+        for s in ("registrar", "completion", "dispatcher"):
+            st.start(s, settings={"loop.retry_backoff_max": "PT2S"} if s != "dispatcher" else {})
+        wait_until(lambda: ledger_value(iso, "SELECT count(*) FROM nifi_ops.load_partition WHERE run_id = '%s'"
+                                        " AND status = 'SUCCESS'" % run.run_id) == len(run.parts),
+                   120, "the chunks applied again")
+        st.start("claimer", settings={"loop.retry_backoff_max": "PT2S"})
+        wait_until(lambda: settled(iso, groups), 120, "the claims read again")
+        assert digest(iso) == before, digest_diff(before, digest(iso))
+        behind = events(st.log_path("claimer-0"), "ledger_behind_kafka")
+        assert behind, "the claimer did not find the ledger behind Kafka's commit"
+        flow.r["claim-decisions"].drain(2)
+        flow.r["chunk-outcomes"].drain(1)
+        claims = [r["value"] for r in flow.r["claim-decisions"].records if r["value"]["runId"] == run.run_id]
+        assert claims == first + dup, "claims answered again after the loss: %s" % claims[2 * n:]
+        outcomes = [r["value"] for r in flow.r["chunk-outcomes"].records if r["value"]["runId"] == run.run_id]
+        assert len(outcomes) == len(chunks), "%d chunk reports, %d answers" % (len(chunks), len(outcomes))
+        rc, checks = loadctl_verify(iso)
+        bad = {k: c for k, c in checks.items() if c["violations"] or c.get("incomplete")}
+        assert rc == 0 and not bad, "verify --topics after the loss: %s" % bad
         stop_services(st)
     finally:
         flow.close()

@@ -45,6 +45,11 @@
  * with it); D1 an input applied again answers what its visible reply said (REPLY); an OWN_NOT_YET
  * chunk is deferred, not asserted away; at rest D2 the final ledger holds every input of every
  * topic (positions at the logs' ends) and D3 agrees with every visible claim decision.
+ * D1 is stronger than what the loop relies on: an input re-applied after a loss is not answered
+ * again (kloop_batch.c answered_before, docs/design.md §5), because across topics a second answer
+ * can differ where this model has no such input (a duplicate claim read again after its run
+ * completed: test_restore_drill.py::test_an_answer_given_before_the_loss_is_not_given_again).
+ * D3 is the property the withheld answer needs.
  */
 
 #define NP 2         /* partitions */

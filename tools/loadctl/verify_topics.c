@@ -148,37 +148,6 @@ static int cmp_trace(const void *a, const void *b)
 }
 
 /* Marks the chunk inputs whose file row exists, FILE_BATCH at a time. */
-static const ll_stmt ST_REWINDS = {
-    "verify_position_rewinds",
-    "SELECT consumer_group, topic, kafka_partition, from_offset, to_offset FROM nifi_ops.position_rewind"
-    " ORDER BY rewind_id LIMIT 100000",
-    0};
-
-/* The ranges read again after the ledger was found behind Kafka (at most 100,000 rows: each is a
- * detected database loss on one partition). 0, or -1 with err. */
-static int rewind_rows(reader *r, ll_db *db, char *err, size_t errlen)
-{
-    PGresult *res = ll_db_exec(db, &ST_REWINDS, NULL);
-    if (!res) {
-        snprintf(err, errlen, "%s: %s", ST_REWINDS.name, db->err.message);
-        return -1;
-    }
-    int n = PQntuples(res);
-    r->rewinds = calloc((size_t)n + 1, sizeof *r->rewinds);
-    if (!r->rewinds)
-        abort();
-    for (int k = 0; k < n; k++) {
-        pos_rewind *w = &r->rewinds[r->n_rewinds++];
-        snprintf(w->group, sizeof w->group, "%s", PQgetvalue(res, k, 0));
-        snprintf(w->topic, sizeof w->topic, "%s", PQgetvalue(res, k, 1));
-        w->partition = (int32_t)strtol(PQgetvalue(res, k, 2), NULL, 10);
-        w->from = strtoll(PQgetvalue(res, k, 3), NULL, 10);
-        w->to = strtoll(PQgetvalue(res, k, 4), NULL, 10);
-    }
-    PQclear(res);
-    return 0;
-}
-
 static int file_rows(reader *r, ll_db *db, char *err, size_t errlen)
 {
     size_t *which = malloc(FILE_BATCH * sizeof *which);
@@ -222,22 +191,17 @@ static int file_rows(reader *r, ll_db *db, char *err, size_t errlen)
  * Whether an input was replayed after a restore: at or above the offset the offsets file of the
  * restore recorded for its group and partition, or any offset of a partition it has none for
  * (`loadctl offsets restore` starts those at the earliest; docs/operations.md "Restore from a
- * backup"); or in a range the ledger records a service read again because the database had gone
- * back in time (nifi_ops.position_rewind, issue 27). Otherwise it was not.
+ * backup"). Otherwise it was not: an input a service read again by itself because the database had
+ * gone back in time is applied again without a second answer (docs/design.md §5), so two answers
+ * there are a violation.
  */
 static bool replayed(const reader *r, const input *in)
 {
+    if (!r->restored)
+        return false;
     const char *prefix = ll_config_get(r->cfg, "topic.prefix");
     char group[300];
     snprintf(group, sizeof group, "%s%s", prefix ? prefix : "loadledger.", LC_ROUTES[in->route].service);
-    for (size_t i = 0; i < r->n_rewinds; i++) {
-        const pos_rewind *w = &r->rewinds[i];
-        if (w->partition == in->partition && in->offset >= w->from && in->offset < w->to &&
-            strcmp(w->group, group) == 0 && strcmp(w->topic, r->names[in->route][0]) == 0)
-            return true;
-    }
-    if (!r->restored)
-        return false;
     size_t k, j;
     json_t *g, *e;
     json_array_foreach(json_object_get(r->restored, "groups"), k, g)
@@ -349,7 +313,6 @@ static void reader_free(reader *r)
     free(r->inputs);
     free(r->traces);
     free(r->parts);
-    free(r->rewinds);
 }
 
 int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, json_t *restored, vf_check *checks,
@@ -373,7 +336,7 @@ int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, json_t 
     }
     bool bounded = vf_topics_read_all(&r, rk, b);
     rd_kafka_assign(rk, NULL);
-    if (file_rows(&r, db, err, errlen) != 0 || rewind_rows(&r, db, err, errlen) != 0)
+    if (file_rows(&r, db, err, errlen) != 0)
         goto out;
     judge(&r, checks);
     for (int i = VF_ONE_REPLY; i <= VF_CHUNK_LOST; i++) {

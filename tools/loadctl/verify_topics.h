@@ -50,14 +50,6 @@ typedef struct trace {
     ll_grant granted; /* replies: claimed / started, LL_GRANT_NA without such a field */
 } trace;
 
-/* A range a service read again because the ledger was behind Kafka's committed offset (a database
- * that went back in time): its inputs have the lost ledger's answer and the new one's. */
-typedef struct pos_rewind {
-    char group[256], topic[256];
-    int32_t partition;
-    int64_t from, to; /* offsets [from, to) */
-} pos_rewind;
-
 /* The reading of one check: the topics, their schemas, the partitions and what was read. */
 typedef struct reader {
     const ll_config *cfg;
@@ -72,8 +64,6 @@ typedef struct reader {
     trace *traces;
     size_t n_traces, cap_traces;
     json_t *restored; /* the offsets file of the restore (loadctl offsets save), borrowed, or NULL */
-    struct pos_rewind *rewinds; /* the ledger's nifi_ops.position_rewind rows (issue 27), owned */
-    size_t n_rewinds;
     int64_t records;
 } reader;
 

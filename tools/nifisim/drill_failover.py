@@ -28,10 +28,13 @@ start):
     no validate-run command whose dispatch row is missing or whose run is not past EXTRACTED, no
     stage validation, publish claim or run success undone;
   - `loadctl verify --topics` passes; no service died.
-Per failover: the WAL the standby lacked (bytes), the messages lost (replies visible whose
-effect the new primary lacks, attributed to the failover by the reply's timestamp) and the
-messages re-applied (a source offset answered again after the failover). In sync mode nothing
-may be lost or re-applied. The last line: FAILOVER ... result=PASS|FAIL.
+Per failover: the WAL the standby lacked (bytes), the messages lost (input offsets the new
+primary's ledger lacked: the services' nifi_ops.position_rewind rows detected after that kill),
+the messages re-applied (those of them the services' positions are past at the end: all, or the
+drill fails), the inputs answered twice (a source offset with two replies: none, an input the
+ledger lost is applied again without a second answer) and the replies that disagree with the
+final ledger, by topic (none). In sync mode nothing may be lost or re-applied. The last line:
+FAILOVER ... result=PASS|FAIL.
 """
 import argparse
 import functools
@@ -334,6 +337,16 @@ def ledger(iso):
     q["dispatches"] = {r[0] for r in cur.fetchall()}
     cur.execute("SELECT run_id::text, publish_token::text FROM nifi_ops.load_publish_token")
     q["publish"] = set(cur.fetchall())
+    # the ranges each service found the ledger lacked (read and applied again), and whether its
+    # position is past them now (applied again for good)
+    # (none before migration 0009: a build that reads Kafka's offsets only, for the drill's baseline)
+    cur.execute("SELECT to_regclass('nifi_ops.position_rewind') IS NOT NULL")
+    q["rewinds"] = []
+    if cur.fetchone()[0]:
+        cur.execute("SELECT extract(epoch FROM w.detected_at)::float8, w.offsets, coalesce(p.next_offset >="
+                    " w.to_offset, false) FROM nifi_ops.position_rewind w LEFT JOIN nifi_ops.consumer_position p"
+                    " USING (consumer_group, topic, kafka_partition)")
+        q["rewinds"] = cur.fetchall()
     conn.close()
     return q
 
@@ -374,7 +387,7 @@ def disagreement(logical, v, q):
 
 
 def audit(replies, q, failovers):
-    """(violations, per-failover {lost, reapplied, lost_by_topic}, double grants)."""
+    """(violations, per-failover {lost, reapplied, twice, disagreeing_by_topic}, double grants)."""
     kills = [f["at"] for f in failovers]
 
     def which(ts):
@@ -385,7 +398,21 @@ def audit(replies, q, failovers):
                 return i
         return None
 
-    per = [{"lost": 0, "reapplied": 0, "lost_by_topic": {}} for _ in failovers]
+    per = [{"lost": 0, "reapplied": 0, "twice": 0, "disagreeing_by_topic": {}} for _ in failovers]
+
+    def after(ts):
+        # a rewind is detected after the kill it follows (the services reconnect to the new primary)
+        i = None
+        for k, at in enumerate(kills):
+            if at <= ts:
+                i = k
+        return i
+    # lost: the offsets the new primary's ledger lacked; re-applied: those its position is past now
+    for ts, offsets, passed in q["rewinds"]:
+        i = after(ts)
+        if i is not None:
+            per[i]["lost"] += offsets
+            per[i]["reapplied"] += offsets if passed else 0
     violations = []
     for logical, ts, part, off, v in replies:
         why = disagreement(logical, v, q)
@@ -394,9 +421,9 @@ def audit(replies, q, failovers):
             violations.append("%s (reply %s[%d]@%d%s)" % (why, logical, part, off,
                                                           ", failover %d" % (i + 1) if i is not None else ""))
             if i is not None:
-                per[i]["lost"] += 1
-                per[i]["lost_by_topic"][logical] = per[i]["lost_by_topic"].get(logical, 0) + 1
-    # re-applied: a source offset answered more than once (the later copy after a failover)
+                per[i]["disagreeing_by_topic"][logical] = per[i]["disagreeing_by_topic"].get(logical, 0) + 1
+    # twice: a source offset answered more than once (the later copy after a failover); an input
+    # the ledger lost is applied again without a second answer (docs/design.md §5)
     seen = {}
     for logical, ts, part, off, v in sorted(replies, key=lambda r: r[1]):
         if "sourceOffset" not in v:
@@ -406,7 +433,7 @@ def audit(replies, q, failovers):
             i = which(ts)
             j = i if i is not None else (len(kills) - 1 if kills and ts >= kills[-1] else None)
             if j is not None:
-                per[j]["reapplied"] += 1
+                per[j]["twice"] += 1
         seen.setdefault(key, ts)
     # two claim tokens at once: two tokens granted for one partition and the same attempt, or a
     # token granted that the ledger's history does not place in an attempt of its own
@@ -570,9 +597,11 @@ def main():
         unclean = {k: v for k, v in codes.items() if v != 0}
         for i, f in enumerate(fo.done):
             f.update(per[i])
-            say("failover %d: %s -> %s, promoted %.1f s, %s back %.1f s, WAL behind %s bytes, messages lost %d %s, "
-                "re-applied %d" % (f["n"], f["old"], f["new"], f["promoted_s"], f["old"], f["rejoined_s"],
-                                   f["wal_behind_bytes"], f["lost"], f["lost_by_topic"] or "", f["reapplied"]))
+            say("failover %d: %s -> %s, promoted %.1f s, %s back %.1f s, WAL behind %s bytes, messages lost %d, "
+                "re-applied %d, answered twice %d%s" % (
+                    f["n"], f["old"], f["new"], f["promoted_s"], f["old"], f["rejoined_s"], f["wal_behind_bytes"],
+                    f["lost"], f["reapplied"], f["twice"],
+                    ", disagreeing %s" % f["disagreeing_by_topic"] if f["disagreeing_by_topic"] else ""))
         stuck = work.stuck(20)
         if statuses.get("SUCCESS", 0) != a.runs or work.final() != a.runs:
             bad.append("runs SUCCESS in the ledger %d of %d (flow: %d final)" % (statuses.get("SUCCESS", 0), a.runs,
@@ -602,20 +631,27 @@ def main():
             bad.append("services that died %s or did not stop cleanly %s" % (killer.unexpected, unclean))
         lost = sum(f["lost"] for f in fo.done)
         reapplied = sum(f["reapplied"] for f in fo.done)
+        twice = sum(f["twice"] for f in fo.done)
         if a.sync and (lost or reapplied):
             bad.append("synchronous_mode: %d messages lost, %d re-applied (must be 0)" % (lost, reapplied))
+        if reapplied != lost:
+            bad.append("messages lost %d, re-applied %d: the services' positions are not past what was lost"
+                       % (lost, reapplied))
+        if twice:
+            bad.append("inputs answered twice: %d" % twice)
         ok = not bad
         figures = {"mode": a.mode, "sync": a.sync, "seed": a.seed, "runs": a.runs, "failovers": fo.done,
-                   "ledger": statuses, "lost": lost, "reapplied": reapplied, "violations": len(violations),
+                   "ledger": statuses, "lost": lost, "reapplied": reapplied, "answered_twice": twice,
+                   "violations": len(violations),
                    "double_grants": len(doubles), "verify_rc": rc, "seconds": round(time.time() - t_env, 1),
                    "drive_seconds": round(duration, 1) if duration else None, "ok": ok}
         for b in bad:
             say("FAILED: " + b)
         say("FAILOVER seed=%d mode=%s replication=%s runs_success=%d/%d failovers=%d/%d lost=%d reapplied=%d"
-            " disagreeing_replies=%d double_grants=%d verify=%s events_sent=%d duplicates=%d rival_claims=%d"
+            " answered_twice=%d disagreeing_replies=%d double_grants=%d verify=%s events_sent=%d duplicates=%d rival_claims=%d"
             " max_promote=%.1fs max_rejoin=%.1fs duration=%.0fs result=%s" % (
                 a.seed, a.mode, "sync" if a.sync else "async", statuses.get("SUCCESS", 0), a.runs, len(fo.done),
-                a.failovers, lost, reapplied, len(violations), len(doubles), "PASS" if rc == 0 else "FAIL",
+                a.failovers, lost, reapplied, twice, len(violations), len(doubles), "PASS" if rc == 0 else "FAIL",
                 work.sent, work.duplicates, work.rival_claims, max([f["promoted_s"] for f in fo.done] or [0]),
                 max([f["rejoined_s"] for f in fo.done] or [0]), time.time() - t_env, "PASS" if ok else "FAIL"))
     except Fail as e:

@@ -60,6 +60,9 @@ void ll_obs_fenced(void);
 /* Offsets read again after an assignment or a rewind because one side's position was behind the
  * other's (behind: "ledger" = the database lost commits, "kafka" = a Kafka commit was lost). */
 void ll_obs_reread(const char *behind, int64_t offsets);
+/* An input applied again after the database lost it, whose answer Kafka's commit already held:
+ * not answered a second time (counted at the database commit; docs/design.md §5). */
+void ll_obs_answer_withheld(void);
 
 /* The outcome ("ACCEPTED", ...) and code ("" when none) of a reply record, sanitised to the
  * bounded label sets, into the given buffers (outcome >= 16 bytes, code >= 48 bytes). */

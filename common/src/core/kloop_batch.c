@@ -88,6 +88,13 @@ static void mark_done_offsets(batch *b)
     b->n_marks = 0;
 }
 
+/* Whether m's answer is already in Kafka, committed with its offset before the ledger lost its
+ * effect (kloop_position.c): applied again, it is not answered again. */
+static bool answered_before(const lmsg *m)
+{
+    return m->ps->answered_any && ll_offtrack_is_done(&m->ps->answered, m->offset);
+}
+
 /* Stages the results of the committed database transaction for the next Kafka transaction
  * (kloop_commit.c) and marks their offsets done. 0, or -1 (the caller undoes the batch). */
 static int flush_outs(batch *b)
@@ -97,7 +104,9 @@ static int flush_outs(batch *b)
     for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
         out_item *o = &b->outs[i];
         lmsg *m = o->m;
-        if (o->is_reply) {
+        if (answered_before(m)) {
+            ll_obs_answer_withheld();
+        } else if (o->is_reply) {
             char err[800];
             if (o->encode_err) {
                 /* a reply that does not fit its schema: a dead letter, in a transaction of its

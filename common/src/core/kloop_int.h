@@ -126,6 +126,11 @@ typedef struct part_state {
     size_t held_bytes;   /* keys and values of the held copies (bytes; loop.max_held_bytes) */
     int64_t pos_batch;   /* batch number whose position of it is in the ledger (kloop_position.c) */
     run_clock clocks[LL_RUN_CLOCKS]; /* runs waiting for a prerequisite here (kloop_clock.c) */
+    /* The offsets whose answers Kafka's commit holds (replies and dead letters commit with their
+     * offsets) while the ledger lost their effects: applied again without a second answer
+     * (kloop_position.c, docs/design.md §5). Kept while answered_any; NULL ranges otherwise. */
+    ll_offtrack answered;
+    int answered_any;
 } part_state;
 
 struct ll_loop {

@@ -30,6 +30,7 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition)
     snprintf(ps->topic, sizeof ps->topic, "%s", topic);
     ps->partition = partition;
     ll_offtrack_init(&ps->track, 0);
+    ll_offtrack_init(&ps->answered, 0);
     l->parts[l->n_parts++] = ps;
     return ps;
 }
@@ -40,6 +41,7 @@ void ll_loop_forget_parts(ll_loop *l)
         ll_loop_drop_held(l->parts[i]);
         free(l->parts[i]->held);
         ll_offtrack_free(&l->parts[i]->track);
+        ll_offtrack_free(&l->parts[i]->answered);
         free(l->parts[i]);
     }
     l->n_parts = 0;

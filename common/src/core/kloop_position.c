@@ -15,9 +15,13 @@
  * ledger behind Kafka is a database that lost committed transactions (a failover to an
  * asynchronous standby, a point-in-time recovery): those messages are applied again, logged
  * (`ledger_behind_kafka`, loadledger_reread_offsets_total{behind="ledger"}) and recorded in
- * nifi_ops.position_rewind, where `loadctl verify --topics` finds why they have two answers. Kafka behind the
- * ledger is a Kafka commit that did not happen (a crash between the two commits): re-answered as
- * replays, as before (behind="kafka").
+ * nifi_ops.position_rewind. Their answers are not given again: each one's reply or dead letter was
+ * committed with its offset, so NiFi has it, and a second answer computed from a ledger that other
+ * topics have moved on meanwhile can say something else (a duplicate claim answered REPLAY while its
+ * partition ran, read again after the partition's chunks: RUN_STATUS_MISMATCH). Kafka's done set is
+ * kept for that (part_state.answered) until the next merge. Kafka behind the ledger is a Kafka
+ * commit that did not happen (a crash between the two commits): those answers were never visible and
+ * are given now, as replays (behind="kafka"). docs/design.md §5.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,14 +222,18 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         /* no Kafka commit: Kafka has done nothing (the group's first batch crashed before its
          * Kafka commit, or the committed offsets expired): what the ledger applied is answered
          * again, as replays, from the start */
+        ll_offtrack_copy(&ps->answered, &ps->track);
         ll_offtrack_intersect(&ps->track, &ledger, &kafka_only, &ledger_only);
         e->offset = ps->track.base;
+        ps->answered_any = kafka_only > 0;
+        if (!ps->answered_any)
+            ll_offtrack_reset(&ps->answered, 0);
         if (kafka_only > 0) {
             ll_log(
                 LL_ERROR, &ctx, "ledger_behind_kafka",
                 "the ledger lost %lld offsets that Kafka's commit (at %lld) says were applied: the database "
                 "went back in time (a failover to an asynchronous standby, a restore); reading again from "
-                "%lld",
+                "%lld and applying them again, without a second answer (NiFi has theirs)",
                 (long long)kafka_only, (long long)kafka_base, (long long)ps->track.base);
             ll_obs_reread("ledger", kafka_only);
             if (record_rewind(l, ps, ps->track.base, kafka_end, kafka_only) != 0)

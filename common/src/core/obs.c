@@ -36,7 +36,7 @@ static struct {
     ll_obs_kind kind;
     int64_t stall_ms;
     ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
-        *outbox_age, *dispatches, *sweeps, *reread, *turns, *rss, *start_time, *ready_g;
+        *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g;
 } g;
 
 static atomic_llong last_turn_ms;
@@ -104,6 +104,10 @@ static int families(void)
                        "Offsets read again at an assignment or rewind because the ledger's position "
                        "(behind=ledger: the database lost commits) or Kafka's (behind=kafka) was behind",
                        "behind", 2, NULL, 0);
+    g.withheld = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_answers_withheld_total",
+                                "Inputs applied again after the database lost them whose answer Kafka "
+                                "already held (not answered twice)",
+                                "", 1, NULL, 0);
     g.turns = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_loop_turns_total",
                              "Iterations of the service's main loop", "", 1, NULL, 0);
     g.ready_g = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_ready",
@@ -116,8 +120,8 @@ static int families(void)
         ll_metrics_add(r, LL_METRIC_GAUGE, "process_start_time_seconds",
                        "Start time of the process since the Unix epoch in seconds", "", 1, NULL, 0);
     return g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit && g.kafka_commit &&
-                   g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps && g.reread && g.turns &&
-                   g.ready_g && g.rss && g.start_time
+                   g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps && g.reread && g.withheld &&
+                   g.turns && g.ready_g && g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -382,6 +386,12 @@ void ll_obs_reread(const char *behind, int64_t offsets)
     const char *v[1] = {behind};
     if (g.reg && offsets > 0)
         ll_metric_add(g.reread, v, (double)offsets);
+}
+
+void ll_obs_answer_withheld(void)
+{
+    if (g.reg)
+        ll_metric_add(g.withheld, NULL, 1);
 }
 
 void ll_obs_sweep(const char *rule, const char *action, long n)
