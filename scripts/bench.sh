@@ -13,7 +13,10 @@
 # the set-based pgbench five times, their medians compared: bench.py --repeat), 1 x 2 x 10,000 for
 # the cost at scale, 100 x 2 x 10 for the cost at 10 chunks per partition, after warm-up passes
 # until the broker's JIT compilers settle (bench.py --warmup-jit-ms); three latency phases of 40 s,
-# their runs pooled (bench.py --latency-repeat); about 13 minutes on a 2-core machine.
+# their runs pooled (bench.py --latency-repeat); the default workload again with a synchronous
+# standby (scripts/bench/standby.sh: a streaming replica on this machine, synchronous_standby_names
+# set; 3 pairs of a loop pass and a set-based pgbench pass, bench.py --standby-repeat); about 15
+# minutes on a 2-core machine.
 # --quick: 4 x 4 x 20, 1 x 2 x 1,000, 20 x 2 x 10, shorter latency and hold
 # phases (a smoke test of the script, not figures to quote). Anything after `--` goes to
 # bench.py as is (bench.py --help). The figures are printed and written as JSON to
@@ -62,7 +65,7 @@ while (($#)); do
       [[ ${2:-} == tmpfs || ${2:-} == disk ]] || { echo "bench.sh: --kafka-data tmpfs|disk" >&2; exit 2; }
       kafka_data=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,36p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,39p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done

@@ -476,6 +476,39 @@ def pgbench_set_based(args, iso, parts, chunks, runs_n, per_tx, pre):
     return f
 
 
+def standby(args, single, single_bulk):
+    """The default workload with a synchronous standby (scripts/bench/standby.sh: a streaming
+    replica of the benchmark's cluster on this machine, synchronous_standby_names set): --standby-
+    repeat passes, each a loop pass followed at once by a set-based pgbench pass on its ledger, as
+    the single node's. Returns their medians beside the single node's (same run of the script)."""
+    script = os.path.join(REPO, "scripts", "bench", "standby.sh")
+    subprocess.run([script, "up"], check=True, timeout=300)
+    passes, bulk = [], []
+    try:
+        for i in range(args.standby_repeat):
+            a, iso = throughput(args, "loop default, synchronous standby, pass %d of %d" % (i + 1, args.standby_repeat),
+                                args.runs, args.partitions, args.chunks, {}, pgbench_sets=1, keep=True)
+            passes.append(a)
+            try:
+                bulk.append(pgbench_set_based(args, iso, args.partitions, args.chunks, args.runs,
+                                              args.pgbench_bulk_batch, pgbench_prefix(0)))
+            finally:
+                iso.close()
+    finally:
+        subprocess.run([script, "down"], timeout=300)
+    loop = median_of(passes, "eps_first_last")["eps_first_last"]
+    pgb = median_of(bulk, "eps")["eps"]
+    f = {"passes": [x["eps_first_last"] for x in passes], "pgbench_passes": [x["eps"] for x in bulk],
+         "eps": loop, "pgbench_eps": pgb, "single_eps": single, "single_pgbench_eps": single_bulk,
+         "ratio_to_single": loop / single if single else None,
+         "pgbench_ratio_to_single": pgb / single_bulk if single_bulk else None,
+         "db_commits_per_event": median_of(passes, "eps_first_last")["db_commits_per_event"]}
+    say("   synchronous standby: loop %.0f/s (single node %.0f/s, x%.2f); pgbench set-based %.0f/s (single node"
+        " %s/s, x%s)" % (loop, single, f["ratio_to_single"] or 0, pgb, fmt(single_bulk),
+                         fmt(f["pgbench_ratio_to_single"], "%.2f")))
+    return f
+
+
 def kafka_data():
     """Where the broker keeps its log segments: (path, file system type as `stat -f` names it, as
     scripts/bench.sh prints it), from the environment's run dir (bench.sh puts them on a tmpfs,
@@ -834,6 +867,16 @@ def report(res):
         elif a:
             line += "; service (default loop)/this ceiling = %.2f" % (a["eps_first_last"] / pb["eps"])
         say(line)
+    sb = res.get("standby")
+    if sb:
+        say("durable rate with a synchronous standby (this machine: loopback, one disk; %d passes each):" %
+            len(sb["passes"]))
+        say("  loop default %.0f chunks/s (single node %.0f, x%.2f); pgbench set-based %.0f chunks/s (single node"
+            " %s, x%s); loop/pgbench with the standby %.2f" % (
+                sb["eps"], sb["single_eps"], sb["ratio_to_single"], sb["pgbench_eps"], fmt(sb["single_pgbench_eps"]),
+                fmt(sb["pgbench_ratio_to_single"], "%.2f"), sb["eps"] / sb["pgbench_eps"]))
+        say("  loop passes %s; pgbench passes %s" % (", ".join("%.0f" % x for x in sb["passes"]),
+                                                      ", ".join("%.0f" % x for x in sb["pgbench_passes"])))
     c10, c10k = res.get("cost10"), res.get("cost10k")
     if c10 and c10k:
         say("per-event cost (default loop): %d chunks/partition %.3f ms (%d events); %d chunks/partition"
@@ -935,7 +978,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--floor-seconds", type=int, default=10, help="how long the floor phase's processes idle")
     ap.add_argument("--skip", default="",
-                    help="comma list of phases to skip: warmup,pgbench,overlap,cost,latency,held,floor")
+                    help="comma list of phases to skip: warmup,pgbench,standby,overlap,cost,latency,held,floor")
+    ap.add_argument("--standby-repeat", type=int, default=3,
+                    help="passes of the default workload with a synchronous standby (phase standby)")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.repeat < 1 or args.warmup_passes < 0 or args.warmup_max_passes < args.warmup_passes:
@@ -976,6 +1021,8 @@ def main():
         res["pgbench"].append(dict(median_of(bulk, "eps"), passes=[x["eps"] for x in bulk], pair_ratios=pairs,
                                    pair_ratio_median=sorted(pairs)[(len(pairs) - 1) // 2]))
     a = res["default"] = dict(median_of(passes, "eps_first_last"), passes=[x["eps_first_last"] for x in passes])
+    if "standby" not in skip:
+        res["standby"] = standby(args, a["eps_first_last"], res["pgbench"][-1]["eps"] if bulk else None)
     if "overlap" not in skip:
         res["overlap"], _ = throughput(args, "loop.overlap_commit=false", args.runs, args.partitions,
                                        args.chunks, {"loop.overlap_commit": "false"})
