@@ -11,6 +11,8 @@ for the run's current status, a reply, not a dead letter:
 - RunFailure expecting EXTRACTING on a CREATED run: RUN_STATUS_MISMATCH with runStatus (§5.6 check 4);
 - TARGET metrics on STAGING_VALIDATED: RUN_STATUS_MISMATCH, details {runStatus, stage} (§5.8 step 2);
 - a publish claim on STAGE_VALIDATING: claimed=false (§5.13 step 3);
+- a validation start of an EXTRACTING run whose dispatch is not in the ledger: DISPATCH_MISMATCH
+  (§5.7), or started once the chunks complete the run within the wait;
 - a publish result while no publish token was ever granted: PUBLISH_TOKEN_MISMATCH (§5.14 step 2);
 - a claim, chunk or partition failure for a run still CREATED (no manifest): PARTITION_NOT_FOUND (§5.3-§5.5).
 
@@ -166,6 +168,47 @@ def test_events_of_a_run_without_its_manifest_are_answered_after_the_wait(iso, f
         "REJECTED", "PARTITION_NOT_FOUND", False, "CREATED"), pfail
     assert dead_letters(db, run.run_id) == 0
     assert status(db, run) == before
+
+
+# loadledger's namespace of derived ids (common/src/rules/uuid5.c) and the validate-run
+# command's name in it (common/src/core/ledger.c ll_validate_dispatch_id)
+LL_UUID_NAMESPACE = uuid.UUID("7eaec1d8-c2fc-466e-8a95-850016384688")
+
+
+def test_a_validation_start_before_its_run_completed_waits_for_the_dispatch(iso, flow, life, db):
+    """docs/design.md §5: after a database loss the chunks that completed a run can be read again
+    after the validation start that answered its validate-run command. The start of a run still
+    EXTRACTING whose dispatch is not in the ledger waits: it is applied when the chunks complete
+    the run (started=true, the same dispatch id: a name-based UUID of the run), and answered
+    DISPATCH_MISMATCH only after the wait when they never do (ad15e70 answered DISPATCH_MISMATCH
+    at once)."""
+    run = new_run(partitions=2, empty=())
+    flow.create(run)
+    flow.register(run)
+    flow.claim_all(run)
+    dispatch = str(uuid.uuid5(LL_UUID_NAMESPACE, "VALIDATE_RUN/%s" % run.run_id.lower()))
+    flow.nifi.send("validation-starts", {"runId": run.run_id, "dispatchId": dispatch, "node": "nifi-node-2"})
+    flow.nifi.flush()
+    time.sleep(1.0)  # the start is read first, and deferred
+    flow.r["validation-start-decisions"].drain(0.2)
+    early = [r for r in flow.r["validation-start-decisions"].records if r["value"]["runId"] == run.run_id]
+    assert not early, "answered before its run completed: %s" % early
+    flow.extract_all(run)
+    command = flow.validate_commands(run)[0]
+    assert command["dispatchId"] == dispatch, command
+    start = flow.reply("validation-start-decisions", run.run_id)[0]
+    assert (start["outcome"], start["started"], start["runStatus"]) == ("ACCEPTED", True, "STAGE_VALIDATING"), start
+
+    # a dispatch id that is not the run's: after the wait, the contract's answer (§5.7)
+    other = new_run(partitions=2, empty=())
+    flow.create(other)
+    flow.register(other)
+    flow.claim_all(other)
+    ghost, waited = timed(life.start_validation, other, str(uuid.uuid4()))
+    assert (ghost["outcome"], ghost["code"], ghost["started"], ghost["runStatus"]) == (
+        "REJECTED", "DISPATCH_MISMATCH", False, "EXTRACTING"), ghost
+    assert waited >= WAIT_S - 0.5, "answered after the wait, not at once (%.1fs)" % waited
+    assert dead_letters(db, run.run_id) == 0 and dead_letters(db, other.run_id) == 0
 
 
 def test_what_never_appeared_is_still_a_dead_letter(iso, flow, life, db):
