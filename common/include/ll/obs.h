@@ -67,17 +67,13 @@ void ll_obs_answer_withheld(void);
 /* The outcome ("ACCEPTED", ...) and code ("" when none) of a reply record, sanitised to the
  * bounded label sets, into the given buffers (outcome >= 16 bytes, code >= 48 bytes). */
 void ll_obs_reply_labels(const json_t *reply, char *outcome, size_t olen, char *code, size_t clen);
-/* Stages one reply (input topic, outcome, code) or one dead letter (topic, code) for the Kafka
- * transaction that will carry it; counted by ll_obs_stage_commit when that transaction commits,
- * dropped by ll_obs_stage_drop when it aborts (so a redone batch is not counted twice). Staged in
- * order: ll_obs_stage_count is how many are staged now (the ones a Kafka transaction starting now
- * carries), ll_obs_stage_commit(n) counts the first n of them and keeps the rest staged. Not
- * thread-safe: the loop's thread only. */
-void ll_obs_stage_input(const char *topic, const char *outcome, const char *code);
-void ll_obs_stage_dead_letter(const char *topic, const char *code);
-size_t ll_obs_stage_count(void);
-void ll_obs_stage_commit(size_t n);
-void ll_obs_stage_drop(void);
+/* Counts n replies to inputs of topic with outcome and code ("" when none) in
+ * loadledger_inputs_total, or n dead letters of inputs of topic with code in
+ * loadledger_dead_letters_total. The loop calls them when the Kafka transaction that carries the
+ * records commits (the labels travel on the staged records, kloop_commit.c), so the counts match
+ * what a read_committed reader sees and a transaction that aborts is not counted. */
+void ll_obs_inputs(const char *topic, const char *outcome, const char *code, size_t n);
+void ll_obs_dead_letters(const char *topic, const char *code, size_t n);
 
 /* One poll batch of n messages (n > 0). */
 void ll_obs_batch(size_t n);
@@ -119,6 +115,14 @@ int ll_obs_lag_parse(const char *json, size_t len, ll_obs_lag_fn fn, void *arg);
 int64_t ll_obs_lag(int64_t end, int64_t committed, int64_t lo);
 /* 1 when s is a label value of the code set: [A-Z0-9_]{1,40}. */
 int ll_obs_code_ok(const char *s);
+/* A label value as a small number, to keep with each staged record (kloop_commit.c): the outcome
+ * of a reply (ACCEPTED 0, REPLAY 1, REJECTED 2, anything else 3 = OTHER), and a code (0 = "", a
+ * code of codes.h its place in the table + 1, anything else the id of OTHER). The names back:
+ * static strings. Pure. */
+uint8_t ll_obs_outcome_id(const char *outcome);
+const char *ll_obs_outcome_name(uint8_t id);
+uint16_t ll_obs_code_id(const char *code);
+const char *ll_obs_code_name(uint16_t id);
 /* /healthz: 200 when the loop turned within stall_ms before now_ms (last 0: never), else 503. */
 int ll_obs_health_status(int64_t last_turn_ms, int64_t now_ms, int64_t stall_ms);
 /* /readyz: 200 when the database is up, a consumer has partitions, the producer is not fenced;

@@ -122,8 +122,8 @@ static int flush_outs(batch *b)
             } else {
                 unsigned char *buf = o->reply; /* staged from here */
                 o->reply = NULL;
-                ll_loop_stage_record(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1);
-                ll_obs_stage_input(m->io->topic, o->outcome, o->reply_code);
+                ll_loop_stage_record(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1,
+                                     m->io->topic, o->outcome, o->reply_code);
             }
         } else {
             ll_loop_dead_letter_stage(l, m, o->code, o->reason);

@@ -45,7 +45,6 @@ struct ll_commit_job {
     rd_kafka_queue_t *wake; /* the consumer's queue, yielded when done */
     ll_staged_rec *recs;    /* owned; the thread hands them to the producer */
     size_t n_recs;
-    size_t n_obs;                                /* staged metrics entries this commit carries */
     rd_kafka_topic_partition_list_t *offsets;    /* owned */
     rd_kafka_consumer_group_metadata_t *group;   /* owned; NULL when no offsets */
     rd_kafka_error_t *err;                       /* owned; NULL: committed */
@@ -65,7 +64,8 @@ static void rec_free(ll_staged_rec *r)
 }
 
 void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
-                          rd_kafka_headers_t *hdrs, int take_val)
+                          rd_kafka_headers_t *hdrs, int take_val, const char *in_topic, const char *outcome,
+                          const char *code)
 {
     if (l->n_staged == l->cap_staged) {
         size_t cap = l->cap_staged ? l->cap_staged * 2 : 64;
@@ -94,6 +94,10 @@ void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t
     r->val = val;
     r->vlen = val ? vlen : 0;
     r->hdrs = hdrs;
+    r->in_topic = in_topic;
+    r->dead = outcome == NULL;
+    r->outcome_id = ll_obs_outcome_id(outcome);
+    r->code_id = ll_obs_code_id(code);
     l->staged_bytes += r->klen + r->vlen + 64;
     const char *name;
     const void *hv;
@@ -128,7 +132,8 @@ static rd_kafka_error_t *produce_rec(rd_kafka_t *producer, ll_staged_rec *r)
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             r->val = NULL; /* freed by the producer */
             r->hdrs = NULL;
-            rec_free(r);
+            free(r->key);
+            r->key = NULL; /* the labels stay: counted when the transaction commits */
             return NULL;
         }
         if (e == RD_KAFKA_RESP_ERR__QUEUE_FULL) {
@@ -197,6 +202,24 @@ static void *commit_thread(void *arg)
     return NULL;
 }
 
+/* Counts the records of a committed transaction under their labels (runs of equal labels in one
+ * call each: a batch's ACCEPTED replies are one). */
+static void count_committed(const ll_staged_rec *recs, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        const ll_staged_rec *r = &recs[i];
+        size_t k = 1;
+        while (i + k < n && recs[i + k].dead == r->dead && recs[i + k].in_topic == r->in_topic &&
+               recs[i + k].outcome_id == r->outcome_id && recs[i + k].code_id == r->code_id)
+            k++;
+        if (r->dead)
+            ll_obs_dead_letters(r->in_topic, ll_obs_code_name(r->code_id), k);
+        else
+            ll_obs_inputs(r->in_topic, ll_obs_outcome_name(r->outcome_id), ll_obs_code_name(r->code_id), k);
+        i += k;
+    }
+}
+
 static void commit_job_free(struct ll_commit_job *j)
 {
     for (size_t i = 0; i < j->n_recs; i++)
@@ -224,7 +247,7 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
                (long long)(j->flushed_us - j->produced_us), (long long)(j->offsets_us - j->flushed_us),
                (long long)(j->started_us + j->us - j->offsets_us));
         ll_obs_kafka_commit((double)j->us / 1e6);
-        ll_obs_stage_commit(j->n_obs); /* its replies and dead letters are visible now */
+        count_committed(j->recs, j->n_recs); /* its replies and dead letters are visible now */
     }
     commit_job_free(j);
     return e ? ll_loop_txn_failed(l, e, what) : 0;
@@ -283,7 +306,6 @@ static int commit_start(ll_loop *l)
     j->n_recs = l->n_staged;
     l->staged = NULL;
     l->n_staged = l->cap_staged = l->staged_bytes = 0;
-    j->n_obs = ll_obs_stage_count();
     j->offsets = offsets_of(l);
     j->group = j->offsets->cnt > 0 ? rd_kafka_consumer_group_metadata(l->consumer) : NULL;
     j->started_us = ll_loop_now_us();

@@ -128,7 +128,8 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
         rd_kafka_header_add(h, "ll.headers.omitted", -1, "original headers omitted (size)", -1);
     if (!fit.keep_key && m->key)
         rd_kafka_header_add(h, "ll.key.omitted", -1, "original key omitted (size)", -1);
-    ll_obs_stage_dead_letter(m->io->topic, code); /* counted when the transaction commits */
+    /* counted when the transaction commits, under a bounded code label */
     ll_loop_stage_record(l, l->dlq_topic, fit.keep_key ? m->key : NULL, fit.keep_key ? m->key_len : 0,
-                         fit.keep_value ? (void *)m->value : NULL, fit.keep_value ? m->len : 0, h, 0);
+                         fit.keep_value ? (void *)m->value : NULL, fit.keep_value ? m->len : 0, h, 0,
+                         m->io->topic, NULL, ll_obs_code_ok(code) ? code : "OTHER");
 }

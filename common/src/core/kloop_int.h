@@ -96,12 +96,17 @@ typedef struct lmsg {
 } lmsg;
 
 /* A reply or dead letter whose database transaction committed, staged for the next Kafka
- * transaction (kloop_commit.c). */
+ * transaction (kloop_commit.c), with the labels it is counted under in loadledger_inputs_total or
+ * loadledger_dead_letters_total once that transaction commits (obs.h; docs/operations.md). */
 typedef struct ll_staged_rec {
     const char *topic;        /* borrowed: a topic_io's reply topic, or the dead-letter topic */
     void *key, *val;          /* owned (NULL: none, a tombstone) */
     size_t klen, vlen;        /* bytes */
     rd_kafka_headers_t *hdrs; /* owned; NULL: none */
+    const char *in_topic;     /* borrowed: the input's topic (the label) */
+    uint16_t code_id;         /* the code label (ll_obs_code_id) */
+    uint8_t outcome_id;       /* a reply's outcome label (ll_obs_outcome_id) */
+    bool dead;                /* a dead letter (labels topic, code), or a reply (topic, outcome, code) */
 } ll_staged_rec;
 
 /* The prerequisite clock of one run on one partition: when its first message there deferred
@@ -196,10 +201,13 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen);
 int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen);
 /* Stages one record (a reply or a dead letter of a committed database transaction) for the next
  * Kafka transaction (ll_loop_commit_push): topic borrowed for the loop's lifetime, key copied,
- * val taken over when take_val (malloc'ed) or copied, hdrs taken over (NULL: none). Aborts on out
- * of memory, as the loop's other bookkeeping does. */
+ * val taken over when take_val (malloc'ed) or copied, hdrs taken over (NULL: none). The labels it
+ * is counted under when that transaction commits: in_topic (borrowed for the loop's lifetime),
+ * outcome (NULL: a dead letter) and code (NULL or "": none), kept as label ids (ll_obs_code_id). Aborts on
+ * out of memory, as the loop's other bookkeeping does. */
 void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
-                          rd_kafka_headers_t *hdrs, int take_val);
+                          rd_kafka_headers_t *hdrs, int take_val, const char *in_topic, const char *outcome,
+                          const char *code);
 
 /* Counts a delivered message toward the fetcher's wake (ll_loop_fetch_drained). */
 void ll_loop_fetch_count(ll_loop *l, const rd_kafka_message_t *rkm);

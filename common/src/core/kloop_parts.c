@@ -119,7 +119,6 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
         ll_log(LL_INFO, NULL, "staged_dropped",
                "rebalance: %zu staged records dropped, answered again as replays", l->n_staged);
         ll_loop_staged_drop(l);
-        ll_obs_stage_drop();
     }
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
         ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",

@@ -59,7 +59,6 @@ int ll_loop_rewind(ll_loop *l)
         ll_loop_commit_wait(l); /* the committed offsets are read below */
     /* what was staged comes again from the committed offsets, answered as replays */
     ll_loop_staged_drop(l);
-    ll_obs_stage_drop();
     if (rd_kafka_assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg) {
         snprintf(why, sizeof why, "cannot read the assignment");
     } else if (asg->cnt > 0) {
@@ -148,7 +147,6 @@ static void recreate_producer(ll_loop *l)
  * whose init_transactions aborts it instead); the caller rewinds. */
 static void abort_txn(ll_loop *l)
 {
-    ll_obs_stage_drop(); /* its replies and dead letters are not counted */
     for (int attempt = 0; attempt < 3; attempt++) {
         rd_kafka_error_t *ae = rd_kafka_abort_transaction(l->producer, 30000);
         if (!ae)

@@ -4,8 +4,9 @@
  *
  * The main thread counts into one process-wide registry (metrics.h, its own mutex); the flags of
  * health and readiness are C11 atomics; the HTTP thread renders the registry and reads the flags.
- * Replies and dead letters are staged per Kafka transaction and counted only when it commits,
- * so the counts match what a read_committed reader sees.
+ * Replies and dead letters are counted when the Kafka transaction that carries them commits (the
+ * loop calls ll_obs_inputs / ll_obs_dead_letters then, kloop_commit.c), so the counts match what a
+ * read_committed reader sees.
  */
 #include "ll/obs.h"
 
@@ -24,7 +25,6 @@
 /* Bounds of the label sets (obs.h). */
 #define OBS_INPUT_SERIES 64
 #define OBS_LAG_SERIES   256
-#define OBS_STAGE_MAX    8192
 
 static const double LATENCY_BOUNDS[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                         0.1,    0.25,  0.5,    1,     2.5,  5,     10};
@@ -41,18 +41,6 @@ static struct {
 
 static atomic_llong last_turn_ms;
 static atomic_int db_up, n_assigned, fenced;
-
-/* Consecutive staged replies or dead letters with the same labels, for the Kafka transaction that
- * carries them: one entry for a whole batch of ACCEPTED replies (an entry per record held 4,096
- * of them, 475 KB, at the peak of a 32,000-event backlog: docs/performance.md, session 13). */
-typedef struct staged {
-    int dead;
-    size_t count; /* records, >= 1 */
-    char topic[48], outcome[16], code[48];
-} staged;
-static staged *stage;
-static size_t n_stage, cap_stage; /* entries */
-static size_t n_staged_records;   /* records in them */
 
 static int64_t mono_ms(void)
 {
@@ -224,9 +212,6 @@ void ll_obs_stop(void)
     g.http = NULL;
     ll_metrics_free(g.reg);
     memset(&g, 0, sizeof g);
-    free(stage);
-    stage = NULL;
-    n_stage = cap_stage = 0;
     atomic_store(&db_up, 0);
     atomic_store(&n_assigned, 0);
     atomic_store(&fenced, 0);
@@ -256,82 +241,18 @@ void ll_obs_fenced(void)
     atomic_store(&fenced, 1);
 }
 
-static void stage_push(int dead, const char *topic, const char *outcome, const char *code)
+void ll_obs_inputs(const char *topic, const char *outcome, const char *code, size_t n)
 {
-    if (!g.reg)
-        return;
-    staged e = {.dead = dead, .count = 1};
-    snprintf(e.topic, sizeof e.topic, "%s", topic ? topic : "");
-    snprintf(e.outcome, sizeof e.outcome, "%s", outcome ? outcome : "");
-    snprintf(e.code, sizeof e.code, "%s", code ? code : "");
-    staged *last = stage && n_stage ? &stage[n_stage - 1] : NULL;
-    if (last && last->dead == dead && strcmp(last->topic, e.topic) == 0 &&
-        strcmp(last->outcome, e.outcome) == 0 && strcmp(last->code, e.code) == 0) {
-        last->count++;
-        n_staged_records++;
-        return;
-    }
-    if (n_stage == cap_stage && cap_stage < OBS_STAGE_MAX) {
-        size_t cap = cap_stage ? cap_stage * 2 : 16;
-        staged *s = realloc(stage, cap * sizeof *s);
-        if (s) {
-            stage = s;
-            cap_stage = cap;
-        }
-    }
-    if (!stage || n_stage == cap_stage) { /* beyond the bound: counted at once rather than lost */
-        const char *v[3] = {topic, dead ? code : outcome, code};
-        ll_metric_add(dead ? g.dead : g.inputs, v, 1);
-        return;
-    }
-    stage[n_stage++] = e;
-    n_staged_records++;
+    const char *v[3] = {topic, outcome, code ? code : ""};
+    if (g.reg && n > 0)
+        ll_metric_add(g.inputs, v, (double)n);
 }
 
-void ll_obs_stage_input(const char *topic, const char *outcome, const char *code)
+void ll_obs_dead_letters(const char *topic, const char *code, size_t n)
 {
-    stage_push(0, topic, outcome, code);
-}
-
-void ll_obs_stage_dead_letter(const char *topic, const char *code)
-{
-    stage_push(1, topic, NULL, ll_obs_code_ok(code) ? code : "OTHER");
-}
-
-size_t ll_obs_stage_count(void)
-{
-    return n_staged_records;
-}
-
-void ll_obs_stage_commit(size_t n)
-{
-    if (n > n_staged_records)
-        n = n_staged_records;
-    size_t done = 0; /* entries counted whole */
-    while (n > 0) {
-        staged *s = &stage[done];
-        size_t k = n < s->count ? n : s->count; /* an entry may straddle two transactions */
-        if (s->dead) {
-            const char *v[2] = {s->topic, s->code};
-            ll_metric_add(g.dead, v, (double)k);
-        } else {
-            const char *v[3] = {s->topic, s->outcome, s->code};
-            ll_metric_add(g.inputs, v, (double)k);
-        }
-        s->count -= k;
-        n -= k;
-        n_staged_records -= k;
-        done += s->count == 0;
-    }
-    if (done < n_stage) /* the rest staged for a later transaction */
-        memmove(stage, stage + done, (n_stage - done) * sizeof *stage);
-    n_stage -= done;
-}
-
-void ll_obs_stage_drop(void)
-{
-    n_stage = 0;
-    n_staged_records = 0;
+    const char *v[2] = {topic, code};
+    if (g.reg && n > 0)
+        ll_metric_add(g.dead, v, (double)n);
 }
 
 void ll_obs_batch(size_t n)

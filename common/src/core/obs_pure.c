@@ -8,6 +8,46 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ll/codes.h"
+
+/* The names of codes.h, in its order; id = index + 1, and the one after the last is OTHER. */
+#define CODE_NAME(name, where, section, meaning) #name,
+static const char *const CODE_NAMES[] = {LL_CODES(CODE_NAME) "OTHER"};
+#undef CODE_NAME
+#define N_CODE_NAMES (sizeof CODE_NAMES / sizeof CODE_NAMES[0])
+static const char *const OUTCOMES[] = {"ACCEPTED", "REPLAY", "REJECTED", "OTHER"};
+
+uint8_t ll_obs_outcome_id(const char *outcome)
+{
+    for (uint8_t i = 0; outcome && i < 3; i++)
+        if (strcmp(outcome, OUTCOMES[i]) == 0)
+            return i;
+    return 3;
+}
+
+const char *ll_obs_outcome_name(uint8_t id)
+{
+    return OUTCOMES[id < 3 ? id : 3];
+}
+
+uint16_t ll_obs_code_id(const char *code)
+{
+    if (!code || !*code)
+        return 0;
+    for (size_t i = 0; i + 1 < N_CODE_NAMES; i++)
+        if (strcmp(code, CODE_NAMES[i]) == 0)
+            return (uint16_t)(i + 1);
+    return (uint16_t)N_CODE_NAMES; /* OTHER */
+}
+
+const char *ll_obs_code_name(uint16_t id)
+{
+    if (id == 0)
+        return "";
+    size_t i = (size_t)id - 1;
+    return CODE_NAMES[i < N_CODE_NAMES ? i : N_CODE_NAMES - 1];
+}
+
 int ll_obs_code_ok(const char *s)
 {
     size_t n = 0;
