@@ -236,3 +236,69 @@ def test_an_answer_given_before_the_loss_is_not_given_again(tmp_path):
         flow.close()
         codes = iso.close()
         assert not [c for c in codes.values() if c != 0], codes
+
+
+def test_an_answer_held_across_two_losses_is_given_once(tmp_path):
+    """docs/design.md §5: Kafka's commit must keep every input whose answer it carried. After a
+    first loss the chunks of a run the ledger lost are read again and held (the run's request is
+    not applied again yet); meanwhile another run's chunk on the same Kafka partition is applied
+    and committed. ddd0e4f committed the partition's tracker, at the first held chunk: Kafka's
+    commit forgot that the held chunks were answered, and after a second loss they were answered
+    again (the long failover drill: 20 inputs answered twice in 30 failovers)."""
+    from llsim.drills import send_to
+    iso = Isolated("twoloss")
+    st = iso.stack
+    start_drill(iso)
+    flow = Flow(Nifi(iso.bootstrap, iso.prefix))
+    nifi = flow.nifi
+    try:
+        early, late = new_run(partitions=2, empty=()), new_run(partitions=2, empty=())
+        flow.create(early)
+        flow.register(early)
+        flow.claim_all(early)
+        dump = os.path.join(str(tmp_path), "twoloss.dump")
+        backup(st, dump, lambda: None)
+        # the run the ledger will lose: requested, registered, claimed, its chunks answered
+        flow.create(late)
+        flow.register(late)
+        flow.claim_all(late)
+        chunks = [c for pid in late.nonempty() for c in late.chunks(pid)]
+        for c in chunks:
+            send_to(nifi, "chunks", c, 0)
+        nifi.flush()
+        assert len(flow.reply("chunk-outcomes", late.run_id, count=len(chunks))) == len(chunks)
+        groups = group_topics(iso)
+        wait_until(lambda: settled(iso, groups), 60, "the late run's chunks consumed")
+        stop_services(st)
+
+        # loss 1; only the completion service comes back: the late run's chunks are held
+        restore(st, dump)
+        st.start("completion", settings={"loop.retry_backoff_max": "PT1S", "loop.prerequisite_wait": "PT120S"})
+        wait_until(lambda: any("message_deferred" in line for line in open(st.log_path("completion-0"))), 60,
+                   "the late run's chunks held")
+        # the early run's chunk on the same partition: applied, its offset committed to Kafka
+        first = early.chunks(early.nonempty()[0])[0]
+        send_to(nifi, "chunks", first, 0)
+        nifi.flush()
+        assert flow.reply("chunk-outcomes", early.run_id)[0]["outcome"] == "ACCEPTED"
+        time.sleep(1.0)  # its Kafka commit
+        stop_services(st)
+
+        # loss 2, and every service back: the late run is applied again, each chunk answered once
+        restore(st, dump)
+        start_services(st)
+        wait_until(lambda: ledger_value(iso, "SELECT count(*) FROM nifi_ops.load_file WHERE run_id = '%s'"
+                                        % late.run_id) == len(chunks), 120, "the late run's chunks applied again")
+        wait_until(lambda: settled(iso, groups), 60, "every group caught up")
+        flow.r["chunk-outcomes"].drain(2)
+        got = [r["value"] for r in flow.r["chunk-outcomes"].records if r["value"]["runId"] == late.run_id]
+        assert len(got) == len(chunks), "%d chunk reports, %d answers: %s" % (
+            len(chunks), len(got), sorted((v["partitionId"], v["chunkIndex"], v["outcome"]) for v in got))
+        rc, checks = loadctl_verify(iso)
+        bad = {k: c for k, c in checks.items() if c["violations"] or c.get("incomplete")}
+        assert rc == 0 and not bad, "verify --topics after two losses: %s" % bad
+        stop_services(st)
+    finally:
+        flow.close()
+        codes = iso.close()
+        assert not [c for c in codes.values() if c != 0], codes

@@ -295,14 +295,62 @@ static void test_intersect(void **state)
     ll_offtrack_free(&g);
 }
 
+/* The Kafka commit's view (docs/design.md §5): the tracker with the answered offsets the ledger
+ * lost marked done too. */
+static void test_union(void **state)
+{
+    (void)state;
+    ll_offtrack t, a;
+    ll_offtrack_init(&t, 0);
+    ll_offtrack_init(&a, 0);
+    /* the failover drill's case: Kafka had everything below 547; the ledger is at 529 with 531-540
+     * applied again, 529 and 530 held: the commit stays at 547 */
+    assert_int_equal(ll_offtrack_load(&a, 547, ""), 0);
+    assert_int_equal(ll_offtrack_load(&t, 529, "ll1:2-11"), 0);
+    assert_int_equal(ll_offtrack_union(&t, &a), 0);
+    assert_int_equal(t.base, 547);
+    assert_int_equal(ll_offtrack_ranges(&t), 0);
+    /* ranges on both sides, interleaved and touching */
+    assert_int_equal(ll_offtrack_load(&t, 10, "ll1:5-6"), 0);    /* 15-16 */
+    assert_int_equal(ll_offtrack_load(&a, 5, "ll1:7,15-17"), 0); /* 12, 20-22 */
+    assert_int_equal(ll_offtrack_union(&t, &a), 0);
+    assert_int_equal(t.base, 10);
+    assert_int_equal(ll_offtrack_ranges(&t), 3); /* 12, 15-16, 20-22 */
+    for (int64_t o = 0; o < 30; o++)
+        assert_int_equal(ll_offtrack_is_done(&t, o),
+                         o < 10 || o == 12 || o == 15 || o == 16 || (o >= 20 && o <= 22));
+    /* the other's base above t's: it fills the gap below it, and the base moves over what follows */
+    assert_int_equal(ll_offtrack_load(&t, 10, "ll1:1-3"), 0); /* 11-13 */
+    assert_int_equal(ll_offtrack_load(&a, 11, ""), 0);
+    assert_int_equal(ll_offtrack_union(&t, &a), 0);
+    assert_int_equal(t.base, 14);
+    assert_int_equal(ll_offtrack_ranges(&t), 0);
+    /* the other behind: nothing changes */
+    assert_int_equal(ll_offtrack_load(&t, 40, "ll1:3"), 0);
+    assert_int_equal(ll_offtrack_load(&a, 20, "ll1:5"), 0); /* 25 */
+    assert_int_equal(ll_offtrack_union(&t, &a), 0);
+    assert_int_equal(t.base, 40);
+    assert_int_equal(ll_offtrack_ranges(&t), 1);
+    assert_true(ll_offtrack_is_done(&t, 43));
+    assert_false(ll_offtrack_is_done(&t, 42));
+    ll_offtrack_free(&t);
+    ll_offtrack_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_in_order_advances_base),  cmocka_unit_test(test_held_message_stops_the_base),
-        cmocka_unit_test(test_gaps_are_markers),        cmocka_unit_test(test_metadata_round_trip),
-        cmocka_unit_test(test_bad_metadata_is_refused), cmocka_unit_test(test_many_ranges_fit_as_a_bitmap),
-        cmocka_unit_test(test_text_then_bitmap),        cmocka_unit_test(test_lossy_metadata_is_a_prefix),
-        cmocka_unit_test(test_bad_bitmap_is_refused),   cmocka_unit_test(test_intersect),
+        cmocka_unit_test(test_in_order_advances_base),
+        cmocka_unit_test(test_held_message_stops_the_base),
+        cmocka_unit_test(test_gaps_are_markers),
+        cmocka_unit_test(test_metadata_round_trip),
+        cmocka_unit_test(test_bad_metadata_is_refused),
+        cmocka_unit_test(test_many_ranges_fit_as_a_bitmap),
+        cmocka_unit_test(test_text_then_bitmap),
+        cmocka_unit_test(test_lossy_metadata_is_a_prefix),
+        cmocka_unit_test(test_bad_bitmap_is_refused),
+        cmocka_unit_test(test_intersect),
+        cmocka_unit_test(test_union),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -413,6 +413,32 @@ static int64_t count_from(const ll_offtrack *t, int64_t from)
     return c;
 }
 
+/* Marks [lo, hi] done in t. 0, or -1 at the limit. */
+static int mark_range(ll_offtrack *t, int64_t lo, int64_t hi)
+{
+    if (hi < t->base)
+        return 0;
+    if (lo <= t->base) {
+        t->base = hi + 1;
+        advance(t);
+        return 0;
+    }
+    if (add_range(t, lo, hi) != 0)
+        return -1;
+    advance(t);
+    return 0;
+}
+
+int ll_offtrack_union(ll_offtrack *t, const ll_offtrack *other)
+{
+    int64_t lo, hi;
+    int64_t from = t->base < other->base ? t->base : other->base;
+    for (size_t k = 0; ranges_from(other, from, k, &lo, &hi); k++)
+        if (mark_range(t, lo, hi) != 0)
+            return -1;
+    return 0;
+}
+
 int ll_offtrack_intersect(ll_offtrack *t, const ll_offtrack *other, int64_t *t_only, int64_t *other_only)
 {
     int64_t from = t->base < other->base ? t->base : other->base;
