@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ll/ledger.h"
+#include "ll/status_sql.h"
 #include "sweeper.h"
 
 static const ll_stmt ST_REQUEUE = {
@@ -38,8 +39,7 @@ static const ll_stmt ST_ABANDON = {
     "WITH gone AS (SELECT d.dispatch_id FROM nifi_ops.load_dispatch d"
     "   JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
     "   WHERE d.status = 'SENT' AND d.sent_at < clock_timestamp() - $1::interval"
-    "   AND r.status IN ('SUCCESS', 'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION',"
-    "     'FAILED_PUBLISH', 'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT')"
+    "   AND r.status IN (" LL_SQL_RUN_TERMINAL ")"
     "   FOR UPDATE OF d SKIP LOCKED)"
     " UPDATE nifi_ops.load_dispatch d SET status = 'DEAD',"
     "   last_error = 'abandoned: the run ended before the command was acknowledged'"
