@@ -101,6 +101,13 @@ void ll_strlist_clear(ll_strlist *l);
  */
 int ll_manifest_violations(const ll_manifest *m, bool allow_empty_source, ll_strlist *out);
 
+/*
+ * The status a manifest's partition starts in (contract §3.2, §5.2 step 6): SUCCESS at once (0 rows,
+ * 0 files, completed) when it expects no rows (expected_rows = 0), else PENDING (its claim comes).
+ * The registrar passes it to the partition insert as a value.
+ */
+ll_part_status ll_partition_initial_status(int64_t expected_rows);
+
 /* ---- Partition claim (contract §5.3) -------------------------------------------------------- */
 
 typedef enum ll_claim_decision {
@@ -459,6 +466,11 @@ typedef enum ll_own_answer {
 ll_own_answer ll_ownership_answer(ll_ownership own, bool wait_expired);
 /* Why a deferred report waits (static; "" for an answer that does not defer). */
 const char *ll_own_defer_reason(ll_own_answer a);
+
+/* What an unacknowledged SENT dispatch becomes after dispatch.ack_timeout (contract §7.3, rule 3):
+ * LL_SEND_DEAD once attempts (deliveries made, its attempt_count) reached max_attempts, else
+ * LL_SEND_RETRY (back to PENDING, due at once). The sweeper passes the status to SQL as a value. */
+ll_send_outcome ll_dispatch_ack_timeout(int attempts, int max_attempts);
 
 /* ---- Sweeper (contract §7) ---------------------------------------------------------------- */
 
