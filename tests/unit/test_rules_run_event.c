@@ -1,7 +1,8 @@
-/* test_rules_run_event.c - the run-event ladder (contract §5.6-§5.10, §5.14, §5.7;
+/* test_rules_run_event.c - the run-event ladder (contract §5.6-§5.10, §5.13, §5.14, §5.7;
  * kafka-edition.md §6) over every run status, every way the run was found and both sides of
- * loop.prerequisite_wait, for each run-level event of services/completion. The expected decision
- * of each event is written out as the services answered before the ladder became a rule. */
+ * loop.prerequisite_wait, for each run-level event of services/completion and the claimer's
+ * publish claim. The expected decision of each event is written out as the services answered
+ * before the ladder became a rule. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -62,6 +63,17 @@ static void test_success_matrix(void **state)
     ll_run_event_in pu = {LL_RUN_FOUND_LOCKED, LL_RUN_PUBLISH_UNKNOWN, LL_RUN_PUBLISHED, LL_RUN_SUCCESS,
                           false};
     assert_int_equal(ll_run_event_decide(&pu), LL_RUN_EVENT_STATUS_MISMATCH);
+}
+
+/* §5.13 (the claimer's publish claim): STAGING_VALIDATED grants, PUBLISHING answers by the token
+ * (the service compares it), a run on its way waits, anything else RUN_STATUS_MISMATCH. */
+static void test_publish_claim_matrix(void **state)
+{
+    (void)state;
+    check_event(LL_RUN_STAGING_VALIDATED, LL_RUN_PUBLISHING);
+    ll_run_event_in past = {LL_RUN_FOUND_LOCKED, LL_RUN_PUBLISHED, LL_RUN_STAGING_VALIDATED,
+                            LL_RUN_PUBLISHING, false};
+    assert_int_equal(ll_run_event_decide(&past), LL_RUN_EVENT_STATUS_MISMATCH);
 }
 
 /* §5.6: every allowed (expectedStatus, failStatus) pair; failStatus is the replay. */
@@ -193,6 +205,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stage_validated_matrix),
         cmocka_unit_test(test_success_matrix),
+        cmocka_unit_test(test_publish_claim_matrix),
         cmocka_unit_test(test_run_failure_matrix),
         cmocka_unit_test(test_validation_metrics_matrix),
         cmocka_unit_test(test_publish_result_matrix),
