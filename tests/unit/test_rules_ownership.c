@@ -90,12 +90,27 @@ static void test_answer_matrix(void **state)
     assert_string_equal(ll_own_defer_reason(LL_OWN_CLAIM_MISMATCH), "");
 }
 
+/* The run step of a partition claim over every status, way the run was found and wait. */
+static void test_claim_lookup_matrix(void **state)
+{
+    (void)state;
+    for (int s = 0; s < LL_RUN_STATUS_COUNT; s++)
+        for (int expired = 0; expired <= 1; expired++) {
+            assert_int_equal(ll_claim_lookup(LL_RUN_FOUND_NONE, (ll_run_status)s, expired), LL_OWN_DEFER_RUN);
+            assert_int_equal(ll_claim_lookup(LL_RUN_FOUND_REFUSED, (ll_run_status)s, expired),
+                             LL_OWN_RUN_NOT_FOUND);
+            assert_int_equal(ll_claim_lookup(LL_RUN_FOUND_LOCKED, (ll_run_status)s, expired),
+                             s == LL_RUN_CREATED && !expired ? LL_OWN_DEFER_MANIFEST : LL_OWN_PROCEED);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_and_partition_first),
         cmocka_unit_test(test_token_matrix),
         cmocka_unit_test(test_answer_matrix),
+        cmocka_unit_test(test_claim_lookup_matrix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

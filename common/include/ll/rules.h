@@ -466,6 +466,13 @@ typedef enum ll_own_answer {
 ll_own_answer ll_ownership_answer(ll_ownership own, bool wait_expired);
 /* Why a deferred report waits (static; "" for an answer that does not defer). */
 const char *ll_own_defer_reason(ll_own_answer a);
+/*
+ * The run step of a partition claim (contract §5.3 step 1; kafka-edition.md §6), before its
+ * partition is locked: NONE → DEFER_RUN, REFUSED → RUN_NOT_FOUND, a run still CREATED (its manifest
+ * not applied) → DEFER_MANIFEST until loop.prerequisite_wait is over; else PROCEED (the partition
+ * lookup then answers, PARTITION_NOT_FOUND for a run that never got its manifest).
+ */
+ll_own_answer ll_claim_lookup(ll_run_found found, ll_run_status current, bool wait_expired);
 
 /* What an unacknowledged SENT dispatch becomes after dispatch.ack_timeout (contract §7.3, rule 3):
  * LL_SEND_DEAD once attempts (deliveries made, its attempt_count) reached max_attempts, else

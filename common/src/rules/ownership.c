@@ -55,6 +55,18 @@ ll_own_answer ll_ownership_answer(ll_ownership own, bool wait_expired)
     }
 }
 
+/* See rules.h: §5.3 step 1, the run before the partition. */
+ll_own_answer ll_claim_lookup(ll_run_found found, ll_run_status current, bool wait_expired)
+{
+    if (found == LL_RUN_FOUND_REFUSED)
+        return LL_OWN_RUN_NOT_FOUND;
+    if (found != LL_RUN_FOUND_LOCKED)
+        return LL_OWN_DEFER_RUN;
+    if (current == LL_RUN_CREATED && !wait_expired)
+        return LL_OWN_DEFER_MANIFEST;
+    return LL_OWN_PROCEED;
+}
+
 /* See rules.h: the deferral reasons the loop logs. */
 const char *ll_own_defer_reason(ll_own_answer a)
 {
