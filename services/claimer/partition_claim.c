@@ -190,24 +190,33 @@ ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll
     ll_run_row run;
     if (ll_run_lock(db, c.run_id, &run) != LL_DB_OK)
         return LL_APPLY_DB;
-    ll_apply a;
     bool rejected = false;
-    if (!run.found || (run.status == LL_RUN_CREATED && !m->wait_expired)) {
+    if (!run.found && ll_run_request_rejected(db, c.run_id, &rejected) != LL_DB_OK) {
+        ll_run_row_clear(&run);
+        return LL_APPLY_DB;
+    }
+    ll_run_found found = run.found  ? LL_RUN_FOUND_LOCKED
+                         : rejected ? LL_RUN_FOUND_REFUSED
+                                    : LL_RUN_FOUND_NONE;
+    ll_apply a;
+    switch (ll_claim_lookup(found, run.status, m->wait_expired)) {
+    case LL_OWN_RUN_NOT_FOUND:
+        out->reply = claim_reply(m, &c, "REJECTED", "RUN_NOT_FOUND", NULL, NULL, false, 0, NULL, NULL);
+        a = LL_APPLY_ROLLBACK;
+        break;
+    case LL_OWN_DEFER_RUN:
+    case LL_OWN_DEFER_MANIFEST:
         /* the run request or the manifest is not applied yet (kafka-edition.md §6); a run still
          * CREATED after loop.prerequisite_wait is answered by decide(): no partition row,
          * PARTITION_NOT_FOUND (contract §5.3 step 1) */
-        if (!run.found && ll_run_request_rejected(db, c.run_id, &rejected) != LL_DB_OK) {
-            a = LL_APPLY_DB;
-        } else if (rejected) {
-            out->reply = claim_reply(m, &c, "REJECTED", "RUN_NOT_FOUND", NULL, NULL, false, 0, NULL, NULL);
-            a = LL_APPLY_ROLLBACK;
-        } else {
-            snprintf(out->reason, sizeof out->reason, "run %s %s", c.run_id,
-                     run.found ? "has no manifest yet" : "not in the ledger yet");
-            a = LL_APPLY_DEFER;
-        }
-    } else {
+        snprintf(out->reason, sizeof out->reason, "run %s %s", c.run_id,
+                 run.found ? "has no manifest yet" : "not in the ledger yet");
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_OWN_PROCEED:
+    default:
         a = ll_apply_of_db(decide(db, m, &c, &run, out));
+        break;
     }
     ll_run_row_clear(&run);
     return a;

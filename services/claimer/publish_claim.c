@@ -69,31 +69,46 @@ ll_apply claimer_apply_publish_claim(void *svc, ll_db *db, const ll_msg *m, ll_a
     ll_run_row run;
     if (ll_run_lock(db, run_id, &run) != LL_DB_OK)
         return LL_APPLY_DB;
-    ll_apply a = LL_APPLY_ROLLBACK;
     bool rejected = false;
+    if (!run.found && ll_run_request_rejected(db, run_id, &rejected) != LL_DB_OK) {
+        ll_run_row_clear(&run);
+        return LL_APPLY_DB;
+    }
+    ll_apply a = LL_APPLY_ROLLBACK;
     const char *rs = run.found ? ll_run_status_name(run.status) : NULL;
     bool owner = run.publish_token && ll_uuid_equal(run.publish_token, token);
-    if (!run.found) {
-        if (ll_run_request_rejected(db, run_id, &rejected) != LL_DB_OK) {
-            a = LL_APPLY_DB;
-        } else if (rejected) {
-            out->reply = reply(m, run_id, token, "REJECTED", "RUN_NOT_FOUND", NULL, false);
-        } else {
-            snprintf(out->reason, sizeof out->reason, "run %s not in the ledger yet", run_id);
-            a = LL_APPLY_DEFER;
-        }
-    } else if (run.status == LL_RUN_PUBLISHING) {
+    /* the run-event ladder: STAGING_VALIDATED applies; PUBLISHING is where the claim leads */
+    ll_run_event_in in = {run.found  ? LL_RUN_FOUND_LOCKED
+                          : rejected ? LL_RUN_FOUND_REFUSED
+                                     : LL_RUN_FOUND_NONE,
+                          run.status, LL_RUN_STAGING_VALIDATED, LL_RUN_PUBLISHING, m->wait_expired};
+    switch (ll_run_event_decide(&in)) {
+    case LL_RUN_EVENT_RUN_NOT_FOUND:
+        out->reply = reply(m, run_id, token, "REJECTED", "RUN_NOT_FOUND", NULL, false);
+        break;
+    case LL_RUN_EVENT_DEFER_RUN:
+        snprintf(out->reason, sizeof out->reason, "run %s not in the ledger yet", run_id);
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_RUN_EVENT_REPLAY:
+        /* PUBLISHING: claimed = (stored token = request token) */
         out->reply = owner ? reply(m, run_id, token, "REPLAY", NULL, rs, true)
                            : reply(m, run_id, token, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
-    } else if (run.status == LL_RUN_STAGING_VALIDATED) {
+        break;
+    case LL_RUN_EVENT_APPLY:
         a = ll_apply_of_db(grant(db, m, run_id, token, out));
-    } else if (ll_run_should_wait(run.status, LL_RUN_STAGING_VALIDATED, m->wait_expired)) {
+        break;
+    case LL_RUN_EVENT_DEFER:
         snprintf(out->reason, sizeof out->reason, "run is %s; waiting for STAGING_VALIDATED", rs);
         a = LL_APPLY_DEFER;
-    } else {
+        break;
+    case LL_RUN_EVENT_STATUS_MISMATCH:
+    case LL_RUN_EVENT_TOKEN_MISMATCH:
+    default:
         /* past PUBLISHING (or ended): never a second grant, not even to the owner; still before
          * STAGING_VALIDATED after loop.prerequisite_wait: the CAS fails, claimed=false (§5.13) */
         out->reply = reply(m, run_id, token, owner ? "REPLAY" : "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
+        break;
     }
     ll_run_row_clear(&run);
     return a;

@@ -366,23 +366,21 @@ ll_apply completion_apply_chunk(void *svc, ll_db *db, const ll_msg *m, ll_apply_
         return LL_APPLY_ROLLBACK;
     }
     owned_partition op;
-    ownership own = OWN_NO_RUN;
+    ll_ownership own = LL_OWN_NO_RUN;
     ll_db_rc rc = lock_owned_partition(db, c.run_id, c.partition_id, c.token, &op, &own);
+    ll_own_answer ans = ll_ownership_answer(own, m->wait_expired);
     ll_apply a = LL_APPLY_ROLLBACK;
     const char *rs = op.run.found ? ll_run_status_name(op.run.status) : NULL;
     if (rc != LL_DB_OK) {
         a = LL_APPLY_DB;
-    } else if (own == OWN_NO_RUN || (own == OWN_NO_MANIFEST && !m->wait_expired) || own == OWN_NOT_YET) {
-        snprintf(out->reason, sizeof out->reason, "%s",
-                 own == OWN_NO_RUN        ? "run not in the ledger yet"
-                 : own == OWN_NO_MANIFEST ? "manifest not applied yet"
-                                          : "claim token not granted yet");
+    } else if (ans == LL_OWN_DEFER_RUN || ans == LL_OWN_DEFER_MANIFEST || ans == LL_OWN_DEFER_TOKEN) {
+        snprintf(out->reason, sizeof out->reason, "%s", ll_own_defer_reason(ans));
         a = LL_APPLY_DEFER;
-    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION || own == OWN_NO_MANIFEST) {
-        out->reply =
-            chunk_outcome(m, &c, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND",
-                          NULL, rs, NULL, 0, false);
-    } else if (own == OWN_MISMATCH || own == OWN_SUPERSEDED) {
+    } else if (ans == LL_OWN_RUN_NOT_FOUND || ans == LL_OWN_PARTITION_NOT_FOUND) {
+        out->reply = chunk_outcome(m, &c, "REJECTED",
+                                   ans == LL_OWN_RUN_NOT_FOUND ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND",
+                                   NULL, rs, NULL, 0, false);
+    } else if (ans == LL_OWN_CLAIM_MISMATCH) {
         out->reply =
             chunk_outcome(m, &c, "REJECTED", "CLAIM_MISMATCH", "claim token does not own the partition", rs,
                           ll_part_status_name(op.status), 0, false);

@@ -23,25 +23,14 @@ typedef struct owned_partition {
     ll_chunk_counters written; /* the partition's WRITTEN files (migration 0007) */
 } owned_partition;
 
-/* How the reporter's token relates to the partition (ownership.c). */
-typedef enum ownership {
-    OWN_MATCH = 0,    /* the stored token is the reporter's */
-    OWN_MISMATCH,     /* a token never granted here that can no longer be: CLAIM_MISMATCH at once */
-    OWN_SUPERSEDED,   /* a token granted before, no longer the owner (a zombie after a reissue) */
-    OWN_NOT_YET,      /* a token the ledger has not seen while a claim could still be granted: defer */
-    OWN_NO_RUN,       /* run not in the ledger yet: defer */
-    OWN_RUN_REFUSED,  /* the run request was refused: RUN_NOT_FOUND */
-    OWN_NO_PARTITION, /* manifest applied, partition unknown: PARTITION_NOT_FOUND */
-    OWN_NO_MANIFEST   /* run CREATED: the manifest is not applied yet: defer */
-} ownership;
-
 /*
- * Locks run then partition (contract §2.8) and compares tokens, consulting the token history
- * (kafka-edition.md §6). Returns the database result: LL_DB_OK with *own set, or the failed
- * statement's (db->err; *own is then meaningless). Free op with owned_partition_clear either way.
+ * Locks run then partition (contract §2.8) and reads what ll_ownership_classify needs, the token
+ * history only when the token is not the stored one (kafka-edition.md §6). Returns the database
+ * result: LL_DB_OK with *own set, or the failed statement's (db->err; *own is then meaningless).
+ * What the report then does is ll_ownership_answer's. Free op with owned_partition_clear either way.
  */
 ll_db_rc lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
-                              owned_partition *op, ownership *own);
+                              owned_partition *op, ll_ownership *own);
 /* Frees the run row inside. */
 void owned_partition_clear(owned_partition *op);
 
@@ -58,16 +47,13 @@ ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_
 /* Applies one publish result (topic publish-results, contract §5.14). */
 ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
 
-/* How the run of a run-level event was found (run_event.c). */
-typedef enum run_lookup {
-    RUN_FOUND = 0, /* locked; the row is filled */
-    RUN_DEFER,     /* not in the ledger yet: out->reason says so; return LL_APPLY_DEFER */
-    RUN_REFUSED    /* its run request was refused: answer RUN_NOT_FOUND */
-} run_lookup;
-
-/* Locks the run of a run-level event (the first lock, contract §2.8). Returns the database result:
- * LL_DB_OK with *found set, or the failed statement's (db->err). */
-ll_db_rc lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, run_lookup *found, ll_apply_out *out);
+/* Locks the run of a run-level event (the first lock, contract §2.8) and says how it was found:
+ * LOCKED (the row filled), NONE (not in the ledger yet: out->reason says so) or REFUSED (its run
+ * request was refused). The decision is ll_run_event_decide's (rules/run_event.c). Returns the
+ * database result: LL_DB_OK with *found set, or the failed statement's (db->err). Free run with
+ * ll_run_row_clear either way. */
+ll_db_rc lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, ll_run_found *found,
+                        ll_apply_out *out);
 /* Reads the stored metrics of stage and applies the gate (contract §3.5): reasons appended to
  * *reasons (none = pass); *count = the newest all-digits value of count_metric, or -1;
  * *n_metrics = the metric rows of the stage stored (gate.c). */

@@ -1,12 +1,8 @@
 /*
- * ownership.c - who may report on a partition: the run and partition locks, then the token
- * check with the claim-token history (contract §5.4 check 3, §5.5 check 2; kafka-edition.md §6).
- *
- * Topics are consumed by different services, so a report can arrive before the claim that
- * allowed it is applied. A token the history knows but the partition no longer holds is a
- * zombie's: CLAIM_MISMATCH at once. An unknown token waits only while a claim could still be
- * granted (run EXTRACTING, partition PENDING or RETRY); otherwise that claim would be refused
- * anyway, and the answer is CLAIM_MISMATCH at once.
+ * ownership.c - the run and partition locks of a partition report and what the ownership rule
+ * needs (contract §5.4 check 3, §5.5 check 2; kafka-edition.md §6): the run, its refusal, the
+ * partition row, the claim-token history. The classification is ll_ownership_classify's
+ * (common/src/rules/ownership.c).
  */
 #include <string.h>
 
@@ -26,10 +22,11 @@ void owned_partition_clear(owned_partition *op)
 }
 
 ll_db_rc lock_owned_partition(ll_db *db, const char *run_id, const char *partition_id, const char *token,
-                              owned_partition *op, ownership *own)
+                              owned_partition *op, ll_ownership *own)
 {
     memset(op, 0, sizeof *op);
-    *own = OWN_NO_RUN;
+    *own = LL_OWN_NO_RUN;
+    ll_ownership_in in = {.run = LL_RUN_FOUND_NONE, .token = token};
     ll_db_rc rc = ll_run_lock(db, run_id, &op->run);
     if (rc != LL_DB_OK)
         return rc;
@@ -37,16 +34,19 @@ ll_db_rc lock_owned_partition(ll_db *db, const char *run_id, const char *partiti
         bool rejected = false;
         if ((rc = ll_run_request_rejected(db, run_id, &rejected)) != LL_DB_OK)
             return rc;
-        *own = rejected ? OWN_RUN_REFUSED : OWN_NO_RUN;
+        in.run = rejected ? LL_RUN_FOUND_REFUSED : LL_RUN_FOUND_NONE;
+        *own = ll_ownership_classify(&in);
         return LL_DB_OK;
     }
+    in.run = LL_RUN_FOUND_LOCKED;
+    in.run_status = op->run.status;
     const char *p[2] = {run_id, partition_id};
     PGresult *r = ll_db_exec(db, &ST_LOCK_PARTITION, p);
     if (!r)
         return LL_DB_ERROR;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        *own = op->run.status == LL_RUN_CREATED ? OWN_NO_MANIFEST : OWN_NO_PARTITION;
+        *own = ll_ownership_classify(&in);
         return LL_DB_OK;
     }
     ll_part_status_parse(PQgetvalue(r, 0, 0), &op->status);
@@ -60,19 +60,12 @@ ll_db_rc lock_owned_partition(ll_db *db, const char *run_id, const char *partiti
                                       .count_sum = ll_db_ll(r, 0, 6, 0),
                                       .count_sumsq = ll_db_ll(r, 0, 7, 0)};
     PQclear(r);
-    if (op->stored_token[0] && strcmp(op->stored_token, token) == 0) {
-        *own = OWN_MATCH;
-        return LL_DB_OK;
-    }
-    bool known = false;
-    if ((rc = ll_claim_token_known(db, run_id, partition_id, token, &known)) != LL_DB_OK)
+    in.partition_found = true;
+    in.part = op->status;
+    in.stored_token = op->stored_token;
+    if (ll_ownership_classify(&in) != LL_OWN_MATCH &&
+        (rc = ll_claim_token_known(db, run_id, partition_id, token, &in.token_known)) != LL_DB_OK)
         return rc;
-    /* an unknown token waits only while its claim could still be granted (§5.3) */
-    bool claimable =
-        ll_claim_decide(op->run.status, op->status, op->stored_token, token, false) == LL_CLAIM_GRANT;
-    if (known)
-        *own = OWN_SUPERSEDED;
-    else
-        *own = claimable ? OWN_NOT_YET : OWN_MISMATCH;
+    *own = ll_ownership_classify(&in);
     return LL_DB_OK;
 }

@@ -134,27 +134,26 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
     if (!read_pfail(m->value, &f, out))
         return LL_APPLY_DEAD;
     owned_partition op;
-    ownership own = OWN_NO_RUN;
+    ll_ownership own = LL_OWN_NO_RUN;
     ll_db_rc rc = lock_owned_partition(db, f.run_id, f.partition_id, f.token, &op, &own);
+    ll_own_answer ans = ll_ownership_answer(own, m->wait_expired);
     const char *rs = op.run.found ? ll_run_status_name(op.run.status) : NULL;
     const char *ps = ll_part_status_name(op.status);
     ll_apply a = LL_APPLY_ROLLBACK;
     if (rc != LL_DB_OK) {
         a = LL_APPLY_DB;
-    } else if (own == OWN_NO_RUN || (own == OWN_NO_MANIFEST && !m->wait_expired) || own == OWN_NOT_YET) {
-        snprintf(out->reason, sizeof out->reason, "%s",
-                 own == OWN_NO_RUN        ? "run not in the ledger yet"
-                 : own == OWN_NO_MANIFEST ? "manifest not applied yet"
-                                          : "claim token not granted yet");
+    } else if (ans == LL_OWN_DEFER_RUN || ans == LL_OWN_DEFER_MANIFEST || ans == LL_OWN_DEFER_TOKEN) {
+        snprintf(out->reason, sizeof out->reason, "%s", ll_own_defer_reason(ans));
         a = LL_APPLY_DEFER;
-    } else if (own == OWN_RUN_REFUSED || own == OWN_NO_PARTITION || own == OWN_NO_MANIFEST) {
+    } else if (ans == LL_OWN_RUN_NOT_FOUND || ans == LL_OWN_PARTITION_NOT_FOUND) {
         out->reply =
-            outcome(m, &f, "REJECTED", own == OWN_RUN_REFUSED ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND", rs,
-                    NULL, false);
+            outcome(m, &f, "REJECTED", ans == LL_OWN_RUN_NOT_FOUND ? "RUN_NOT_FOUND" : "PARTITION_NOT_FOUND",
+                    rs, NULL, false);
     } else {
-        /* a superseded token (a zombie after a reissue) is not the stored one: CLAIM_MISMATCH,
-         * checked before the partition status, as the reference answers (contract §12) */
-        switch (ll_pfail_decide(op.status, own == OWN_MATCH ? op.stored_token : NULL, f.token)) {
+        /* a superseded token (a zombie after a reissue) is not the stored one: CLAIM_MISMATCH
+         * (ll_ownership_answer), checked before the partition status, as the reference answers
+         * (contract §12) */
+        switch (ll_pfail_decide(op.status, ans == LL_OWN_PROCEED ? op.stored_token : NULL, f.token)) {
         case LL_PFAIL_APPLY:
             a = ll_apply_of_db(apply_failure(db, m, &f, &op, out));
             break;

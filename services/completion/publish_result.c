@@ -113,34 +113,40 @@ ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, 
     if (!read_presult(m->value, &p, out))
         return LL_APPLY_DEAD;
     ll_run_row run;
-    run_lookup found = RUN_DEFER;
+    ll_run_found found = LL_RUN_FOUND_NONE;
     ll_db_rc rc = lock_run_event(db, p.run_id, &run, &found, out);
     if (rc != LL_DB_OK)
         return ll_apply_of_db(rc);
-    switch (found) {
-    case RUN_DEFER:
-        return LL_APPLY_DEFER;
-    case RUN_REFUSED:
-        out->reply = reply(m, &p, "REJECTED", "RUN_NOT_FOUND", NULL, false);
-        return LL_APPLY_ROLLBACK;
-    case RUN_FOUND:
-        break;
-    }
+    ll_run_status done = LL_RUN_STATUS_COUNT; /* read_presult admits only the three outcomes */
+    ll_run_status_parse(p.outcome, &done);
+    ll_run_event_in in = {found, run.status, LL_RUN_PUBLISHING, done, m->wait_expired};
+    bool stored = run.publish_token != NULL;
     ll_apply a = LL_APPLY_ROLLBACK;
     const char *rs = ll_run_status_name(run.status);
-    if (!run.publish_token || !ll_uuid_equal(run.publish_token, p.token)) {
-        if (!run.publish_token && ll_run_should_wait(run.status, LL_RUN_PUBLISHING, m->wait_expired)) {
-            defer_reason(run.status, LL_RUN_PUBLISHING, out);
-            a = LL_APPLY_DEFER;
-        } else {
-            out->reply = reply(m, &p, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
-        }
-    } else if (strcmp(rs, p.outcome) == 0) {
+    switch (ll_publish_result_decide(&in, stored, stored && ll_uuid_equal(run.publish_token, p.token))) {
+    case LL_RUN_EVENT_DEFER_RUN:
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_RUN_EVENT_RUN_NOT_FOUND:
+        out->reply = reply(m, &p, "REJECTED", "RUN_NOT_FOUND", NULL, false);
+        break;
+    case LL_RUN_EVENT_DEFER:
+        defer_reason(run.status, LL_RUN_PUBLISHING, out);
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_RUN_EVENT_TOKEN_MISMATCH:
+        out->reply = reply(m, &p, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
+        break;
+    case LL_RUN_EVENT_REPLAY:
         out->reply = reply(m, &p, "REPLAY", NULL, rs, false);
-    } else if (run.status != LL_RUN_PUBLISHING) {
-        out->reply = reply(m, &p, "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
-    } else {
+        break;
+    case LL_RUN_EVENT_APPLY:
         a = ll_apply_of_db(record(db, m, &p, out));
+        break;
+    case LL_RUN_EVENT_STATUS_MISMATCH:
+    default:
+        out->reply = reply(m, &p, "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
+        break;
     }
     ll_run_row_clear(&run);
     return a;

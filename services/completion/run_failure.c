@@ -99,29 +99,34 @@ ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_
         return LL_APPLY_ROLLBACK;
     }
     ll_run_row run;
-    run_lookup found = RUN_DEFER;
+    ll_run_found found = LL_RUN_FOUND_NONE;
     ll_db_rc rc = lock_run_event(db, f.run_id, &run, &found, out);
     if (rc != LL_DB_OK)
         return ll_apply_of_db(rc);
-    switch (found) {
-    case RUN_DEFER:
-        return LL_APPLY_DEFER;
-    case RUN_REFUSED:
-        out->reply = outcome(m, &f, "REJECTED", "RUN_NOT_FOUND", NULL, false);
-        return LL_APPLY_ROLLBACK;
-    case RUN_FOUND:
-        break;
-    }
+    ll_run_event_in in = {found, run.status, f.expected, f.fail, m->wait_expired};
     ll_apply a = LL_APPLY_ROLLBACK;
-    if (run.status == f.fail) {
+    switch (ll_run_event_decide(&in)) {
+    case LL_RUN_EVENT_DEFER_RUN:
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_RUN_EVENT_RUN_NOT_FOUND:
+        out->reply = outcome(m, &f, "REJECTED", "RUN_NOT_FOUND", NULL, false);
+        break;
+    case LL_RUN_EVENT_REPLAY:
         out->reply = outcome(m, &f, "REPLAY", NULL, f.fail_s, false);
-    } else if (run.status == f.expected) {
+        break;
+    case LL_RUN_EVENT_APPLY:
         a = ll_apply_of_db(fail_run(db, m, &f, out));
-    } else if (ll_run_should_wait(run.status, f.expected, m->wait_expired)) {
+        break;
+    case LL_RUN_EVENT_DEFER:
         defer_reason(run.status, f.expected, out);
         a = LL_APPLY_DEFER;
-    } else {
+        break;
+    case LL_RUN_EVENT_STATUS_MISMATCH:
+    case LL_RUN_EVENT_TOKEN_MISMATCH:
+    default:
         mismatch(m, &f, run.status, out);
+        break;
     }
     ll_run_row_clear(&run);
     return a;

@@ -41,6 +41,16 @@ static json_t *blocked_reply(const ll_msg *m, const char *run_id, const ll_strli
     return outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "PUBLISHED", false, reasons);
 }
 
+/* §5.10 step 3: success=false, reasons ["RUN_STATUS <status>"]. */
+static void mismatch_reply(const ll_msg *m, const char *run_id, ll_run_status current, ll_apply_out *out)
+{
+    ll_strlist reasons = {0};
+    ll_strlist_addf(&reasons, "RUN_STATUS %s", ll_run_status_name(current));
+    out->reply =
+        outcome(m, run_id, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(current), false, &reasons);
+    ll_strlist_clear(&reasons);
+}
+
 ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     char run_id[37];
@@ -51,33 +61,34 @@ ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_
     if (json_is_integer(tc) && target_count < 0)
         return ll_invalid(out, "targetCount: must be ≥ 0"), LL_APPLY_DEAD;
     ll_run_row run;
-    run_lookup found = RUN_DEFER;
+    ll_run_found found = LL_RUN_FOUND_NONE;
     ll_db_rc rc = lock_run_event(db, run_id, &run, &found, out);
     if (rc != LL_DB_OK)
         return ll_apply_of_db(rc);
-    switch (found) {
-    case RUN_DEFER:
-        return LL_APPLY_DEFER;
-    case RUN_REFUSED:
-        out->reply = outcome(m, run_id, "REJECTED", "RUN_NOT_FOUND", NULL, false, NULL);
-        return LL_APPLY_ROLLBACK;
-    case RUN_FOUND:
-        break;
-    }
+    ll_run_event_in in = {found, run.status, LL_RUN_PUBLISHED, LL_RUN_SUCCESS, m->wait_expired};
     ll_apply a = LL_APPLY_ROLLBACK;
-    if (run.status == LL_RUN_SUCCESS) {
+    switch (ll_run_event_decide(&in)) {
+    case LL_RUN_EVENT_DEFER_RUN:
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_RUN_EVENT_RUN_NOT_FOUND:
+        out->reply = outcome(m, run_id, "REJECTED", "RUN_NOT_FOUND", NULL, false, NULL);
+        break;
+    case LL_RUN_EVENT_REPLAY:
         out->reply = outcome(m, run_id, "REPLAY", NULL, "SUCCESS", true, NULL);
-    } else if (run.status == LL_RUN_PUBLISHED) {
+        break;
+    case LL_RUN_EVENT_APPLY:
         a = gated_verdict(db, m, run_id, &STEP, target_count, passed_reply, blocked_reply, out);
-    } else if (ll_run_should_wait(run.status, LL_RUN_PUBLISHED, m->wait_expired)) {
+        break;
+    case LL_RUN_EVENT_DEFER:
         defer_reason(run.status, LL_RUN_PUBLISHED, out);
         a = LL_APPLY_DEFER;
-    } else {
-        ll_strlist reasons = {0};
-        ll_strlist_addf(&reasons, "RUN_STATUS %s", ll_run_status_name(run.status));
-        out->reply = outcome(m, run_id, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(run.status),
-                             false, &reasons);
-        ll_strlist_clear(&reasons);
+        break;
+    case LL_RUN_EVENT_STATUS_MISMATCH:
+    case LL_RUN_EVENT_TOKEN_MISMATCH:
+    default:
+        mismatch_reply(m, run_id, run.status, out);
+        break;
     }
     ll_run_row_clear(&run);
     return a;

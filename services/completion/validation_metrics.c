@@ -124,55 +124,68 @@ static ll_db_rc failed_event(ll_db *db, const metrics_in *mi, PGresult *changed)
     return rc;
 }
 
+/* Contract §5.8 steps 3-4 for a run where the stage applies: the upsert, the heartbeat and the
+ * <STAGE>_METRIC_FAILED event when a metric changed; the reply. LL_APPLY_COMMIT, or LL_APPLY_DB. */
+static ll_apply record_metrics(ll_db *db, const ll_msg *m, const metrics_in *mi, const ll_run_row *run,
+                               ll_apply_out *out)
+{
+    ll_apply a = LL_APPLY_COMMIT;
+    char *metrics = json_dumps(mi->metrics, JSON_COMPACT);
+    const char *p[4] = {mi->run_id, mi->stage, mi->version, metrics};
+    PGresult *changed = ll_db_exec(db, &ST_UPSERT, p);
+    free(metrics);
+    /* contract §5.8 step 4 refreshes the heartbeat; only when a metric changed (a replay writes nothing) */
+    if (!changed || (PQntuples(changed) > 0 && ll_run_touch(db, mi->run_id) != LL_DB_OK) ||
+        failed_event(db, mi, changed) != LL_DB_OK) {
+        a = LL_APPLY_DB;
+    } else {
+        out->reply = outcome(m, mi, PQntuples(changed) > 0 ? "ACCEPTED" : "REPLAY", NULL,
+                             ll_run_status_name(run->status), (int)json_array_size(mi->metrics));
+    }
+    PQclear(changed);
+    return a;
+}
+
 ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     metrics_in mi = {0};
     if (!read_metrics(m->value, &mi, out))
         return LL_APPLY_DEAD;
     ll_run_row run;
-    run_lookup found = RUN_DEFER;
+    ll_run_found found = LL_RUN_FOUND_NONE;
     ll_db_rc rc = lock_run_event(db, mi.run_id, &run, &found, out);
     if (rc != LL_DB_OK)
         return ll_apply_of_db(rc);
-    switch (found) {
-    case RUN_DEFER:
-        return LL_APPLY_DEFER;
-    case RUN_REFUSED:
+    ll_run_status need = strcmp(mi.stage, "STAGING") == 0 ? LL_RUN_STAGE_VALIDATING : LL_RUN_PUBLISHED;
+    /* no replay status: a replayed batch is applied again and changes nothing (ST_UPSERT) */
+    ll_run_event_in in = {found, run.status, need, LL_RUN_STATUS_COUNT, m->wait_expired};
+    ll_apply a = LL_APPLY_ROLLBACK;
+    switch (ll_run_event_decide(&in)) {
+    case LL_RUN_EVENT_APPLY:
+        a = record_metrics(db, m, &mi, &run, out);
+        break;
+    case LL_RUN_EVENT_DEFER_RUN:
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_RUN_EVENT_RUN_NOT_FOUND:
         out->reply = outcome(m, &mi, "REJECTED", "RUN_NOT_FOUND", NULL, 0);
-        return LL_APPLY_ROLLBACK;
-    case RUN_FOUND:
+        break;
+    case LL_RUN_EVENT_DEFER:
+        defer_reason(run.status, need, out);
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_RUN_EVENT_REPLAY:
+    case LL_RUN_EVENT_STATUS_MISMATCH:
+    case LL_RUN_EVENT_TOKEN_MISMATCH:
+    default: {
+        /* contract §5.8 step 2: details {runStatus, stage} */
+        const char *rs = ll_run_status_name(run.status);
+        out->reply = outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", rs, 0);
+        json_object_set_new(out->reply, "details",
+                            json_pack("{s:s,s:s}", "runStatus", rs, "stage", mi.stage));
         break;
     }
-    ll_run_status need = strcmp(mi.stage, "STAGING") == 0 ? LL_RUN_STAGE_VALIDATING : LL_RUN_PUBLISHED;
-    ll_apply a = LL_APPLY_COMMIT;
-    if (run.status != need) {
-        if (ll_run_should_wait(run.status, need, m->wait_expired)) {
-            defer_reason(run.status, need, out);
-            a = LL_APPLY_DEFER;
-        } else {
-            /* contract §5.8 step 2: details {runStatus, stage} */
-            const char *rs = ll_run_status_name(run.status);
-            out->reply = outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", rs, 0);
-            json_object_set_new(out->reply, "details",
-                                json_pack("{s:s,s:s}", "runStatus", rs, "stage", mi.stage));
-            a = LL_APPLY_ROLLBACK;
-        }
-        ll_run_row_clear(&run);
-        return a;
     }
-    char *metrics = json_dumps(mi.metrics, JSON_COMPACT);
-    const char *p[4] = {mi.run_id, mi.stage, mi.version, metrics};
-    PGresult *changed = ll_db_exec(db, &ST_UPSERT, p);
-    free(metrics);
-    /* contract §5.8 step 4 refreshes the heartbeat; only when a metric changed (a replay writes nothing) */
-    if (!changed || (PQntuples(changed) > 0 && ll_run_touch(db, mi.run_id) != LL_DB_OK) ||
-        failed_event(db, &mi, changed) != LL_DB_OK) {
-        a = LL_APPLY_DB;
-    } else {
-        out->reply = outcome(m, &mi, PQntuples(changed) > 0 ? "ACCEPTED" : "REPLAY", NULL,
-                             ll_run_status_name(run.status), (int)json_array_size(mi.metrics));
-    }
-    PQclear(changed);
     ll_run_row_clear(&run);
     return a;
 }

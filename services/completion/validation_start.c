@@ -103,7 +103,7 @@ static ll_db_rc start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, 
         return LL_DB_ERROR;
     bool won = ll_db_affected(r) == 1;
     PQclear(r);
-    if (won) {
+    if (ll_validation_start_answer(won, false, run->status, acked_now) == LL_VSTART_WON) {
         const char *w[3] = {v->run_id, v->dispatch_id, v->node};
         json_t *details = json_pack("{s:s,s:s}", "dispatchId", v->dispatch_id, "node", v->node);
         ll_event ev = {.name = "STAGE_VALIDATION_STARTED",
@@ -123,10 +123,18 @@ static ll_db_rc start_or_report(ll_db *db, const ll_msg *m, const vstart_in *v, 
     bool same = PQntuples(r) == 1 && strcmp(PQgetvalue(r, 0, 0), v->dispatch_id) == 0 &&
                 strcmp(PQgetvalue(r, 0, 1), v->node) == 0;
     PQclear(r);
-    if (same && run->status == LL_RUN_STAGE_VALIDATING)
+    switch (ll_validation_start_answer(false, same, run->status, acked_now)) {
+    case LL_VSTART_WINNER_AGAIN:
         return winner_reply(db, m, v, run, "REPLAY", out);
-    out->reply = decision(m, v, acked_now ? "ACCEPTED" : "REPLAY", NULL, ll_run_status_name(run->status));
-    return LL_DB_OK;
+    case LL_VSTART_LOST_ACKED:
+        out->reply = decision(m, v, "ACCEPTED", NULL, ll_run_status_name(run->status));
+        return LL_DB_OK;
+    case LL_VSTART_WON: /* not here: won is false */
+    case LL_VSTART_LOST_REPLAY:
+    default:
+        out->reply = decision(m, v, "REPLAY", NULL, ll_run_status_name(run->status));
+        return LL_DB_OK;
+    }
 }
 
 ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
@@ -140,37 +148,42 @@ ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m
         v.node = "";
     ll_run_row run;
     ll_apply a = LL_APPLY_ROLLBACK;
-    run_lookup found = RUN_DEFER;
+    ll_run_found found = LL_RUN_FOUND_NONE;
     ll_db_rc rc = lock_run_event(db, v.run_id, &run, &found, out);
     if (rc != LL_DB_OK)
         return ll_apply_of_db(rc);
-    switch (found) {
-    case RUN_DEFER:
-        return LL_APPLY_DEFER;
-    case RUN_REFUSED:
-        out->reply = decision(m, &v, "REJECTED", "RUN_NOT_FOUND", NULL);
-        return LL_APPLY_ROLLBACK;
-    case RUN_FOUND:
-        break;
-    }
     const char *p[1] = {v.dispatch_id};
-    PGresult *r = ll_db_exec(db, &ST_LOCK_DISPATCH, p);
-    if (!r) {
-        a = LL_APPLY_DB;
-    } else if (PQntuples(r) == 0 &&
-               ll_run_should_wait(run.status, LL_RUN_EXTRACTED_VALIDATED, m->wait_expired)) {
-        /* no such dispatch yet and the run still extracting: its completion (from the chunks'
-         * topic) is not applied yet, as after a database loss when the chunks are read again
-         * after this (docs/design.md §6) */
+    PGresult *r = NULL;
+    /* the dispatch is locked only once the run is (lock order run -> dispatch) */
+    if (found == LL_RUN_FOUND_LOCKED && !(r = ll_db_exec(db, &ST_LOCK_DISPATCH, p))) {
+        ll_run_row_clear(&run);
+        return LL_APPLY_DB;
+    }
+    bool dispatch_found = r && PQntuples(r) == 1;
+    bool matches = dispatch_found && strcmp(PQgetvalue(r, 0, 0), v.run_id) == 0 &&
+                   strcmp(PQgetvalue(r, 0, 1), "VALIDATE_RUN") == 0;
+    switch (ll_validation_start_decide(found, run.status, dispatch_found, matches, m->wait_expired)) {
+    case LL_VSTART_DEFER_RUN:
+        a = LL_APPLY_DEFER;
+        break;
+    case LL_VSTART_RUN_NOT_FOUND:
+        out->reply = decision(m, &v, "REJECTED", "RUN_NOT_FOUND", NULL);
+        break;
+    case LL_VSTART_DEFER:
+        /* docs/design.md §6: the run's completion is not applied yet */
         defer_reason(run.status, LL_RUN_EXTRACTED_VALIDATED, out);
         a = LL_APPLY_DEFER;
-    } else if (PQntuples(r) != 1 || strcmp(PQgetvalue(r, 0, 0), v.run_id) != 0 ||
-               strcmp(PQgetvalue(r, 0, 1), "VALIDATE_RUN") != 0) {
-        out->reply = decision(m, &v, "REJECTED", "DISPATCH_MISMATCH", ll_run_status_name(run.status));
-    } else {
+        break;
+    case LL_VSTART_ACK: {
         bool acked_now = strcmp(PQgetvalue(r, 0, 2), "ACKED") != 0;
         rc = ll_db_exec_discard(db, &ST_ACK, p);
         a = ll_apply_of_db(rc == LL_DB_OK ? start_or_report(db, m, &v, &run, acked_now, out) : rc);
+        break;
+    }
+    case LL_VSTART_DISPATCH_MISMATCH:
+    default:
+        out->reply = decision(m, &v, "REJECTED", "DISPATCH_MISMATCH", ll_run_status_name(run.status));
+        break;
     }
     PQclear(r);
     ll_run_row_clear(&run);

@@ -34,7 +34,9 @@ static const ll_stmt ST_FAIL_MANIFEST = {
     " version_no = version_no + 1 WHERE run_id = $1::uuid AND status = 'CREATED'",
     2};
 
-/* Contract §3.2: an empty partition is SUCCESS at once with 0 rows, 0 files. */
+/* Contract §3.2: each partition in the status ll_partition_initial_status gave it (the
+ * registrar's "initialStatus", a value); one that starts SUCCESS (empty) has 0 rows, 0 files and
+ * is completed at once. */
 static const ll_stmt ST_INSERT_PARTITIONS = {
     "reg_manifest_insert_partitions",
     "INSERT INTO nifi_ops.load_partition (run_id, partition_id, lower_bound, upper_bound,"
@@ -42,14 +44,15 @@ static const ll_stmt ST_INSERT_PARTITIONS = {
     " fragment_count, file_count, byte_count, completed_at)"
     " SELECT $1::uuid, p.\"partitionId\", p.\"lowerBound\", p.\"upperBound\","
     " coalesce(p.\"upperInclusive\", false), coalesce(p.\"isNullPartition\", false),"
-    " CASE WHEN p.\"expectedRowCount\" = 0 THEN 'SUCCESS' ELSE 'PENDING' END,"
-    " p.\"expectedRowCount\","
-    " CASE WHEN p.\"expectedRowCount\" = 0 THEN 0 END, CASE WHEN p.\"expectedRowCount\" = 0 THEN 0 END,"
-    " CASE WHEN p.\"expectedRowCount\" = 0 THEN 0 END, CASE WHEN p.\"expectedRowCount\" = 0 THEN 0 END,"
-    " CASE WHEN p.\"expectedRowCount\" = 0 THEN clock_timestamp() END"
+    " p.\"initialStatus\", p.\"expectedRowCount\","
+    " CASE WHEN p.\"initialStatus\" = 'SUCCESS' THEN 0 END, CASE WHEN p.\"initialStatus\" = 'SUCCESS' THEN 0 "
+    "END,"
+    " CASE WHEN p.\"initialStatus\" = 'SUCCESS' THEN 0 END, CASE WHEN p.\"initialStatus\" = 'SUCCESS' THEN 0 "
+    "END,"
+    " CASE WHEN p.\"initialStatus\" = 'SUCCESS' THEN clock_timestamp() END"
     " FROM jsonb_to_recordset($2::jsonb) AS p(\"partitionId\" text, \"lowerBound\" numeric,"
     " \"upperBound\" numeric, \"upperInclusive\" boolean, \"isNullPartition\" boolean,"
-    " \"expectedRowCount\" bigint)",
+    " \"expectedRowCount\" bigint, \"initialStatus\" text)",
     2};
 
 static const ll_stmt ST_START_EXTRACT = {
@@ -164,7 +167,7 @@ static json_t *dispatch_from_request(const manifest_in *mi, int *empty)
     json_t *a = json_array();
     *empty = 0;
     for (size_t i = 0; i < mi->plan.n_partitions; i++) {
-        if (mi->parts[i].expected_row_count == 0)
+        if (ll_partition_initial_status(mi->parts[i].expected_row_count) == LL_PART_SUCCESS)
             (*empty)++;
         else
             json_array_append(a, json_array_get(mi->partitions, i));
@@ -217,7 +220,7 @@ static ll_db_rc answer_registered(ll_db *db, const ll_msg *m, const manifest_in 
         int empty = 0;
         for (int i = 0; i < PQntuples(r); i++) {
             long long rows = ll_db_ll(r, i, 5, 0);
-            if (rows == 0) {
+            if (ll_partition_initial_status(rows) == LL_PART_SUCCESS) {
                 empty++;
                 continue;
             }
@@ -281,12 +284,27 @@ static ll_db_rc fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi,
     return rc;
 }
 
+/* The request's partitions, each with the "initialStatus" ll_partition_initial_status gives it
+ * (contract §3.2: an empty one is SUCCESS at once), as ST_INSERT_PARTITIONS reads them; a malloc'd
+ * JSON text the caller frees. */
+static char *partitions_with_status(const manifest_in *mi)
+{
+    json_t *rows = json_deep_copy(mi->partitions);
+    for (size_t i = 0; i < mi->plan.n_partitions; i++) {
+        ll_part_status st = ll_partition_initial_status(mi->parts[i].expected_row_count);
+        json_object_set_new(json_array_get(rows, i), "initialStatus", json_string(ll_part_status_name(st)));
+    }
+    char *text = json_dumps(rows, JSON_COMPACT);
+    json_decref(rows);
+    return text;
+}
+
 /* Contract §5.2 steps 6-10. LL_DB_OK with the reply set, or the failed statement's result. */
 static ll_db_rc register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi, ll_apply_out *out)
 {
     int empty = 0;
     json_t *dispatch = dispatch_from_request(mi, &empty);
-    char *parts = json_dumps(mi->partitions, JSON_COMPACT);
+    char *parts = partitions_with_status(mi);
     json_t *metrics = json_is_object(mi->metrics) ? json_deep_copy(mi->metrics) : json_object();
     char count[24], nulls[24], pcount[16], ecount[16];
     snprintf(count, sizeof count, "%lld", (long long)mi->plan.source_count);

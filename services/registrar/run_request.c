@@ -16,6 +16,7 @@
 #include "ll/fields.h"
 #include "ll/ledger.h"
 #include "ll/rules.h"
+#include "ll/status_sql.h"
 #include "registrar.h"
 
 static const ll_stmt ST_FIND_RUN = {"reg_find_run",
@@ -35,8 +36,7 @@ static const ll_stmt ST_INSERT_RUN = {
     "INSERT INTO nifi_ops.load_run (run_id, job_key, business_key, status, hdfs_run_path,"
     " stage_table_name, parameters, started_at, heartbeat_at)"
     " VALUES ($1::uuid, $2, $3, 'CREATED', $4, $5, $6::jsonb, clock_timestamp(), clock_timestamp())"
-    " ON CONFLICT (job_key, business_key) WHERE status IN ('CREATED', 'EXTRACTING', 'EXTRACTED_VALIDATED',"
-    " 'STAGE_VALIDATING', 'STAGING_VALIDATED', 'PUBLISHING', 'PUBLISHED', 'PUBLISH_UNKNOWN') DO NOTHING"
+    " ON CONFLICT (job_key, business_key) WHERE status IN (" LL_SQL_RUN_ACTIVE ") DO NOTHING"
     " RETURNING 1",
     6};
 

@@ -2,7 +2,8 @@
  * rule_dispatch.c - rule 3, unacknowledged dispatches (contract §7.3): a SENT row without ACK
  * after dispatch.ack_timeout whose run still waits for it (VALIDATE_RUN: run
  * EXTRACTED_VALIDATED; REISSUE_PARTITION: run EXTRACTING and the partition still RETRY) goes back
- * to PENDING, or DEAD once dispatch.max_attempts deliveries were made. Closing the gap of §13, a
+ * to PENDING, or DEAD once dispatch.max_attempts deliveries were made (ll_dispatch_ack_timeout
+ * decides, row by row; the statuses go to SQL as values). Closing the gap of §13, a
  * SENT row whose run has ended (it can never be acknowledged) is marked DEAD as abandoned, with
  * an INFO event, instead of staying SENT forever.
  */
@@ -10,24 +11,31 @@
 #include <string.h>
 
 #include "ll/ledger.h"
+#include "ll/pgarray.h"
+#include "ll/rules.h"
+#include "ll/status_sql.h"
 #include "sweeper.h"
 
-static const ll_stmt ST_REQUEUE = {
-    "sweep_requeue",
-    "WITH due AS (SELECT d.dispatch_id FROM nifi_ops.load_dispatch d"
+/* The SENT rows due for rule 3 whose run still waits for them, locked ($1 dispatch.ack_timeout). */
+static const ll_stmt ST_DUE = {
+    "sweep_requeue_due",
+    "SELECT d.dispatch_id::text, d.attempt_count FROM nifi_ops.load_dispatch d"
     "   JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
     "   LEFT JOIN nifi_ops.load_partition p ON p.run_id = d.run_id AND p.partition_id = d.partition_id"
     "   WHERE d.status = 'SENT' AND d.sent_at < clock_timestamp() - $1::interval"
     "   AND ((d.dispatch_type = 'VALIDATE_RUN' AND r.status = 'EXTRACTED_VALIDATED')"
     "     OR (d.dispatch_type = 'REISSUE_PARTITION' AND r.status = 'EXTRACTING' AND p.status = 'RETRY'))"
-    "   FOR UPDATE OF d SKIP LOCKED)"
-    " UPDATE nifi_ops.load_dispatch d SET"
-    "   status = CASE WHEN d.attempt_count >= $2::int THEN 'DEAD' ELSE 'PENDING' END,"
-    "   next_attempt_at = clock_timestamp(),"
-    "   last_error = CASE WHEN d.attempt_count >= $2::int"
+    "   FOR UPDATE OF d SKIP LOCKED",
+    1};
+
+/* Each due row to the status ll_dispatch_ack_timeout gave it ($1 ids, $2 statuses: PENDING or DEAD). */
+static const ll_stmt ST_REQUEUE = {
+    "sweep_requeue",
+    "UPDATE nifi_ops.load_dispatch d SET status = v.status, next_attempt_at = clock_timestamp(),"
+    "   last_error = CASE WHEN v.status = 'DEAD'"
     "     THEN 'no ack after ' || d.attempt_count || ' attempts (ack timeout)'"
     "     ELSE 'ack timeout, requeued by sweeper' END"
-    " FROM due WHERE d.dispatch_id = due.dispatch_id"
+    " FROM unnest($1::uuid[], $2::text[]) AS v(id, status) WHERE d.dispatch_id = v.id"
     " RETURNING d.dispatch_id::text, d.run_id::text, d.partition_id, d.dispatch_type, d.status,"
     "   d.attempt_count, d.last_error",
     2};
@@ -38,8 +46,7 @@ static const ll_stmt ST_ABANDON = {
     "WITH gone AS (SELECT d.dispatch_id FROM nifi_ops.load_dispatch d"
     "   JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
     "   WHERE d.status = 'SENT' AND d.sent_at < clock_timestamp() - $1::interval"
-    "   AND r.status IN ('SUCCESS', 'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION',"
-    "     'FAILED_PUBLISH', 'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT')"
+    "   AND r.status IN (" LL_SQL_RUN_TERMINAL ")"
     "   FOR UPDATE OF d SKIP LOCKED)"
     " UPDATE nifi_ops.load_dispatch d SET status = 'DEAD',"
     "   last_error = 'abandoned: the run ended before the command was acknowledged'"
@@ -95,13 +102,36 @@ static ll_db_rc requeue_events(ll_db *db, PGresult *r)
     return LL_DB_OK;
 }
 
+/* Locks the due rows and moves each to PENDING or DEAD as ll_dispatch_ack_timeout decides (the
+ * attempts used up: DEAD). The moved rows (ST_REQUEUE's columns; no rows when nothing was due),
+ * or NULL on a failed statement. */
+static PGresult *requeue(ll_db *db, const sweep_settings *s, const char *ack)
+{
+    const char *p[1] = {ack};
+    PGresult *due = ll_db_exec(db, &ST_DUE, p);
+    if (!due || PQntuples(due) == 0)
+        return due;
+    ll_pgarray ids = {0}, statuses = {0};
+    for (int i = 0; i < PQntuples(due); i++) {
+        int attempts = (int)ll_db_ll(due, i, 1, 0);
+        bool dead = ll_dispatch_ack_timeout(attempts, s->dispatch_max_attempts) == LL_SEND_DEAD;
+        ll_pgarray_add(&ids, PQgetvalue(due, i, 0));
+        ll_pgarray_add(&statuses, dead ? "DEAD" : "PENDING");
+    }
+    PQclear(due);
+    const char *q[2] = {ll_pgarray_text(&ids), ll_pgarray_text(&statuses)};
+    PGresult *r = ll_db_exec(db, &ST_REQUEUE, q);
+    ll_pgarray_free(&ids);
+    ll_pgarray_free(&statuses);
+    return r;
+}
+
 ll_db_rc rule_unacked_dispatches(ll_db *db, const sweep_settings *s, sweep_counts *c)
 {
-    char ack[48], maxa[16];
+    char ack[48];
     sweep_interval_text(s->ack_timeout_ms, ack, sizeof ack);
-    snprintf(maxa, sizeof maxa, "%d", s->dispatch_max_attempts);
-    const char *p[2] = {ack, maxa};
-    PGresult *r = ll_db_exec(db, &ST_REQUEUE, p);
+    const char *p[1] = {ack};
+    PGresult *r = requeue(db, s, ack);
     if (!r)
         return LL_DB_ERROR;
     ll_db_rc rc = requeue_events(db, r);

@@ -114,6 +114,22 @@ static void test_status_matrix(void **state)
     assert_false(ll_dispatch_status_permanent(200));
 }
 
+/* Rule 3 of the sweeper (contract §7.3): an unacknowledged dispatch is DEAD once its attempts
+ * (deliveries made) reached dispatch.max_attempts, else requeued; the same bound as a failed send. */
+static void test_ack_timeout_matrix(void **state)
+{
+    (void)state;
+    for (int max = 1; max <= 25; max++)
+        for (int attempts = -1; attempts <= 30; attempts++) {
+            ll_send_outcome want = attempts >= max ? LL_SEND_DEAD : LL_SEND_RETRY;
+            assert_int_equal(ll_dispatch_ack_timeout(attempts, max), want);
+            assert_int_equal(ll_dispatch_classify(0, attempts, max), want);
+        }
+    assert_int_equal(ll_dispatch_ack_timeout(19, 20), LL_SEND_RETRY);
+    assert_int_equal(ll_dispatch_ack_timeout(20, 20), LL_SEND_DEAD);
+    assert_int_equal(ll_dispatch_ack_timeout(21, 20), LL_SEND_DEAD);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -126,6 +142,7 @@ int main(void)
         cmocka_unit_test(test_classify_permanent_4xx),
         cmocka_unit_test(test_classify_transient),
         cmocka_unit_test(test_status_matrix),
+        cmocka_unit_test(test_ack_timeout_matrix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -115,12 +115,35 @@ static void test_active_and_terminal_classes(void **state)
     assert_false(ll_run_status_is_terminal(LL_RUN_STATUS_COUNT));
 }
 
+/* The forward path of contract §3.1 (ll_run_status_rank, from LL_RUN_STATUSES): 0-6 in pipeline
+ * order, -1 for everything off it and outside the enum. */
+static void test_forward_rank(void **state)
+{
+    (void)state;
+    const ll_run_status path[] = {
+        LL_RUN_CREATED,          LL_RUN_EXTRACTING,        LL_RUN_EXTRACTED_VALIDATED,
+        LL_RUN_STAGE_VALIDATING, LL_RUN_STAGING_VALIDATED, LL_RUN_PUBLISHING,
+        LL_RUN_PUBLISHED};
+    int on_path = 0;
+    for (int i = 0; i < LL_RUN_STATUS_COUNT; i++) {
+        int want = -1;
+        for (int k = 0; k < 7; k++)
+            if (path[k] == (ll_run_status)i)
+                want = k;
+        assert_int_equal(ll_run_status_rank((ll_run_status)i), want);
+        on_path += want >= 0;
+    }
+    assert_int_equal(on_path, 7);
+    assert_int_equal(ll_run_status_rank(LL_RUN_STATUS_COUNT), -1);
+    assert_int_equal(ll_run_status_rank((ll_run_status)-1), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_names_round_trip),        cmocka_unit_test(test_part_names_round_trip),
         cmocka_unit_test(test_unknown_names_rejected),      cmocka_unit_test(test_out_of_range_name_is_null),
-        cmocka_unit_test(test_active_and_terminal_classes),
+        cmocka_unit_test(test_active_and_terminal_classes), cmocka_unit_test(test_forward_rank),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

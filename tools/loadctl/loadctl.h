@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "ll/db.h"
+#include "ll/status_sql.h"
 
 /* Exit codes a script can rely on. */
 enum { LC_OK = 0, LC_USAGE = 1, LC_REFUSED = 2, LC_DB = 3 };
@@ -35,14 +36,12 @@ typedef struct lc_opts {
 /* A timestamp column as ISO-8601 UTC text with milliseconds, in SQL (NULL stays NULL). */
 #define LC_ISO(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
-/* The seven failure/timeout statuses (contract §3.1 "terminal failure", cleanup "failed" class). */
-#define LC_FAILED_STATUSES                                                                                   \
-    "'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH',"                      \
-    " 'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT'"
-/* The eight active statuses in pipeline order (contract §3.1, uq_load_run_active). */
-#define LC_ACTIVE_STATUSES                                                                                   \
-    "'CREATED', 'EXTRACTING', 'EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'STAGING_VALIDATED',"               \
-    " 'PUBLISHING', 'PUBLISHED', 'PUBLISH_UNKNOWN'"
+/* The seven failure/timeout statuses (contract §3.1 "terminal failure", cleanup "failed" class),
+ * generated from LL_RUN_STATUSES (ll/status_sql.h). */
+#define LC_FAILED_STATUSES LL_SQL_RUN_FAILED
+/* The eight active statuses in pipeline order (contract §3.1, uq_load_run_active), generated from
+ * LL_RUN_STATUSES (ll/status_sql.h). */
+#define LC_ACTIVE_STATUSES LL_SQL_RUN_ACTIVE
 
 /* ---- commands (one file each) ------------------------------------------------------------- */
 

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ll/status.h"
 #include "retention.h"
 
 /* Targets of --services at most. */
@@ -119,8 +120,13 @@ long lc_snapshot_count(const lc_snapshot *s, const char *kind, const char *key);
 /* The database time of the frame (ISO-8601 UTC), or "". */
 const char *lc_snapshot_time(const lc_snapshot *s);
 
-/* The run statuses in the order a dashboard lists them (active first, pipeline order). */
-extern const char *const LC_STATUS_ORDER[16];
+/* The run statuses in the order a dashboard lists them: the LC_N_ACTIVE active ones first in
+ * pipeline order, then the others (generated from LL_RUN_STATUSES, monitor_data.c). Static strings. */
+extern const char *const LC_STATUS_ORDER[LL_RUN_STATUS_COUNT];
+/* How many of LC_STATUS_ORDER are active (ll_run_status_is_active; contract §3.1): counted from
+ * LL_RUN_STATUSES. */
+#define LC_ACTIVE_ONE_(name, active, terminal, rank) +(active)
+#define LC_N_ACTIVE                                  (0 LL_RUN_STATUSES(LC_ACTIVE_ONE_))
 /* "45s", "12m", "3h05", "2d04" for an age in seconds (negative as 0). */
 void lc_format_age(long long secs, char *out, size_t len);
 

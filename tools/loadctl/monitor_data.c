@@ -10,22 +10,14 @@
 
 #include "monitor.h"
 
-const char *const LC_STATUS_ORDER[16] = {"CREATED",
-                                         "EXTRACTING",
-                                         "EXTRACTED_VALIDATED",
-                                         "STAGE_VALIDATING",
-                                         "STAGING_VALIDATED",
-                                         "PUBLISHING",
-                                         "PUBLISHED",
-                                         "PUBLISH_UNKNOWN",
-                                         "SUCCESS",
-                                         "FAILED_MANIFEST",
-                                         "FAILED_EXTRACT",
-                                         "FAILED_STAGE_VALIDATION",
-                                         "FAILED_PUBLISH",
-                                         "FAILED_TARGET_VALIDATION",
-                                         "FAILED_SNAPSHOT_EXPIRED",
-                                         "TIMED_OUT"};
+/* The active statuses in pipeline order, then the others (SUCCESS, the failures), from
+ * LL_RUN_STATUSES (ll/status.h). */
+#define LC_ACTIVE_NAME_(name, active, terminal, rank)   LL_STATUS_IF_##active(#name, )
+#define LC_INACTIVE_NAME_(name, active, terminal, rank) LL_STATUS_IFNOT_##active(#name, )
+const char *const LC_STATUS_ORDER[LL_RUN_STATUS_COUNT] = {LL_RUN_STATUSES(LC_ACTIVE_NAME_)
+                                                              LL_RUN_STATUSES(LC_INACTIVE_NAME_)};
+#undef LC_ACTIVE_NAME_
+#undef LC_INACTIVE_NAME_
 
 /* $1/$2 success/failed retention (ms), $3 cleanup.max_batch (caps the cleanup-due count), $4 job
  * key or NULL (every count of one job). */

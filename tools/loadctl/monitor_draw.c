@@ -87,7 +87,7 @@ static void draw_header(const tui *t)
         return;
     char line[512];
     int n = snprintf(line, sizeof line, "active:");
-    for (int i = 0; i < 8 && n < (int)sizeof line; i++) {
+    for (int i = 0; i < LC_N_ACTIVE && n < (int)sizeof line; i++) {
         long c = lc_snapshot_count(s, "active", LC_STATUS_ORDER[i]);
         if (c > 0)
             n += snprintf(line + n, sizeof line - (size_t)n, " %s %ld", LC_STATUS_ORDER[i], c);
@@ -97,7 +97,7 @@ static void draw_header(const tui *t)
     if (n < (int)sizeof line)
         n += snprintf(line + n, sizeof line - (size_t)n, "   ended in 24h:");
     int before = n;
-    for (int i = 8; i < 16 && n < (int)sizeof line; i++) {
+    for (int i = LC_N_ACTIVE; i < LL_RUN_STATUS_COUNT && n < (int)sizeof line; i++) {
         long c = lc_snapshot_count(s, "recent", LC_STATUS_ORDER[i]);
         if (c > 0)
             n += snprintf(line + n, sizeof line - (size_t)n, " %s %ld", LC_STATUS_ORDER[i], c);

@@ -13,7 +13,7 @@
 static void print_status_counts(const lc_snapshot *s, const char *kind)
 {
     int any = 0;
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < LL_RUN_STATUS_COUNT; i++) {
         long n = lc_snapshot_count(s, kind, LC_STATUS_ORDER[i]);
         if (n > 0)
             printf("%s%s %ld", any++ ? "  " : "", LC_STATUS_ORDER[i], n);
@@ -113,7 +113,7 @@ static const char *const METRIC_NAMES[] = {
 static json_t *status_counts(const lc_snapshot *s, const char *kind)
 {
     json_t *o = json_object();
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < LL_RUN_STATUS_COUNT; i++) {
         long n = lc_snapshot_count(s, kind, LC_STATUS_ORDER[i]);
         if (n > 0)
             json_object_set_new(o, LC_STATUS_ORDER[i], json_integer(n));

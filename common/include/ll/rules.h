@@ -101,6 +101,13 @@ void ll_strlist_clear(ll_strlist *l);
  */
 int ll_manifest_violations(const ll_manifest *m, bool allow_empty_source, ll_strlist *out);
 
+/*
+ * The status a manifest's partition starts in (contract §3.2, §5.2 step 6): SUCCESS at once (0 rows,
+ * 0 files, completed) when it expects no rows (expected_rows = 0), else PENDING (its claim comes).
+ * The registrar passes it to the partition insert as a value.
+ */
+ll_part_status ll_partition_initial_status(int64_t expected_rows);
+
 /* ---- Partition claim (contract §5.3) -------------------------------------------------------- */
 
 typedef enum ll_claim_decision {
@@ -199,7 +206,7 @@ typedef enum ll_chunk_fast {
 typedef struct ll_chunk_fast_in {
     ll_run_status run;         /* the locked run's status */
     ll_part_status part;       /* the locked partition's status */
-    bool token_matches;        /* the report's claim token is the partition's (OWN_MATCH) */
+    bool token_matches;        /* the report's claim token is the partition's (LL_OWN_MATCH) */
     bool path_inside_run;      /* check 4 passed (ll_chunk_path_inside_run) */
     const ll_chunk_file *old;  /* the stored row of (run, partition, chunkIndex), or NULL */
     const ll_chunk_file *file; /* the report */
@@ -327,6 +334,150 @@ bool ll_is_metric_result(const char *s);
 /* An integer count from a metric's actual value: all digits (1..18) → 0 and *out; else -1
  * (STAGE_COUNT / TARGET_COUNT, contract §3.1 "integer if its actual value is all digits"). */
 int ll_metric_count(const char *actual, int64_t *out);
+
+/* ---- Run-level events (contract §5.6-§5.10, §5.14; kafka-edition.md §6) ------------------- */
+
+/* How the first lock of an event (the run row, contract §2.8) found its run. */
+typedef enum ll_run_found {
+    LL_RUN_FOUND_LOCKED = 0, /* the run row is locked: its status is known */
+    LL_RUN_FOUND_NONE,       /* no run and no refused request: the run request is not applied yet */
+    LL_RUN_FOUND_REFUSED     /* the run request was refused (its id never becomes a run) */
+} ll_run_found;
+
+/* What a run-level event does (the ladder of services/completion's run events). */
+typedef enum ll_run_event {
+    LL_RUN_EVENT_APPLY = 0,       /* the run is where the event applies: the service applies it */
+    LL_RUN_EVENT_REPLAY,          /* the run is already where the event takes it: the earlier answer */
+    LL_RUN_EVENT_DEFER_RUN,       /* the run is not in the ledger yet: the loop defers the event */
+    LL_RUN_EVENT_DEFER,           /* the run may still get to where it applies (ll_run_should_wait) */
+    LL_RUN_EVENT_RUN_NOT_FOUND,   /* its run request was refused: RUN_NOT_FOUND */
+    LL_RUN_EVENT_STATUS_MISMATCH, /* any other status, or the wait is over: RUN_STATUS_MISMATCH */
+    LL_RUN_EVENT_TOKEN_MISMATCH   /* a publish result not of the publish claim's owner (§5.14 step 2) */
+} ll_run_event;
+
+/* The state a run-level event is judged on, read under the run lock. */
+typedef struct ll_run_event_in {
+    ll_run_found found;    /* how the run was found; the rest counts only when LOCKED */
+    ll_run_status current; /* the locked run's status */
+    ll_run_status apply;   /* the status the event applies from (its CAS's expected status) */
+    ll_run_status done;    /* the status the event leads to (a replay), LL_RUN_STATUS_COUNT for none */
+    bool wait_expired;     /* loop.prerequisite_wait is over for this message */
+} ll_run_event_in;
+
+/*
+ * The run-event ladder: found NONE → DEFER_RUN, REFUSED → RUN_NOT_FOUND; then current = done →
+ * REPLAY; current = apply → APPLY; a run still on its way to apply (ll_run_should_wait) → DEFER;
+ * anything else → STATUS_MISMATCH (contract §5.6 check 4, §5.8 step 2, §5.9 step 3, §5.10 step 3;
+ * kafka-edition.md §6). Never TOKEN_MISMATCH. in is borrowed.
+ */
+ll_run_event ll_run_event_decide(const ll_run_event_in *in);
+
+/*
+ * A publish result (contract §5.14): the found steps of ll_run_event_decide; then a token that is
+ * not the stored publish token (token_matches false) is TOKEN_MISMATCH, except that with no token
+ * stored yet and the run still on its way to apply (PUBLISHING) it is DEFER (the claim not applied
+ * yet); the owner's report is REPLAY when the run is already done (the reported outcome), APPLY
+ * when it is PUBLISHING, else STATUS_MISMATCH (never deferred: a run with a token was PUBLISHING).
+ */
+ll_run_event ll_publish_result_decide(const ll_run_event_in *in, bool token_stored, bool token_matches);
+
+/* What a validation start does once its run is locked and its dispatch read (contract §5.7). */
+typedef enum ll_vstart {
+    LL_VSTART_ACK = 0,          /* ACK the dispatch, then the CAS EXTRACTED_VALIDATED → STAGE_VALIDATING */
+    LL_VSTART_DEFER_RUN,        /* the run is not in the ledger yet */
+    LL_VSTART_DEFER,            /* no such dispatch while the run may still get to EXTRACTED_VALIDATED */
+    LL_VSTART_RUN_NOT_FOUND,    /* its run request was refused */
+    LL_VSTART_DISPATCH_MISMATCH /* no such dispatch, or not this run's VALIDATE_RUN */
+} ll_vstart;
+
+/*
+ * Contract §5.7 checks 1-3 (kafka-edition.md §6 for the wait). dispatch_found: the dispatch row
+ * exists; dispatch_matches: it is a VALIDATE_RUN of this run (both meaningless unless found is
+ * LOCKED, and matches unless dispatch_found).
+ */
+ll_vstart ll_validation_start_decide(ll_run_found found, ll_run_status current, bool dispatch_found,
+                                     bool dispatch_matches, bool wait_expired);
+
+/* The answer of a validation start after its ACK and CAS (contract §5.7 step 4). */
+typedef enum ll_vstart_answer {
+    LL_VSTART_WON = 0,      /* this request won the CAS: ACCEPTED, started=true, the run context */
+    LL_VSTART_WINNER_AGAIN, /* the winner's identical request again: REPLAY, started=true, the context */
+    LL_VSTART_LOST_ACKED,   /* another won (or none can), this ACK was new: ACCEPTED, started=false */
+    LL_VSTART_LOST_REPLAY   /* another won (or none can), the dispatch was ACKED already: REPLAY */
+} ll_vstart_answer;
+
+/*
+ * won: the CAS moved the run; same_winner: load_validation_start holds this dispatch id and node
+ * (read only when not won); locked: the run's status under the lock, before the CAS; acked_now:
+ * the dispatch was not ACKED before this request.
+ */
+ll_vstart_answer ll_validation_start_answer(bool won, bool same_winner, ll_run_status locked, bool acked_now);
+
+/* ---- Who may report on a partition (contract §5.4 check 3, §5.5 check 2; kafka-edition.md §6) - */
+
+/* How a reporter's claim token relates to the partition it reports on. */
+typedef enum ll_ownership {
+    LL_OWN_MATCH = 0,    /* the stored token is the reporter's */
+    LL_OWN_MISMATCH,     /* a token never granted here that can no longer be: CLAIM_MISMATCH at once */
+    LL_OWN_SUPERSEDED,   /* a token granted before, no longer the owner (a zombie after a reissue) */
+    LL_OWN_NOT_YET,      /* a token the ledger has not seen while a claim could still be granted */
+    LL_OWN_NO_RUN,       /* the run is not in the ledger yet */
+    LL_OWN_RUN_REFUSED,  /* the run request was refused */
+    LL_OWN_NO_PARTITION, /* the manifest is applied, the partition unknown */
+    LL_OWN_NO_MANIFEST   /* the run is CREATED: its manifest is not applied yet */
+} ll_ownership;
+
+/* What the ledger holds about a report's run, partition and token, read under the run and
+ * partition locks (contract §2.8). Strings borrowed. */
+typedef struct ll_ownership_in {
+    ll_run_found run;         /* how the run lock found the run; the rest counts only when LOCKED */
+    ll_run_status run_status; /* the locked run's status */
+    bool partition_found;     /* the partition row exists (and is locked) */
+    ll_part_status part;      /* its status */
+    const char *stored_token; /* its claim token, canonical; "" or NULL when none */
+    const char *token;        /* the reporter's claim token, canonical */
+    bool token_known;         /* the claim-token history holds token for this partition (read only
+                               * when it is not the stored one) */
+} ll_ownership_in;
+
+/*
+ * Classifies a report's ownership: the run (NO_RUN, RUN_REFUSED), then the partition (NO_MANIFEST
+ * while the run is CREATED, else NO_PARTITION), then the token: the stored one (exact canonical
+ * match) is MATCH, one the history knows SUPERSEDED, an unknown one NOT_YET while a claim could
+ * still be granted (ll_claim_decide would GRANT it) and MISMATCH otherwise.
+ */
+ll_ownership ll_ownership_classify(const ll_ownership_in *in);
+
+/* The answer of a partition report given its ownership (the ladder of chunk reports and partition
+ * failure reports, contract §5.4 check 3, §5.5 check 2). */
+typedef enum ll_own_answer {
+    LL_OWN_PROCEED = 0,         /* the reporter owns the partition: the service judges the report */
+    LL_OWN_DEFER_RUN,           /* the loop defers: the run request is not applied yet */
+    LL_OWN_DEFER_MANIFEST,      /* the loop defers: the manifest is not applied yet */
+    LL_OWN_DEFER_TOKEN,         /* the loop defers: the claim is not applied yet */
+    LL_OWN_RUN_NOT_FOUND,       /* RUN_NOT_FOUND: the run request was refused */
+    LL_OWN_PARTITION_NOT_FOUND, /* PARTITION_NOT_FOUND: no such partition, or no manifest after the wait */
+    LL_OWN_CLAIM_MISMATCH       /* CLAIM_MISMATCH: another token, or a superseded one (contract §12) */
+} ll_own_answer;
+
+/* The ladder: NO_RUN, NOT_YET and (until loop.prerequisite_wait is over, wait_expired) NO_MANIFEST
+ * defer; RUN_REFUSED is RUN_NOT_FOUND; NO_PARTITION and NO_MANIFEST after the wait are
+ * PARTITION_NOT_FOUND; MISMATCH and SUPERSEDED are CLAIM_MISMATCH; MATCH proceeds. */
+ll_own_answer ll_ownership_answer(ll_ownership own, bool wait_expired);
+/* Why a deferred report waits (static; "" for an answer that does not defer). */
+const char *ll_own_defer_reason(ll_own_answer a);
+/*
+ * The run step of a partition claim (contract §5.3 step 1; kafka-edition.md §6), before its
+ * partition is locked: NONE → DEFER_RUN, REFUSED → RUN_NOT_FOUND, a run still CREATED (its manifest
+ * not applied) → DEFER_MANIFEST until loop.prerequisite_wait is over; else PROCEED (the partition
+ * lookup then answers, PARTITION_NOT_FOUND for a run that never got its manifest).
+ */
+ll_own_answer ll_claim_lookup(ll_run_found found, ll_run_status current, bool wait_expired);
+
+/* What an unacknowledged SENT dispatch becomes after dispatch.ack_timeout (contract §7.3, rule 3):
+ * LL_SEND_DEAD once attempts (deliveries made, its attempt_count) reached max_attempts, else
+ * LL_SEND_RETRY (back to PENDING, due at once). The sweeper passes the status to SQL as a value. */
+ll_send_outcome ll_dispatch_ack_timeout(int attempts, int max_attempts);
 
 /* ---- Sweeper (contract §7) ---------------------------------------------------------------- */
 

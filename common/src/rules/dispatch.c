@@ -55,5 +55,11 @@ ll_send_outcome ll_dispatch_classify(int http_status, int attempt, int max_attem
         return LL_SEND_SENT;
     if (ll_dispatch_status_permanent(http_status))
         return LL_SEND_DEAD;
-    return attempt >= max_attempts ? LL_SEND_DEAD : LL_SEND_RETRY;
+    return ll_dispatch_ack_timeout(attempt, max_attempts);
+}
+
+/* §6, §7.3: the attempts are used up once attempt_count reached dispatch.max_attempts. */
+ll_send_outcome ll_dispatch_ack_timeout(int attempts, int max_attempts)
+{
+    return attempts >= max_attempts ? LL_SEND_DEAD : LL_SEND_RETRY;
 }

@@ -6,32 +6,9 @@
 
 #include "ll/rules.h"
 
-/* Position on the forward path, or -1 for statuses off it (failures, SUCCESS, PUBLISH_UNKNOWN). */
-static int forward_rank(ll_run_status s)
-{
-    switch (s) {
-    case LL_RUN_CREATED:
-        return 0;
-    case LL_RUN_EXTRACTING:
-        return 1;
-    case LL_RUN_EXTRACTED_VALIDATED:
-        return 2;
-    case LL_RUN_STAGE_VALIDATING:
-        return 3;
-    case LL_RUN_STAGING_VALIDATED:
-        return 4;
-    case LL_RUN_PUBLISHING:
-        return 5;
-    case LL_RUN_PUBLISHED:
-        return 6;
-    default:
-        return -1;
-    }
-}
-
 bool ll_run_may_reach(ll_run_status current, ll_run_status target)
 {
-    int c = forward_rank(current), t = forward_rank(target);
+    int c = ll_run_status_rank(current), t = ll_run_status_rank(target);
     return c >= 0 && t >= 0 && c < t;
 }
 
