@@ -21,28 +21,36 @@
 static const ll_config_key keys[] = {
     {"db.listen_conninfo", NULL, false,
      "conninfo of the LISTEN connection, direct to PostgreSQL (LISTEN does not work through a "
-     "transaction pooler); default db.conninfo; 'none' = polling only"},
-    {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
-    {"schema.dir", NULL, false, "folder of the .avsc files"},
-    {"dispatch.batch", "20", false, "rows per lease (1..1000): leased, published and marked SENT together"},
-    {"dispatch.lease", "PT60S", false, "how long a leased row stays invisible to other dispatchers"},
-    {"dispatch.poll_interval", "PT5S", false, "polling fallback when no NOTIFY comes"},
-    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)"},
-    {"dispatch.backoff_min", "PT5S", false, "first retry delay"},
-    {"dispatch.backoff_max", "PT5M", false, "longest retry delay"},
-    {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack"},
+     "transaction pooler); default db.conninfo; 'none' = polling only",
+     LL_CONFIG_NO_RANGE},
+    LL_TOPIC_KEYS,
+    {"dispatch.batch", "20", false,
+     "rows per lease, leased, published and marked SENT together (bounds the size of its statements)",
+     LL_CONFIG_INT, 1, 1000},
+    {"dispatch.lease", "PT60S", false, "how long a leased row stays invisible to other dispatchers",
+     LL_CONFIG_NO_RANGE},
+    {"dispatch.poll_interval", "PT5S", false, "polling fallback when no NOTIFY comes", LL_CONFIG_NO_RANGE},
+    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)",
+     LL_CONFIG_NO_RANGE},
+    {"dispatch.backoff_min", "PT5S", false, "first retry delay", LL_CONFIG_NO_RANGE},
+    {"dispatch.backoff_max", "PT5M", false, "longest retry delay", LL_CONFIG_NO_RANGE},
+    {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack",
+     LL_CONFIG_NO_RANGE},
     {"dispatch.sink", "kafka", false,
-     "kafka (publish to the command topics) or http (POST to a NiFi receiver)"},
+     "kafka (publish to the command topics) or http (POST to a NiFi receiver)", LL_CONFIG_NO_RANGE},
     {"nifi.receiver_url", NULL, false,
-     "http sink: base URL of the NiFi ListenHTTP/HandleHttpRequest receiver"},
-    {"nifi.timeout", "PT10S", false, "http sink: timeout of every phase of a POST"},
-    {"nifi.ca_bundle", NULL, false, "http sink: CA bundle of the receiver's certificate"},
-    {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)"},
-    {"nifi.client_key", NULL, false, "http sink: client key"},
+     "http sink: base URL of the NiFi ListenHTTP/HandleHttpRequest receiver", LL_CONFIG_NO_RANGE},
+    {"nifi.timeout", "PT10S", false, "http sink: timeout of every phase of a POST", LL_CONFIG_NO_RANGE},
+    {"nifi.ca_bundle", NULL, false, "http sink: CA bundle of the receiver's certificate", LL_CONFIG_NO_RANGE},
+    {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)",
+     LL_CONFIG_NO_RANGE},
+    {"nifi.client_key", NULL, false, "http sink: client key", LL_CONFIG_NO_RANGE},
     {"fault.crash_after_publish", "0", false,
-     "drills only: kill -9 self after this many acknowledged batches, before marking them SENT"},
-    {NULL, NULL, false, NULL}};
+     "drills only: kill -9 self after this many acknowledged batches, before marking them SENT",
+     LL_CONFIG_NO_RANGE},
+    {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
+/* The settings (their defaults and ranges: the table above). 0, or -1 with err naming the key. */
 static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, size_t n)
 {
     return ll_config_int(cfg, "dispatch.batch", &s->batch, err, n) ||
@@ -55,16 +63,6 @@ static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, 
                    ll_config_int(cfg, "fault.crash_after_publish", &s->crash_after_publish, err, n)
                ? -1
                : 0;
-}
-
-/* dispatch.batch bounds the rows (and the size of the statements) of one lease. */
-static int check_settings(const dispatch_settings *s, char *err, size_t n)
-{
-    if (s->batch < 1 || s->batch > 1000) {
-        snprintf(err, n, "dispatch.batch must be 1..1000, not %lld", (long long)s->batch);
-        return -1;
-    }
-    return 0;
 }
 
 static int64_t mono_ms(void)
@@ -240,7 +238,7 @@ int main(int argc, char **argv)
     char err[1024];
     dispatch_settings s;
     dispatch_sink sink;
-    if (read_settings(d.cfg, &s, err, sizeof err) != 0 || check_settings(&s, err, sizeof err) != 0)
+    if (read_settings(d.cfg, &s, err, sizeof err) != 0)
         return ll_daemon_fail(&d, err);
     if (open_sink(&sink, d.cfg, err, sizeof err) != 0) {
         close_sink(&sink);

@@ -17,22 +17,27 @@
 #include "sweeper.h"
 
 static const ll_config_key keys[] = {
-    {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline"},
-    {"recovery.extract_query_timeout", "PT60M", false, "must equal NiFi EXTRACT.QUERY.TIMEOUT"},
+    {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline", LL_CONFIG_NO_RANGE},
+    {"recovery.extract_query_timeout", "PT60M", false, "must equal NiFi EXTRACT.QUERY.TIMEOUT",
+     LL_CONFIG_NO_RANGE},
     {"recovery.stale", "PT90M", false,
-     "a RUNNING partition without heartbeat this long is stale; must exceed extract_query_timeout"},
-    {"recovery.mode", "FAIL", false, "FAIL or REISSUE"},
-    {"recovery.max_attempts", "3", false, "claims allowed per partition in REISSUE mode"},
-    {"recovery.validation_stale", "PT2H", false, "alert threshold for runs waiting on validation or publish"},
-    {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold"},
-    {"recovery.sweeper_interval", "PT1M", false, "time between ticks"},
-    {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent"},
-    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)"},
-    {NULL, NULL, false, NULL}};
+     "a RUNNING partition without heartbeat this long is stale; must exceed extract_query_timeout",
+     LL_CONFIG_NO_RANGE},
+    {"recovery.mode", "FAIL", false, "FAIL or REISSUE", LL_CONFIG_NO_RANGE},
+    {"recovery.max_attempts", "3", false, "claims allowed per partition in REISSUE mode", LL_CONFIG_NO_RANGE},
+    {"recovery.validation_stale", "PT2H", false, "alert threshold for runs waiting on validation or publish",
+     LL_CONFIG_NO_RANGE},
+    {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold", LL_CONFIG_NO_RANGE},
+    {"recovery.sweeper_interval", "PT1M", false, "time between ticks", LL_CONFIG_DURATION, 1,
+     LL_CONFIG_NO_MAX},
+    {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_NO_RANGE},
+    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)",
+     LL_CONFIG_INT, 1, LL_CONFIG_NO_MAX},
+    {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, size_t n)
 {
-    int64_t max_attempts = 3, dispatch_max = 20;
+    int64_t max_attempts = 0, dispatch_max = 0; /* defaults and ranges: the table above */
     if (ll_config_duration_ms(cfg, "recovery.run_timeout", &s->run_timeout_ms, err, n) ||
         ll_config_duration_ms(cfg, "recovery.stale", &s->stale_ms, err, n) ||
         ll_config_duration_ms(cfg, "recovery.validation_stale", &s->validation_stale_ms, err, n) ||
@@ -52,10 +57,6 @@ static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, siz
         s->mode = LL_RECOVERY_REISSUE;
     else {
         snprintf(err, n, "recovery.mode must be FAIL or REISSUE, not '%s'", mode);
-        return -1;
-    }
-    if (dispatch_max < 1 || s->interval_ms < 1) {
-        snprintf(err, n, "dispatch.max_attempts and recovery.sweeper_interval must be positive");
         return -1;
     }
     s->max_attempts = (int)max_attempts;

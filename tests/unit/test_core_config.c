@@ -13,14 +13,25 @@
 #include <cmocka.h>
 
 #include "ll/config.h"
+#include "ll/daemon.h"
+#include "ll/db.h"
+#include "ll/kloop.h"
 
-static const ll_config_key KEYS[] = {{"db.conninfo", NULL, true, "conninfo"},
-                                     {"loop.batch_max", "200", false, "batch"},
-                                     {"loop.poll", "PT0.1S", false, "poll"},
-                                     {"flag", "false", false, "a flag"},
-                                     {NULL, NULL, false, NULL}};
+static const ll_config_key KEYS[] = {{"db.conninfo", NULL, true, "conninfo", LL_CONFIG_NO_RANGE},
+                                     {"loop.batch_max", "200", false, "batch", LL_CONFIG_NO_RANGE},
+                                     {"loop.poll", "PT0.1S", false, "poll", LL_CONFIG_NO_RANGE},
+                                     {"flag", "false", false, "a flag", LL_CONFIG_NO_RANGE},
+                                     {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 static const char *const TOPICS[] = {"chunks", "run-requests", NULL};
+
+/* Keys with ranges: an integer with both bounds, one with a lower bound only, a duration. */
+static const ll_config_key RANGED[] = {
+    {"n.both", "5", false, "both bounds", LL_CONFIG_INT, 1, 10},
+    {"n.low", "1", false, "at least one", LL_CONFIG_INT, 1, LL_CONFIG_NO_MAX},
+    {"d.wait", "PT1S", false, "a wait", LL_CONFIG_DURATION, 100, 60000},
+    {"n.plain", "-7", false, "no range", LL_CONFIG_NO_RANGE},
+    {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 static char *write_tmp(const char *text)
 {
@@ -178,6 +189,150 @@ static void test_example_uncommented_loads_with_the_defaults(void **state)
     unlink(path);
 }
 
+/* A configuration of RANGED with no file (every key at its default). */
+static ll_config *ranged_config(void)
+{
+    char err[256];
+    ll_config *c = ll_config_load(NULL, RANGED, NULL, err, sizeof err);
+    assert_non_null(c);
+    return c;
+}
+
+/* ll_config_int takes a value inside the table's range, bounds included, and refuses one outside,
+ * naming the key, the range, the value and the key's help; *out is left alone then. */
+static void test_int_range_is_the_tables(void **state)
+{
+    ll_config *c = ranged_config();
+    char err[256];
+    int64_t v = 0;
+    assert_int_equal(ll_config_int(c, "n.both", &v, err, sizeof err), 0);
+    assert_int_equal(v, 5);
+    static const char *const good[] = {"1", "10"};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(ll_config_set(c, "n.both", good[i]), 0);
+        assert_int_equal(ll_config_int(c, "n.both", &v, err, sizeof err), 0);
+        assert_int_equal(v, i == 0 ? 1 : 10);
+    }
+    static const char *const bad[] = {"0", "11", "-1", "9223372036854775807"};
+    for (int i = 0; i < 4; i++) {
+        v = 42;
+        assert_int_equal(ll_config_set(c, "n.both", bad[i]), 0);
+        assert_int_equal(ll_config_int(c, "n.both", &v, err, sizeof err), -1);
+        assert_int_equal(v, 42);
+        char want[128];
+        snprintf(want, sizeof want, "configuration key 'n.both' must be 1..10, not %s (both bounds)", bad[i]);
+        assert_string_equal(err, want);
+    }
+    assert_int_equal(ll_config_set(c, "n.low", "0"), 0);
+    assert_int_equal(ll_config_int(c, "n.low", &v, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key 'n.low' must be at least 1, not 0 (at least one)");
+    assert_int_equal(ll_config_set(c, "n.low", "9223372036854775807"), 0);
+    assert_int_equal(ll_config_int(c, "n.low", &v, err, sizeof err), 0);
+    assert_int_equal(v, INT64_MAX);
+    /* no range: any integer; not an integer: refused as before */
+    assert_int_equal(ll_config_int(c, "n.plain", &v, err, sizeof err), 0);
+    assert_int_equal(v, -7);
+    assert_int_equal(ll_config_set(c, "n.both", "5x"), 0);
+    assert_int_equal(ll_config_int(c, "n.both", &v, err, sizeof err), -1);
+    assert_non_null(strstr(err, "is not an integer"));
+    ll_config_free(c);
+}
+
+/* A duration's range is in milliseconds, whatever form the value takes. */
+static void test_duration_range_in_ms(void **state)
+{
+    ll_config *c = ranged_config();
+    char err[256];
+    int64_t ms = 0;
+    assert_int_equal(ll_config_duration_ms(c, "d.wait", &ms, err, sizeof err), 0);
+    assert_int_equal(ms, 1000);
+    assert_int_equal(ll_config_set(c, "d.wait", "PT0.1S"), 0);
+    assert_int_equal(ll_config_duration_ms(c, "d.wait", &ms, err, sizeof err), 0);
+    assert_int_equal(ms, 100);
+    assert_int_equal(ll_config_set(c, "d.wait", "PT1M"), 0);
+    assert_int_equal(ll_config_duration_ms(c, "d.wait", &ms, err, sizeof err), 0);
+    assert_int_equal(ms, 60000);
+    ms = 7;
+    assert_int_equal(ll_config_set(c, "d.wait", "0.05"), 0);
+    assert_int_equal(ll_config_duration_ms(c, "d.wait", &ms, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key 'd.wait' must be 100..60000 ms, not 50 ms (a wait)");
+    assert_int_equal(ms, 7);
+    assert_int_equal(ll_config_set(c, "d.wait", "PT61S"), 0);
+    assert_int_equal(ll_config_duration_ms(c, "d.wait", &ms, err, sizeof err), -1);
+    assert_non_null(strstr(err, "not 61000 ms"));
+    ll_config_free(c);
+}
+
+/* Reading a key with the other kind's reader is refused, naming both kinds. */
+static void test_kind_mismatch_is_refused(void **state)
+{
+    ll_config *c = ranged_config();
+    char err[256];
+    int64_t v = 0;
+    assert_int_equal(ll_config_duration_ms(c, "n.both", &v, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key 'n.both' is read as a duration but listed as an integer");
+    assert_int_equal(ll_config_int(c, "d.wait", &v, err, sizeof err), -1); /* "PT1S" is no integer anyway */
+    assert_int_equal(ll_config_set(c, "d.wait", "5"), 0);
+    assert_int_equal(ll_config_int(c, "d.wait", &v, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key 'd.wait' is read as an integer but listed as a duration");
+    ll_config_free(c);
+}
+
+/* --help and --config-keys print the range after the help, and nothing for a key without one. */
+static void test_usage_and_example_print_the_range(void **state)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    ll_config_write_example(f, RANGED);
+    fclose(f);
+    assert_string_equal(buf, "\n# both bounds (1..10)\n#n.both = 5\n"
+                             "\n# at least one (at least 1)\n#n.low = 1\n"
+                             "\n# a wait (100..60000 ms)\n#d.wait = PT1S\n"
+                             "\n# no range\n#n.plain = -7\n");
+    free(buf);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    ll_config_usage(f, RANGED);
+    fclose(f);
+    assert_non_null(strstr(buf, "both bounds [1..10] [default 5]\n"));
+    assert_non_null(strstr(buf, "a wait [100..60000 ms] [default PT1S]\n"));
+    assert_non_null(strstr(buf, "no range [default -7]\n"));
+    free(buf);
+}
+
+/* Every ranged key of the shared tables has a default inside its range (read with its reader). */
+static void check_defaults_in_range(const ll_config_key *keys)
+{
+    char err[256];
+    ll_config *c = ll_config_load(NULL, keys, NULL, err, sizeof err);
+    if (!c) { /* a required key (db.conninfo): give it a value */
+        setenv("LOADLEDGER_DB__CONNINFO", "x", 1);
+        c = ll_config_load(NULL, keys, NULL, err, sizeof err);
+        unsetenv("LOADLEDGER_DB__CONNINFO");
+    }
+    assert_non_null(c);
+    for (const ll_config_key *k = keys; k->key; k++) {
+        int64_t v = 0;
+        if (k->kind == LL_CONFIG_INT)
+            assert_int_equal(ll_config_int(c, k->key, &v, err, sizeof err), 0);
+        else if (k->kind == LL_CONFIG_DURATION)
+            assert_int_equal(ll_config_duration_ms(c, k->key, &v, err, sizeof err), 0);
+        if (k->kind != LL_CONFIG_UNCHECKED)
+            assert_true(k->min <= k->max);
+    }
+    ll_config_free(c);
+}
+
+static void test_shared_tables_defaults_are_in_range(void **state)
+{
+    check_defaults_in_range(LL_LOOP_CONFIG_KEYS);
+    check_defaults_in_range(LL_DB_TIMEOUT_KEYS);
+    check_defaults_in_range(LL_DAEMON_CONFIG_KEYS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +344,11 @@ int main(void)
         cmocka_unit_test(test_booleans),
         cmocka_unit_test(test_example_lists_every_key_with_default_and_help),
         cmocka_unit_test(test_example_uncommented_loads_with_the_defaults),
+        cmocka_unit_test(test_int_range_is_the_tables),
+        cmocka_unit_test(test_duration_range_in_ms),
+        cmocka_unit_test(test_kind_mismatch_is_refused),
+        cmocka_unit_test(test_usage_and_example_print_the_range),
+        cmocka_unit_test(test_shared_tables_defaults_are_in_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

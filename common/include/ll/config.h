@@ -22,12 +22,34 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* One known key: its name, its default (NULL = no default; required when `required`), a help line. */
-typedef struct ll_config_key {
+/* What a key's value is, for its range check and for --help (ll_config_key.kind). */
+typedef enum ll_config_kind {
+    LL_CONFIG_UNCHECKED = 0, /* no range: text, or a value whose reader checks its form only */
+    LL_CONFIG_INT,           /* an integer (ll_config_int), within min..max */
+    LL_CONFIG_DURATION       /* a duration (ll_config_duration_ms), within min..max milliseconds */
+} ll_config_kind;
+
+/* The last three fields of a key without a range: {"key", "default", false, "help", LL_CONFIG_NO_RANGE}. */
+#define LL_CONFIG_NO_RANGE LL_CONFIG_UNCHECKED, 0, 0
+/* No upper bound (ll_config_key.max). */
+#define LL_CONFIG_NO_MAX INT64_MAX
+
+/*
+ * One known key: its name, its default (NULL = no default; required when `required`), a help
+ * line, and for an integer or a duration its range: ll_config_int and ll_config_duration_ms
+ * refuse a value outside min..max (inclusive; durations in ms; max LL_CONFIG_NO_MAX: none), with
+ * the key, the bounds and the value named. The range is written here only: the readers take it
+ * from the table, and --help and --config-keys print it. A key without a range ends with
+ * LL_CONFIG_NO_RANGE. A table ends with an entry whose key is NULL.
+ */
+typedef struct ll_config_key { /* NOLINT(clang-analyzer-optin.performance.Padding): the first four fields keep
+                                * their order for the tables' positional entries; 8 bytes a key */
     const char *key;
     const char *default_value;
     bool required;
     const char *help;
+    ll_config_kind kind;
+    int64_t min, max;
 } ll_config_key;
 
 /* A loaded configuration. Opaque; free with ll_config_free. */
@@ -49,24 +71,27 @@ const char *ll_config_get(const ll_config *c, const char *key);
 /* Sets a value (used by tests and by derived defaults). Returns 0, or -1 on allocation failure. */
 int ll_config_set(ll_config *c, const char *key, const char *value);
 
-/* Integer value of key into *out. Returns 0, or -1 with err naming the key if not an integer. */
+/* Integer value of key into *out. Returns 0, or -1 with err naming the key if not an integer, or,
+ * for a key of kind LL_CONFIG_INT, if outside its range (err names the bounds, the value and the
+ * key's help). */
 int ll_config_int(const ll_config *c, const char *key, int64_t *out, char *err, size_t errlen);
 /* Boolean (true/false/1/0/yes/no/on/off). Returns 0, or -1 with err naming the key. */
 int ll_config_bool(const ll_config *c, const char *key, bool *out, char *err, size_t errlen);
-/* Duration in milliseconds (ISO-8601 or seconds). Returns 0, or -1 with err naming the key. */
+/* Duration in milliseconds (ISO-8601 or seconds). Returns 0, or -1 with err naming the key if not
+ * a duration, or, for a key of kind LL_CONFIG_DURATION, if outside its range (as ll_config_int). */
 int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err, size_t errlen);
 
 /* Parses a duration (ISO-8601 PnDTnHnMnS with fractions, or seconds) into ms. Returns 0 or -1. */
 int ll_parse_duration_ms(const char *text, int64_t *out_ms);
 
-/* Prints one line per key (name, help, default or [required]) to out, for --help. */
+/* Prints one line per key (name, help, range, default or [required]) to out, for --help. */
 void ll_config_usage(FILE *out, const ll_config_key *keys);
 
 /*
  * Writes keys as an example configuration file to out (`--config-keys`): per key a `# help`
- * comment line, then the key commented out with its default (`#key = default`), or, for a key
- * without default, `#key =` after a `# required` / `# optional, no default` line. Uncommenting
- * a default line gives a file ll_config_load accepts with the same value.
+ * comment line (with the key's range in parentheses, if it has one), then the key commented out with its
+ * default (`#key = default`), or, for a key without default, `#key =` after a `# required` / `# optional, no
+ * default` line. Uncommenting a default line gives a file ll_config_load accepts with the same value.
  */
 void ll_config_write_example(FILE *out, const ll_config_key *keys);
 

@@ -118,6 +118,14 @@ typedef struct ll_db {
  * {NULL}-terminated. */
 extern const ll_config_key LL_DB_TIMEOUT_KEYS[];
 
+/* The db.tx_attempts entry of a key table (tries of a transaction; ll_db_open takes at least 1),
+ * one definition for the loop's table and the daemons'. */
+#define LL_DB_TX_ATTEMPTS_KEY                                                                                \
+    {                                                                                                        \
+        "db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure",             \
+            LL_CONFIG_NO_RANGE                                                                               \
+    }
+
 /* Outcome of a database call. */
 typedef enum ll_db_rc {
     LL_DB_OK = 0,

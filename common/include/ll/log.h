@@ -41,4 +41,11 @@ void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_
  * by "***" (ll_redact_conninfo in redact.h: keyword and URI forms, a URI given as dbname). */
 void ll_log_safe_conninfo(const char *conninfo, char *out, size_t outlen);
 
+/* The log.level entry of a key table (ll/config.h), one definition for the loop's table and the
+ * daemons'. */
+#define LL_LOG_LEVEL_KEY                                                                                     \
+    {                                                                                                        \
+        "log.level", "info", false, "debug, info, warn or error", LL_CONFIG_NO_RANGE                         \
+    }
+
 #endif

@@ -27,10 +27,11 @@
 #define LL_OBS_KEYS                                                                                          \
     {"http.listen", NULL, false,                                                                             \
      "host:port of /metrics, /healthz, /readyz (IPv4, e.g. 127.0.0.1:9464; port 0: any free port, "          \
-     "logged as http_listening); unset: no HTTP endpoint"},                                                  \
+     "logged as http_listening); unset: no HTTP endpoint",                                                   \
+     LL_CONFIG_NO_RANGE},                                                                                    \
     {                                                                                                        \
         "http.stall_after", "PT30S", false,                                                                  \
-            "/healthz answers 503 when the main loop has not turned for this long"                           \
+            "/healthz answers 503 when the main loop has not turned for this long", LL_CONFIG_NO_RANGE       \
     }
 
 /* What a service's readiness needs besides a reachable database. */

@@ -10,6 +10,14 @@
 #include "ll/codec.h"
 #include "ll/config.h"
 
+/* The topic.prefix and schema.dir entries of a key table (ll_topic_name, ll_schema_dir), one
+ * definition for every table that has them. */
+#define LL_TOPIC_KEYS                                                                                        \
+    {"topic.prefix", "loadledger.", false, "prefix of every broker topic name", LL_CONFIG_NO_RANGE},         \
+    {                                                                                                        \
+        "schema.dir", NULL, false, "folder of the .avsc files", LL_CONFIG_NO_RANGE                           \
+    }
+
 /* Every logical topic name, NULL-terminated (the keys allowed in topic.<logical>.*). */
 extern const char *const LL_ALL_TOPICS[];
 

@@ -242,6 +242,47 @@ const char *ll_config_get(const ll_config *c, const char *key)
     return k ? k->default_value : NULL;
 }
 
+/* k's range as text into buf ("1..2000", "at least 1", durations with " ms"); returns buf. */
+static const char *range_text(const ll_config_key *k, char *buf, size_t n)
+{
+    const char *unit = k->kind == LL_CONFIG_DURATION ? " ms" : "";
+    if (k->max == LL_CONFIG_NO_MAX)
+        snprintf(buf, n, "at least %lld%s", (long long)k->min, unit);
+    else
+        snprintf(buf, n, "%lld..%lld%s", (long long)k->min, (long long)k->max, unit);
+    return buf;
+}
+
+static const char *kind_name(ll_config_kind kind)
+{
+    return kind == LL_CONFIG_INT ? "an integer" : kind == LL_CONFIG_DURATION ? "a duration" : "unchecked";
+}
+
+/*
+ * The range check of the readers: v (of kind, as read) against key's entry in c's table. A key
+ * without a range (or outside the table) passes. 0, or -1 with err naming the key, its range, v and
+ * the key's help; or naming both kinds when the table gives key another kind than the reader's.
+ */
+static int check_range(const ll_config *c, const char *key, ll_config_kind kind, int64_t v, char *err,
+                       size_t errlen)
+{
+    const ll_config_key *k = known_key(c->known, key);
+    if (!k || k->kind == LL_CONFIG_UNCHECKED)
+        return 0;
+    if (k->kind != kind) {
+        snprintf(err, errlen, "configuration key '%s' is read as %s but listed as %s", key, kind_name(kind),
+                 kind_name(k->kind));
+        return -1;
+    }
+    if (v >= k->min && v <= k->max)
+        return 0;
+    char range[64];
+    snprintf(err, errlen, "configuration key '%s' must be %s, not %lld%s (%s)", key,
+             range_text(k, range, sizeof range), (long long)v, kind == LL_CONFIG_DURATION ? " ms" : "",
+             k->help ? k->help : "");
+    return -1;
+}
+
 int ll_config_int(const ll_config *c, const char *key, int64_t *out, char *err, size_t errlen)
 {
     const char *v = ll_config_get(c, key);
@@ -256,6 +297,8 @@ int ll_config_int(const ll_config *c, const char *key, int64_t *out, char *err, 
         snprintf(err, errlen, "configuration key '%s': '%s' is not an integer", key, v);
         return -1;
     }
+    if (check_range(c, key, LL_CONFIG_INT, x, err, errlen) != 0)
+        return -1;
     *out = x;
     return 0;
 }
@@ -323,11 +366,15 @@ int ll_parse_duration_ms(const char *text, int64_t *out_ms)
 int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err, size_t errlen)
 {
     const char *v = ll_config_get(c, key);
-    if (ll_parse_duration_ms(v, out_ms) != 0) {
+    int64_t ms = 0;
+    if (ll_parse_duration_ms(v, &ms) != 0) {
         snprintf(err, errlen, "configuration key '%s': '%s' is not a duration (PT90M or seconds)", key,
                  v ? v : "");
         return -1;
     }
+    if (check_range(c, key, LL_CONFIG_DURATION, ms, err, errlen) != 0)
+        return -1;
+    *out_ms = ms;
     return 0;
 }
 
@@ -340,18 +387,35 @@ void ll_config_foreach_prefix(const ll_config *c, const char *prefix,
             fn(c->items[i].key + plen, c->items[i].value, arg);
 }
 
+/* " (range)" (open and close: the brackets) for a key with a range, "" for one without, into buf;
+ * returns buf. */
+static const char *range_suffix(const ll_config_key *k, char *buf, size_t n, const char *open,
+                                const char *close)
+{
+    char range[64];
+    if (k->kind == LL_CONFIG_UNCHECKED)
+        buf[0] = '\0';
+    else
+        snprintf(buf, n, " %s%s%s", open, range_text(k, range, sizeof range), close);
+    return buf;
+}
+
 void ll_config_usage(FILE *out, const ll_config_key *keys)
 {
+    char range[80];
     for (const ll_config_key *k = keys; k && k->key; k++)
-        fprintf(out, "  %-32s %s%s%s%s\n", k->key, k->help ? k->help : "",
-                k->default_value ? " [default " : "", k->default_value ? k->default_value : "",
+        fprintf(out, "  %-32s %s%s%s%s%s\n", k->key, k->help ? k->help : "",
+                range_suffix(k, range, sizeof range, "[", "]"), k->default_value ? " [default " : "",
+                k->default_value ? k->default_value : "",
                 k->default_value ? "]" : (k->required ? " [required]" : ""));
 }
 
 void ll_config_write_example(FILE *out, const ll_config_key *keys)
 {
+    char range[80];
     for (const ll_config_key *k = keys; k && k->key; k++) {
-        fprintf(out, "\n# %s\n", k->help ? k->help : k->key);
+        fprintf(out, "\n# %s%s\n", k->help ? k->help : k->key,
+                range_suffix(k, range, sizeof range, "(", ")"));
         if (k->default_value)
             fprintf(out, "#%s = %s\n", k->key, k->default_value);
         else

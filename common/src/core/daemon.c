@@ -13,12 +13,13 @@
 #include "ll/topics.h"
 
 const ll_config_key LL_DAEMON_CONFIG_KEYS[] = {
-    {"service.instance_id", NULL, false, "id of this instance (informational)"},
-    {"db.conninfo", NULL, true, "libpq conninfo of the service's own PostgreSQL role (ll_<service>)"},
-    {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
-    {"log.level", "info", false, "debug, info, warn or error"},
+    {"service.instance_id", NULL, false, "id of this instance (informational)", LL_CONFIG_NO_RANGE},
+    {"db.conninfo", NULL, true, "libpq conninfo of the service's own PostgreSQL role (ll_<service>)",
+     LL_CONFIG_NO_RANGE},
+    LL_DB_TX_ATTEMPTS_KEY,
+    LL_LOG_LEVEL_KEY,
     LL_OBS_KEYS,
-    {NULL, NULL, false, NULL}};
+    {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 /* The extra help lines (open-ended keys, e.g. kafka.<property>) as "# line" comments into a
  * malloc'd string the caller frees; NULL for none or out of memory. */
@@ -114,7 +115,7 @@ int ll_daemon_fail(ll_daemon *d, const char *msg)
 
 int ll_daemon_open_db(ll_daemon *d, char *err, size_t errlen)
 {
-    int64_t attempts = 3;
+    int64_t attempts = 0; /* its default: LL_DAEMON_CONFIG_KEYS */
     if (ll_config_int(d->cfg, "db.tx_attempts", &attempts, err, errlen))
         return -1;
     d->db_opened = true;

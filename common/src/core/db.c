@@ -11,19 +11,24 @@
 #include <string.h>
 
 const ll_config_key LL_DB_TIMEOUT_KEYS[] = {
-    {"db.statement_timeout", "PT5S", false, "longest SQL statement (statement_timeout); 0 = none"},
+    {"db.statement_timeout", "PT5S", false, "longest SQL statement (statement_timeout); 0 = none",
+     LL_CONFIG_NO_RANGE},
     {"db.lock_timeout", "PT2S", false,
-     "longest wait for a row lock (lock_timeout); a timeout holds the message and retries"},
+     "longest wait for a row lock (lock_timeout); a timeout holds the message and retries",
+     LL_CONFIG_NO_RANGE},
     {"db.idle_in_transaction_timeout", "PT60S", false,
-     "a transaction left idle longer is ended by the server (idle_in_transaction_session_timeout)"},
+     "a transaction left idle longer is ended by the server (idle_in_transaction_session_timeout)",
+     LL_CONFIG_NO_RANGE},
     {"db.response_timeout", "PT15S", false,
      "longest wait for an answer of PostgreSQL on an open connection, measured by the service "
      "(a black-holed or half-open connection is dropped and reconnected after it); above "
-     "db.statement_timeout"},
+     "db.statement_timeout",
+     LL_CONFIG_NO_RANGE},
     {"db.pooler", "auto", false,
      "auto | none | transaction: a transaction pooler (PgBouncer pool_mode=transaction) in front "
-     "means unnamed statements and limits per transaction; auto detects it per connection"},
-    {NULL, NULL, false, NULL}};
+     "means unnamed statements and limits per transaction; auto detects it per connection",
+     LL_CONFIG_NO_RANGE},
+    {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 /* The session limits, as a visible constant with bound parameters (values in ms). */
 static const char SQL_SET_TIMEOUTS[] =

@@ -34,52 +34,67 @@
 
 const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"service.instance_id", NULL, false,
-     "stable id of this instance (transactional.id suffix); default: host name"},
-    {"db.conninfo", NULL, true, "libpq conninfo of the service's PostgreSQL role"},
-    {"db.tx_attempts", "3", false, "tries per transaction on deadlock/serialization failure"},
-    {"topic.prefix", "loadledger.", false, "prefix of every broker topic name"},
-    {"schema.dir", NULL, false, "folder of the .avsc files"},
-    {"schema.ids_file", NULL, false, "JSON id->.avsc table for the Confluent framing"},
+     "stable id of this instance (transactional.id suffix); default: host name", LL_CONFIG_NO_RANGE},
+    {"db.conninfo", NULL, true, "libpq conninfo of the service's PostgreSQL role", LL_CONFIG_NO_RANGE},
+    LL_DB_TX_ATTEMPTS_KEY,
+    LL_TOPIC_KEYS,
+    {"schema.ids_file", NULL, false, "JSON id->.avsc table for the Confluent framing", LL_CONFIG_NO_RANGE},
     {"loop.batch_max", "240", false,
-     "messages per poll batch (1..2000); each holds about 4 KiB of memory while its batch runs"},
-    {"loop.poll", "PT0.1S", false, "poll wait"},
-    {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)"},
+     "messages per poll batch, held in memory: each holds about 4 KiB while its batch runs", LL_CONFIG_INT, 1,
+     LL_BATCH_MAX},
+    {"loop.poll", "PT0.1S", false, "poll wait", LL_CONFIG_NO_RANGE},
+    {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)",
+     LL_CONFIG_NO_RANGE},
     {"loop.dead_letter_max_bytes", "2097152", false,
-     "max.message.bytes of the dead-letter topic (bytes); no dead-letter record exceeds it"},
-    {"codec.max_schema_bytes", "65536", false, "largest writer schema embedded in a message (bytes)"},
+     "max.message.bytes of the dead-letter topic (bytes); no dead-letter record exceeds it",
+     LL_CONFIG_NO_RANGE},
+    {"codec.max_schema_bytes", "65536", false, "largest writer schema embedded in a message (bytes)",
+     LL_CONFIG_INT, 1, LL_CONFIG_NO_MAX},
     {"codec.max_schema_expansions", "100000", false,
-     "types an embedded writer schema may reach with its named types expanded"},
-    {"codec.max_values", "100000", false, "values one message may hold (nulls too)"},
-    {"codec.max_default_values", "10000", false, "values an embedded schema's defaults may build"},
-    {"codec.writer_cache_entries", "32", false, "embedded writer schemas cached per topic (1..256)"},
-    {"codec.writer_cache_bytes", "1048576", false, "schema text cached per topic (bytes)"},
+     "types an embedded writer schema may reach with its named types expanded", LL_CONFIG_INT, 1,
+     LL_CONFIG_NO_MAX},
+    {"codec.max_values", "100000", false, "values one message may hold (nulls too)", LL_CONFIG_INT, 1,
+     LL_CONFIG_NO_MAX},
+    {"codec.max_default_values", "10000", false, "values an embedded schema's defaults may build",
+     LL_CONFIG_INT, 1, LL_CONFIG_NO_MAX},
+    {"codec.writer_cache_entries", "32", false,
+     "embedded writer schemas cached per topic (the cache holds 256 at most)", LL_CONFIG_INT, 1,
+     LL_CONFIG_NO_MAX},
+    {"codec.writer_cache_bytes", "1048576", false, "schema text cached per topic (bytes)", LL_CONFIG_INT, 1,
+     LL_CONFIG_NO_MAX},
     {"loop.prerequisite_wait", "PT60S", false,
-     "how long a message waits for its prerequisite before it is dead-lettered"},
-    {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held run"},
-    {"loop.retry_backoff_max", "PT5S", false, "longest pause of a held run"},
+     "how long a message waits for its prerequisite before it is dead-lettered", LL_CONFIG_NO_RANGE},
+    {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held run", LL_CONFIG_NO_RANGE},
+    {"loop.retry_backoff_max", "PT5S", false, "longest pause of a held run", LL_CONFIG_NO_RANGE},
     {"loop.db_batch_max", "60", false,
-     "savepoints per database transaction (1..60): messages applied one by one, a savepoint each; a"
-     " batch needing more commits in parts; those the set-based apply decides need none. 1 = one"
-     " transaction per message, without the set-based apply"},
+     "savepoints per database transaction (PostgreSQL caches 64 subtransactions): messages applied one by"
+     " one, a savepoint each; a batch needing more commits in parts; those the set-based apply decides"
+     " need none. 1 = one transaction per message, without the set-based apply",
+     LL_CONFIG_INT, 1, LL_BATCH_SAVEPOINTS},
     {"loop.overlap_commit", "true", false,
      "commit the Kafka transactions on a thread of its own while the next batches are applied and"
      " committed in the database (their replies go into the next Kafka transaction); false: each"
-     " batch's Kafka commit on the loop's thread before the next poll"},
+     " batch's Kafka commit on the loop's thread before the next poll",
+     LL_CONFIG_NO_RANGE},
     {"loop.max_held", "64", false,
-     "held messages per Kafka partition (1..140); beyond it the partition's fetching pauses"},
+     "held messages per Kafka partition (the offset commit metadata must fit); beyond it the partition's"
+     " fetching pauses",
+     LL_CONFIG_INT, 1, LL_MAX_HELD},
     {"loop.position_missing", "earliest", false,
      "where a partition starts that has no read position in the ledger (nifi_ops.consumer_position):"
      " earliest (the ledger applied nothing of it: its first position was lost with the database's last"
      " transactions, or the database is new), or kafka (at the group's committed offset: only for the"
-     " first start after the upgrade to migration 0009, docs/operations.md)"},
+     " first start after the upgrade to migration 0009, docs/operations.md)",
+     LL_CONFIG_NO_RANGE},
     {"loop.max_held_bytes", "8388608", false,
-     "keys and values of the held messages per Kafka partition (bytes, 1 MiB..1 GiB); beyond it the"
-     " partition's fetching pauses (one message is always held)"},
+     "keys and values of the held messages per Kafka partition (bytes); beyond it the partition's"
+     " fetching pauses (one message is always held)",
+     LL_CONFIG_INT, 1 << 20, 1LL << 30},
     {"fault.crash_after_db_commits", "0", false,
-     "TESTING: kill -9 self after N database commits, before the Kafka commit"},
-    {"log.level", "info", false, "debug, info, warn or error"},
+     "TESTING: kill -9 self after N database commits, before the Kafka commit", LL_CONFIG_NO_RANGE},
+    LL_LOG_LEVEL_KEY,
     LL_OBS_KEYS,
-    {NULL, NULL, false, NULL}};
+    {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 int64_t ll_loop_now_ms(void)
 {
@@ -104,7 +119,7 @@ int64_t ll_loop_now_us(void)
  */
 static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, size_t errlen)
 {
-    int64_t topic_max = 2097152, producer_max;
+    int64_t topic_max = 0, producer_max;
     if (ll_config_int(l->cfg, "loop.dead_letter_max_bytes", &topic_max, err, errlen))
         return -1;
     producer_max = topic_max;
@@ -119,21 +134,16 @@ static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, 
 
 static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size_t errlen)
 {
-    int64_t maxb = 1048576, cb[6];
+    int64_t maxb = 0, cb[6];
     if (ll_config_int(l->cfg, "loop.max_message_bytes", &maxb, err, errlen) ||
         dead_letter_limits(l, maxb, err, errlen))
         return -1;
     static const char *const codec_keys[6] = {"codec.max_schema_bytes",     "codec.max_schema_expansions",
                                               "codec.max_values",           "codec.max_default_values",
                                               "codec.writer_cache_entries", "codec.writer_cache_bytes"};
-    for (int k = 0; k < 6; k++) {
-        if (ll_config_int(l->cfg, codec_keys[k], &cb[k], err, errlen))
+    for (int k = 0; k < 6; k++)
+        if (ll_config_int(l->cfg, codec_keys[k], &cb[k], err, errlen)) /* each at least 1 (the table) */
             return -1;
-        if (cb[k] < 1) {
-            snprintf(err, errlen, "configuration key '%s' must be at least 1", codec_keys[k]);
-            return -1;
-        }
-    }
     const char *ids_file = ll_config_get(l->cfg, "schema.ids_file");
     if (ids_file && *ids_file && !(l->ids = ll_schema_ids_load(ids_file, err, errlen)))
         return -1;
@@ -185,7 +195,8 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
     snprintf(l->service, sizeof l->service, "%s", service);
     l->cfg = cfg;
     l->svc = svc;
-    int64_t attempts = 3;
+    int64_t attempts = 0;
+    /* the ranges are the table's (LL_LOOP_CONFIG_KEYS), checked by the readers */
     if (ll_config_int(cfg, "loop.batch_max", &l->batch_max, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.poll", &l->poll_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.prerequisite_wait", &l->prereq_wait_ms, err, errlen) ||
@@ -200,25 +211,6 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         ll_loop_free(l);
         return NULL;
     }
-    if (l->batch_max < 1 || l->batch_max > LL_BATCH_MAX) {
-        snprintf(err, errlen, "loop.batch_max must be 1..%d (messages per poll batch, held in memory)",
-                 LL_BATCH_MAX);
-        ll_loop_free(l);
-        return NULL;
-    }
-    if (l->db_batch_max < 1 || l->db_batch_max > LL_BATCH_SAVEPOINTS) {
-        snprintf(err, errlen, "loop.db_batch_max must be 1..%d (PostgreSQL caches 64 subtransactions)",
-                 LL_BATCH_SAVEPOINTS);
-        ll_loop_free(l);
-        return NULL;
-    }
-    if (l->max_held < 1 || l->max_held > LL_MAX_HELD) {
-        /* each held message may split the done offsets into one more range of the metadata */
-        snprintf(err, errlen, "loop.max_held must be 1..%d (the offset commit metadata must fit)",
-                 LL_MAX_HELD);
-        ll_loop_free(l);
-        return NULL;
-    }
     const char *missing = ll_config_get(cfg, "loop.position_missing");
     if (!missing || (strcmp(missing, "earliest") != 0 && strcmp(missing, "kafka") != 0)) {
         snprintf(err, errlen, "loop.position_missing must be earliest or kafka");
@@ -226,11 +218,6 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         return NULL;
     }
     l->position_missing_kafka = strcmp(missing, "kafka") == 0;
-    if (l->max_held_bytes < (1 << 20) || l->max_held_bytes > (1LL << 30)) {
-        snprintf(err, errlen, "loop.max_held_bytes must be 1048576..1073741824 (bytes held per partition)");
-        ll_loop_free(l);
-        return NULL;
-    }
     if (ll_db_open(&l->db, ll_config_get(cfg, "db.conninfo"), service, (int)attempts) != LL_DB_OK)
         ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start: %s (will retry)",
                l->db.err.message);
