@@ -6,8 +6,11 @@
  *      messages), a savepoint per message so that a rejection, a deferral, a dead letter or an
  *      SQL error undoes that message alone; the service's apply function runs inside it and
  *      follows the lock order; messages are applied in run-id order (one lock order for all);
- *   3. after each database commit, and only then, produce its replies; then commit the consumed
- *      offsets with the replies in one Kafka transaction (send_offsets_to_transaction);
+ *   3. after each database commit, and only then, stage its replies; a Kafka transaction carries
+ *      the staged replies of one or more database commits with their consumed offsets
+ *      (send_offsets_to_transaction), on a thread of its own while the next batches are applied
+ *      (loop.overlap_commit): a database commit never waits for a Kafka commit, and an offset is
+ *      committed only with its replies, after their database commit (docs/design.md §3);
  *   4. abortable Kafka error: abort, rewind to the committed offsets, apply again (idempotent);
  *      fatal producer error: a new producer in the same process; fenced or unauthorised: exit 2;
  *   5. PostgreSQL unreachable: nothing is committed or skipped; the assignment is paused and
@@ -71,8 +74,8 @@ typedef struct ll_msg {
 /*
  * Refreshes the heartbeat of run_id (canonical uuid text, copied) once, right before the
  * database transaction that holds this message's effect commits, instead of once per message
- * (issue 8 §3: the run row is written once per batch). Dropped if the message's effect is rolled
- * back. The run row must already be locked by this transaction (contract lock order).
+ * (the run row is written once per database transaction, docs/design.md §3). Dropped if the message's effect
+ * is rolled back. The run row must already be locked by this transaction (contract lock order).
  */
 void ll_msg_touch_run(const ll_msg *m, const char *run_id);
 
@@ -105,14 +108,16 @@ typedef struct ll_bulk_out {
  * Hands the reply record of a decided message to the loop, which encodes it at once and owns it
  * from here (a record that does not fit its schema becomes a dead letter, as for
  * ll_apply_out.reply). A bulk function calls it once per decided message, in message order, as
- * it builds each reply, so that a batch's replies are never all in memory as records (issue 8:
- * memory). If the function then returns LL_APPLY_DB, the loop drops what was handed over.
+ * it builds each reply, so that a batch's replies are never all in memory as records (memory
+ * under a backlog, docs/design.md §3). If the function then returns LL_APPLY_DB, the loop drops what was
+ * handed over.
  */
 void ll_bulk_reply(ll_bulk_out *out, json_t *reply);
 
 /*
  * Optional, per input: applies many messages of one input at the start of a database transaction
- * with a few set-based statements instead of an apply call and a savepoint each (issue 8 §2). It
+ * with a few set-based statements instead of an apply call and a savepoint each (docs/design.md
+ * §3, the set-based part). It
  * decides the messages it can (their effect is then written and their reply set: LL_APPLY_COMMIT
  * semantics) and leaves the others (decided false) to the per-message apply, which runs after it
  * in the same transaction. It must never decide a message after leaving an earlier one of the

@@ -1,5 +1,5 @@
 /*
- * kloop_decide.h - the consumer loop's decision table (kloop_decide.c; issue 12 §1): what the loop
+ * kloop_decide.h - the consumer loop's decision table (kloop_decide.c; docs/design.md §3): what the loop
  * does with a message once its input's apply function (ll_apply_fn) or bulk function (ll_bulk_fn)
  * has answered. The apply decision is the only decision a service returns; the loop's own helpers
  * return the database or Kafka result, and only this table turns the pair into a step. Pure.
@@ -79,7 +79,8 @@ typedef enum ll_commit_step {
 } ll_commit_step;
 
 /* The staged records of a commit waiting behind the one in flight: how many there are, their bytes,
- * and their bounds (records: loop.batch_max; bytes: LL_LOOP_STAGED_BYTES). */
+ * and their bounds (records: LL_LOOP_STAGED_BATCHES x loop.batch_max; bytes: LL_LOOP_STAGED_BYTES;
+ * kloop_int.h). */
 typedef struct ll_commit_state {
     bool in_flight, ended; /* a Kafka commit is in flight; its thread has finished */
     bool owed;             /* staged records, or offsets changed since the last commit began */

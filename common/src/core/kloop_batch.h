@@ -1,15 +1,19 @@
 /*
  * kloop_batch.h - the private parts of one batch of the loop, shared by its files (not a public
- * header; kloop_int.h has the loop's own types):
+ * header; kloop_int.h has the loop's own types). The functions below are grouped under the file
+ * that defines them (tests/style/check_header_map.py checks it):
  *
- *   kloop_batch.c  the batch from start to end: its steps in order, the database commit, the
- *                  replies and dead letters after it, the offsets, undoing a failed batch
- *   kloop_work.c   the work: due held runs and polled messages, sorted by run id
- *   kloop_held.c   held queues: copies, backoff, removal once done
- *   kloop_tx.c     the open database transaction: BEGIN, savepoint commands, the heartbeats asked
- *                  for, the queue of results produced after the commit
- *   kloop_apply.c  one message applied with a savepoint, and what the loop does with its answer
- *   kloop_bulk.c   the set-based part of a transaction (ll_bulk_fn) and the run order it keeps
+ *   kloop_batch.c    the batch from start to end: its steps in order, the database commit, the
+ *                    replies and dead letters after it, the offsets, undoing a failed batch
+ *   kloop_work.c     the work: due held runs and polled messages, sorted by run id
+ *   kloop_held.c     held queues: copies, backoff, removal once done
+ *   kloop_clock.c    the prerequisite clocks of the runs waiting on a partition
+ *   kloop_tx.c       the open database transaction: BEGIN, savepoint commands, the heartbeats
+ *                    asked for, the queue of results produced after the commit
+ *   kloop_position.c the statement before each COMMIT that writes those heartbeats and the read
+ *                    positions (kloop_int.h has the rest of the file)
+ *   kloop_apply.c    one message applied with a savepoint, and what the loop does with its answer
+ *   kloop_bulk.c     the set-based part of a transaction (ll_bulk_fn) and the run order it keeps
  */
 #ifndef LL_KLOOP_BATCH_H
 #define LL_KLOOP_BATCH_H
@@ -43,8 +47,8 @@ typedef struct out_item {
 
 /* An offset whose reply or dead letter is staged: marked done in its partition's tracker at the
  * end of the batch, all of them in offset order, so that the tracker never holds more ranges than
- * the offsets the batch leaves not done (issue 26 §5: marked one by one in run order, a batch of
- * 1,000 runs made and merged hundreds of ranges on the way). */
+ * the offsets the batch leaves not done (marked one by one in run order, a batch of 1,000 runs
+ * made and merged hundreds of ranges on the way; docs/design.md §3, the tracker). */
 typedef struct done_mark {
     part_state *ps;
     int64_t offset;
@@ -77,9 +81,9 @@ typedef struct batch {
 
 /* The Kafka partitions on which the run being walked has a message held: its later messages there
  * are held too. `all`: every later message of the run waits (the set-based part: an earlier one
- * goes one by one, issue 26). A run's messages are next to each
- * other in the sorted work, so the list is reset when the run changes. Few partitions per run
- * (one per topic); beyond LL_WAIT_PARTS every later message of the run waits. */
+ * goes one by one, docs/design.md §3). A run's messages are next to each other in the sorted work, so the
+ * list is reset when the run changes. Few partitions per run (one per topic); beyond LL_WAIT_PARTS every
+ * later message of the run waits. */
 #define LL_WAIT_PARTS 8
 typedef struct run_waits {
     const char *run;
@@ -132,10 +136,6 @@ void ll_loop_clock_stop(part_state *ps, const char *run);
 int ll_batch_db_cmd(batch *b, const char *sql);
 /* BEGIN unless a transaction is open (reconnects first). */
 int ll_batch_tx_begin(batch *b);
-/* kloop_position.c: the statement before the COMMIT: the heartbeats asked for in this transaction
- * (ll_msg_touch_run) and the read position of every partition it answered on (issue 27 §1), in
- * one statement. 0, or -1 with l->db.err. */
-int ll_batch_precommit(batch *b);
 /* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed) or a
  * dead letter (code and reason copied). */
 void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const char *reason,
@@ -144,6 +144,11 @@ void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const
 void ll_batch_outs_truncate(batch *b, size_t keep);
 /* Drops every queued result. */
 void ll_batch_outs_clear(batch *b);
+
+/* kloop_position.c: the statement before the COMMIT: the heartbeats asked for in this transaction
+ * (ll_msg_touch_run) and the read position of every partition it answered on (docs/design.md §5,
+ * "After the database went back in time"), in one statement. 0, or -1 with l->db.err. */
+int ll_batch_precommit(batch *b);
 
 /* kloop_apply.c */
 /* A dead letter: its event in the open transaction, its record after the commit. W_DONE, or

@@ -119,16 +119,6 @@ void ll_batch_unhold(batch *b, lmsg *m)
     b->done_held[b->n_done_held++] = m;
 }
 
-size_t ll_loop_held_due(ll_loop *l, int64_t now)
-{
-    size_t due = 0;
-    for (size_t p = 0; p < l->n_parts; p++)
-        for (size_t i = 0; i < l->parts[p]->n_held; i++)
-            if (l->parts[p]->held[i]->retry_at_ms <= now)
-                due++;
-    return due;
-}
-
 /* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock). */
 w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why)
 {

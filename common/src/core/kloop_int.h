@@ -1,19 +1,27 @@
 /*
- * kloop_int.h - the consumer loop's own types, shared by its files (not a public header):
+ * kloop_int.h - the consumer loop's own types, shared by its files (not a public header). The
+ * functions below are grouped under the file that defines them (tests/style/check_header_map.py
+ * checks it):
  *
- *   kloop.c        set-up, configuration, the run loop (one iteration: recover, poll, batch)
- *   kloop_clients.c the Kafka clients: consumer and transactional producer, their settings,
- *                  the fetcher's wake
- *   kloop_parts.c  the assigned partitions: rebalances, the committed offsets and their metadata,
- *                  a partition paused while its held queue is full
- *   kloop_recover.c aborts, rewinds to the committed offsets, a producer recreated in-process
- *   kloop_batch.c  one batch (and kloop_work.c, kloop_held.c, kloop_tx.c, kloop_apply.c,
- *                  kloop_bulk.c: its parts, mapped in kloop_batch.h): held runs, the database
- *                  transaction with a savepoint per message, replies, the done offsets
- *   kloop_dlq.c    dead letters: the ledger event and the record that always fits
- *   kloop_commit.c the Kafka transactions: the records of committed database transactions
- *                  staged, and carried with their offsets by a commit on a thread of its own
- *                  beside the next batches' database work
+ *   kloop.c          set-up, configuration, the run loop (one iteration: recover, poll, batch),
+ *                    replies, the clocks
+ *   kloop_clients.c  the Kafka clients: consumer and transactional producer, their settings, the
+ *                    fetcher's wake
+ *   kloop_parts.c    the assigned partitions: rebalances, the committed offsets and their
+ *                    metadata, a partition paused while its held queue is full
+ *   kloop_position.c the consumer group's read positions kept in the ledger, merged with Kafka's
+ *                    commits at an assignment or a rewind
+ *   kloop_recover.c  aborts, rewinds to the committed offsets, a producer recreated in-process
+ *   kloop_batch.c    one batch (and kloop_work.c, kloop_held.c, kloop_clock.c, kloop_tx.c,
+ *                    kloop_apply.c, kloop_bulk.c: its parts, mapped in kloop_batch.h): held runs,
+ *                    the database transaction with a savepoint per message, replies, the done
+ *                    offsets
+ *   kloop_decide.c   the decision tables (ll/kloop_decide.h): a message's step once its apply
+ *                    answered; when the staged records go into a Kafka transaction
+ *   kloop_dlq.c      dead letters: the ledger event and the record that always fits
+ *   kloop_commit.c   the Kafka transactions: the records of committed database transactions
+ *                    staged, and carried with their offsets by a commit on a thread of its own
+ *                    beside the next batches' database work
  *
  * The unit of work is the poll batch (one database transaction, or a few of at most
  * LL_BATCH_SAVEPOINTS savepoints each; its replies then go into the next Kafka transaction, with
@@ -22,7 +30,7 @@
  * memory with the later messages of that run on its Kafka partition, and every other run flows
  * past it. The committed offset stays below the first message that is not done; the done
  * offsets above it go with the commit as metadata (offtrack.h), so nothing is applied or answered
- * twice after a crash or a rebalance (issue 8 §4).
+ * twice after a crash or a rebalance (docs/design.md §3, §4).
  */
 #ifndef LL_KLOOP_INT_H
 #define LL_KLOOP_INT_H
@@ -110,8 +118,9 @@ typedef struct ll_staged_rec {
 } ll_staged_rec;
 
 /* The prerequisite clock of one run on one partition: when its first message there deferred
- * (issue 26 §4). Kept while the run still waits, so that its messages that found the held queue
- * full and are read again after the pause wait no longer than the held ones. */
+ * (docs/design.md §3: the clock outlives the held copies). Kept while the run still waits, so that its
+ * messages that found the held queue full and are read again after the pause wait no longer than the held
+ * ones. */
 #define LL_RUN_CLOCKS 32
 typedef struct run_clock {
     char run[40];     /* the run id (a UUID's text); "" free */
@@ -163,8 +172,8 @@ struct ll_loop {
     unsigned rebalance_gen;
     char group[256], txid[512];
     size_t dlq_limit; /* largest dead-letter record (bytes): min(producer, topic limit) */
-    /* Recovery without a restart (issue 7 §8): while the producer is being recreated, the
-     * positions cannot be reset to the committed offsets, or the database is unreachable, the
+    /* Recovery without a restart (docs/design.md §3, the Kafka errors): while the producer is being
+     * recreated, the positions cannot be reset to the committed offsets, or the database is unreachable, the
      * whole assignment is paused (all_paused), the consumer is still polled (the group keeps this
      * member), and the step is retried with backoff from recover_at_ms. */
     int producer_broken, rewind_pending, all_paused;
@@ -188,6 +197,7 @@ struct ll_loop {
     int64_t fetch_run_bytes, fetch_run_msgs;
 };
 
+/* kloop.c */
 /* Monotonic clock (ms). */
 int64_t ll_loop_now_ms(void);
 /* Monotonic clock (microseconds), for the latency metrics. */
@@ -199,16 +209,6 @@ int64_t ll_loop_now_us(void);
 int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen);
 /* A new transactional producer, init_transactions waiting at most init_ms. 0, or -1 with err. */
 int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen);
-/* Stages one record (a reply or a dead letter of a committed database transaction) for the next
- * Kafka transaction (ll_loop_commit_push): topic borrowed for the loop's lifetime, key copied,
- * val taken over when take_val (malloc'ed) or copied, hdrs taken over (NULL: none). The labels it
- * is counted under when that transaction commits: in_topic (borrowed for the loop's lifetime),
- * outcome (NULL: a dead letter) and code (NULL or "": none), kept as label ids (ll_obs_code_id). Aborts on
- * out of memory, as the loop's other bookkeeping does. */
-void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
-                          rd_kafka_headers_t *hdrs, int take_val, const char *in_topic, const char *outcome,
-                          const char *code);
-
 /* Counts a delivered message toward the fetcher's wake (ll_loop_fetch_drained). */
 void ll_loop_fetch_count(ll_loop *l, const rd_kafka_message_t *rkm);
 /* After a poll: when the consumer's queue is empty and as much was delivered since it was last
@@ -257,6 +257,15 @@ int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, con
 void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, const char *reason);
 
 /* kloop_commit.c */
+/* Stages one record (a reply or a dead letter of a committed database transaction) for the next
+ * Kafka transaction (ll_loop_commit_push): topic borrowed for the loop's lifetime, key copied,
+ * val taken over when take_val (malloc'ed) or copied, hdrs taken over (NULL: none). The labels it
+ * is counted under when that transaction commits: in_topic (borrowed for the loop's lifetime),
+ * outcome (NULL: a dead letter) and code (NULL or "": none), kept as label ids (ll_obs_code_id). Aborts on
+ * out of memory, as the loop's other bookkeeping does. */
+void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t klen, void *val, size_t vlen,
+                          rd_kafka_headers_t *hdrs, int take_val, const char *in_topic, const char *outcome,
+                          const char *code);
 /* After a batch's last database commit: when no Kafka commit is in flight, one begins now with
  * every staged record and the offsets of every partition changed since the last one (on a thread
  * of its own, or here with loop.overlap_commit = false); when one is in flight and has ended, its
@@ -287,21 +296,21 @@ void ll_loop_commit_fault_open(ll_loop *l);
  * (values, keys and headers), and at most LL_LOOP_STAGED_BATCHES x loop.batch_max records; beyond
  * either the loop waits. Five batches (1,200 replies at the default loop.batch_max 240): every
  * Kafka transaction pays a fixed wait, its AddPartitionsToTxn meeting the previous transaction's
- * markers still being written (CONCURRENT_TRANSACTIONS, retried by librdkafka 2.0.2 every 20 ms:
- * 20-100 ms under a backlog on this 2-core machine), so the replies a transaction carries set the
- * loop's pace: two batches' worth gave 7,600-15,900 events/s, five 20,000-22,500
- * (docs/performance.md, "2026-12-02, later"). About 250 bytes a reply as counted: 1,200 fit in 320
+ * markers still being written (CONCURRENT_TRANSACTIONS, retried by librdkafka 2.0.2 every 20 ms),
+ * so the replies a transaction carries set the loop's pace (docs/design.md §3; the figures:
+ * docs/performance.md, "2026-12-02, later"). About 250 bytes a reply as counted: 1,200 fit in 320
  * KiB; a dead letter (up to 2 MiB) fills them alone. */
 #define LL_LOOP_STAGED_BATCHES 5
 #define LL_LOOP_STAGED_BYTES   (320 * 1024)
 
 /* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
 void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
-/* kloop_held.c: frees a partition's held queue; counts the held messages due by now (ms) */
+/* kloop_held.c: frees a partition's held queue (and forgets its runs' prerequisite clocks) */
 void ll_loop_drop_held(part_state *ps);
 /* kloop_position.c: makes each listed partition's tracker (loaded from its Kafka commit) the
  * intersection with the ledger's position for this consumer group, and sets the list's offsets to
- * the trackers' bases: where fetching must start (issue 27 §1). A partition the ledger has no
+ * the trackers' bases: where fetching must start (docs/design.md §5, "After the database went back
+ * in time"). A partition the ledger has no
  * position for keeps Kafka's. 0, or -1 when the ledger cannot be read (l->db.err; nothing may be
  * applied until it can). */
 int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c);
@@ -310,6 +319,5 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c);
  * offsets or saw transaction markers). 0, or -1 (logged; the ledger stays behind: those offsets
  * are read again after a loss, harmlessly). */
 int ll_loop_positions_flush(ll_loop *l);
-size_t ll_loop_held_due(ll_loop *l, int64_t now);
 
 #endif
