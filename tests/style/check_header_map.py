@@ -1,6 +1,5 @@
 #!/usr/bin/env python3
-"""The file map of the internal headers is checked (ctest style.header_map; issue 28's
-"comments that are checked").
+"""The file map of the internal headers is checked (ctest style.header_map).
 
 An internal header (a .h under common/src, services or tools) that many files of its folder share
 groups its function declarations under a comment naming the file that defines them:
@@ -87,15 +86,19 @@ def groups(path):
     return out
 
 
+DEFN = re.compile(r"(?m)^[A-Za-z_][\w \t\*]*?\b([A-Za-z_]\w*)\s*\([^;{]*\)\s*\{")
+
+
 def definers(folder, name, cache):
     """The .c files of folder that define function name."""
     if folder not in cache:
         cache[folder] = {}
         for f in sorted(os.listdir(folder)):
             if f.endswith(".c"):
-                cache[folder][f] = strip_strings(open(os.path.join(folder, f), encoding="utf-8").read())
-    pat = re.compile(r"(?m)^[A-Za-z_][\w \t\*]*\b" + re.escape(name) + r"\s*\([^;{]*\)\s*\{")
-    return [f for f, text in cache[folder].items() if pat.search(text)]
+                text = strip_strings(open(os.path.join(folder, f), encoding="utf-8").read())
+                for m in DEFN.finditer(text):
+                    cache[folder].setdefault(m.group(1), []).append(f)
+    return cache[folder].get(name, [])
 
 
 def internal_headers(src):

@@ -1,7 +1,7 @@
 /*
  * offsets.c - `loadctl offsets save|restore`: the input consumer groups' committed offsets
- * recorded with a base backup, and set back after the database was restored from it (issue 9
- * §5; docs/operations.md "Restore from a backup").
+ * recorded with a base backup, and set back after the database was restored from it
+ * (docs/operations.md "Restore from a backup").
  *
  * Why the recorded offsets are safe: a service commits an input offset only in the Kafka
  * transaction after the database transaction that applied it (kafka-edition.md §3), so offsets

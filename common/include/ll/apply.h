@@ -1,5 +1,6 @@
 /*
- * apply.h - the one place a database result becomes an apply decision (issue 12 §1).
+ * apply.h - the one place a database result becomes an apply decision (docs/design.md §3, the decision
+ * table).
  *
  * The convention of the services: helpers that read or write the ledger return the database
  * result (ll_db_rc: LL_DB_OK to go on, LL_DB_ROLLBACK when they answered a business rejection in

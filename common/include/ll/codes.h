@@ -1,9 +1,9 @@
 /*
- * codes.h - the catalogue of every code loadledger speaks (issue 12 §2): the reply outcomes, the
- * rejection codes of a reply, the error codes of a dead letter (header ll.error.code), the event
- * names and error codes written to load_event, the codes of loadctl's JSON errors and the names
- * of loadctl verify's invariants. docs/codes.md is generated from this table
- * (tests/style/check_codes.py --write) and is the one page to read.
+ * codes.h - the catalogue of every code loadledger speaks (docs/design.md, its opening): the reply outcomes,
+ * the rejection codes of a reply, the error codes of a dead letter (header ll.error.code), the event names
+ * and error codes written to load_event, the codes of loadctl's JSON errors and the names of loadctl verify's
+ * invariants. docs/codes.md is generated from this table (tests/style/check_codes.py --write) and is the one
+ * page to read.
  *
  * Each entry is X(NAME, WHERE, SECTION, MEANING):
  *   NAME     the code as sent or stored (a C identifier, stringified with #NAME);

@@ -94,7 +94,7 @@ typedef struct ll_db {
     ll_db_error err;
     /* Session limits set on every (re)connection, in ms (0 = the server's default, i.e. none):
      * statement_timeout, lock_timeout, idle_in_transaction_session_timeout. Every wait on the
-     * database is bounded (issue 7 §6); a timeout is SQLSTATE 57014 or 55P03 (ll_db_err_is_busy). */
+     * database is bounded (docs/design.md §3); a timeout is SQLSTATE 57014 or 55P03 (ll_db_err_is_busy). */
     int64_t statement_timeout_ms, lock_timeout_ms, idle_tx_timeout_ms;
     /* db.response_timeout in ms: the longest wait for any answer on the connection, measured here
      * (0 = none, the default until ll_db_configure_timeouts); past it the connection is dropped
@@ -109,7 +109,7 @@ typedef struct ll_db {
     int64_t wait_us;
     /* Connections made (each ll_db_ensure that connected). A new connection may reach another
      * server than the last one (a failover behind a multi-host conninfo): the consumer loop reads
-     * its positions again before it applies anything on it (issue 27 §1). */
+     * its positions again before it applies anything on it (docs/design.md §5). */
     uint64_t connects;
 } ll_db;
 
@@ -158,7 +158,7 @@ int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t 
  * Returns the result for PGRES_COMMAND_OK / PGRES_TUPLES_OK (owned by the caller: PQclear() it).
  * NULL on any failure, with db->err filled: the SQLSTATE (08003 no connection, 08006 connection
  * lost or no answer in time: the connection is then dropped), the constraint, the message; the
- * ll_db_err_is_* functions classify it. Never an apply decision (issue 12 §1).
+ * ll_db_err_is_* functions classify it. Never an apply decision (docs/design.md §3, the decision table).
  */
 PGresult *ll_db_exec(ll_db *db, const ll_stmt *st, const char *const *params);
 /* Work for the client's CPU while the server executes a statement (ll_db_exec_meanwhile). */
@@ -166,7 +166,7 @@ typedef void (*ll_db_meanwhile_fn)(void *arg);
 /*
  * ll_db_exec, with meanwhile(arg) run on this thread after the statement is sent and before its
  * answer is awaited: the client's own work (e.g. encoding the replies of a batch whose rows the
- * statement writes) overlaps the server's instead of following it (issue 8: the loop's CPU ran in
+ * statement writes) overlaps the server's instead of following it (docs/design.md §3: the loop's CPU ran in
  * series with the database's). meanwhile runs exactly once, also when nothing could be sent (on a
  * pooled connection outside a transaction, before the statement); it must not use db. Returns and
  * fails as ll_db_exec.
@@ -188,7 +188,7 @@ bool ll_db_err_is_unavailable(const ll_db *db);
 /* An error caused by the input (SQLSTATE class 22 data exception or 23 integrity violation). */
 bool ll_db_err_is_input(const ll_db *db);
 /* True for a bounded wait that ran out: statement timeout (57014) or lock timeout (55P03). The
- * message is held and retried with backoff, never dead-lettered (issue 7 §6). */
+ * message is held and retried with backoff, never dead-lettered (docs/design.md §3). */
 bool ll_db_err_is_busy(const ll_db *db);
 
 /*

@@ -1,5 +1,5 @@
 /*
- * dlq.h - the size of a dead-letter record (issue 7 §1): a dead letter that cannot be produced
+ * dlq.h - the size of a dead-letter record (docs/design.md §3): a dead letter that cannot be produced
  * would hold its partition for ever, so the record is planned to fit before it is produced.
  *
  * The record keeps the original key, value and headers when they fit, with the loop's own

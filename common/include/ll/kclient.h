@@ -3,7 +3,7 @@
  * librdkafka 2.0.2 (Debian 12) defects worked around where they arise:
  *
  *   - settings that would break the loop's guarantees are refused at start, never overridden in
- *     silence (issue 7 §5, kafka-edition.md §3): offsets are committed only inside the Kafka
+ *     silence (docs/design.md §3, kafka-edition.md §3): offsets are committed only inside the Kafka
  *     transaction after the database commit, a new consumer group starts at the earliest offset,
  *     replies are read committed, and the assignor is eager (2.0.2 mishandles commits during a
  *     cooperative rebalance, fixed in 2.10.0);
@@ -53,7 +53,7 @@ int ll_kafka_topic_max_message_bytes(rd_kafka_t *rk, const char *topic, int time
                                      char *why, size_t whylen);
 
 /*
- * The consumer's fetch and prefetch sizes (issue 8: memory under a backlog). librdkafka's own
+ * The consumer's fetch and prefetch sizes (memory under a backlog: docs/design.md §3). librdkafka's own
  * defaults fetch up to 50 MiB a response and prefetch up to 100,000 messages or 64 MiB before
  * the loop asks for them; the loop's defaults fetch LL_KFETCH_FETCH_BYTES a response and queue
  * LL_KFETCH_QUEUED_FETCHES responses (the consumer's one queue, all partitions together: each
@@ -123,7 +123,7 @@ bool ll_kfetch_wake_due(int64_t run_bytes, int64_t run_msgs, const ll_kfetch *k)
 
 /* True when a fatal producer error must end the process rather than recreate the producer:
  * another instance took this transactional.id over (fenced), or an authorization failure
- * (kafka-edition.md §3.4). Any other fatal error is survived in-process (issue 7 §8). */
+ * (kafka-edition.md §3.4). Any other fatal error is survived in-process (docs/design.md §3). */
 bool ll_kafka_fatal_must_exit(rd_kafka_resp_err_t err);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * obs.h - what a running service shows an operator over HTTP (issue 10 §1): its Prometheus
+ * obs.h - what a running service shows an operator over HTTP (docs/design.md §12): its Prometheus
  * metrics (the families docs/operations.md lists), /healthz (the main loop turns) and /readyz
  * (database reachable, partitions assigned, producer not fenced). One process-wide registry;
  * the HTTP server (http.h) is started only when `http.listen` is set.

@@ -1,6 +1,6 @@
 /*
  * offtrack.h - which offsets of one Kafka partition are done, when the loop applies messages out
- * of offset order (issue 8 §4: a run waiting for its prerequisite holds only its own later
+ * of offset order (docs/design.md §3: a run waiting for its prerequisite holds only its own later
  * events, every other run of the partition flows past it).
  *
  * The committed offset may never pass a message that is not done (applied, answered or
@@ -14,7 +14,7 @@
  * PublishKafka, compacted records) count as done: the tracker is told every delivered offset in
  * order (ll_offtrack_seen), and a gap between two delivered offsets is done by definition.
  *
- * In memory the done offsets are sorted ranges in an array that grows as needed (issue 26 §5: a
+ * In memory the done offsets are sorted ranges in an array that grows as needed (docs/design.md §3: a
  * fixed array of 150 ranges overflowed while a batch of 1,000 runs marked its offsets in run
  * order, and an offset that could not be marked stopped the committed offset for good). Its size
  * is bounded by what the loop can leave not done: ranges ≤ offsets seen but not done + 1, which
@@ -88,7 +88,7 @@ void ll_offtrack_copy(ll_offtrack *dst, const ll_offtrack *src);
 
 /*
  * Keeps in t only the offsets that other marks done too: its base becomes the lower of the two,
- * next_seen that base (issue 27 §1: a partition starts at min(ledger position, Kafka commit), and
+ * next_seen that base (docs/design.md §5: a partition starts at min(ledger position, Kafka commit), and
  * an offset either of them does not know as done is read and applied again). Sets *t_only to the
  * number of offsets t had done and other not, *other_only to the reverse (either may be NULL).
  * Returns 0, or -1 past LL_OFFTRACK_RANGES_LIMIT (t is then reset to the lower base: everything

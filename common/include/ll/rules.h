@@ -149,7 +149,7 @@ typedef enum ll_gate {
     LL_GATE_MISMATCH /* ROW_COUNT_MISMATCH: partition FAILED, run FAILED_EXTRACT */
 } ll_gate;
 
-/* A partition's WRITTEN files as the counters of migration 0007 keep them (issue 8 §3). */
+/* A partition's WRITTEN files as the counters of migration 0007 keep them (docs/design.md §3). */
 typedef struct ll_chunk_counters {
     int64_t files;       /* WRITTEN rows */
     int64_t rows;        /* Σ record_count */
@@ -192,7 +192,7 @@ typedef struct ll_chunk_file {
     bool written;     /* status WRITTEN (false: invalidated by the sweeper) */
 } ll_chunk_file;
 
-/* What the set-based chunk path (issue 8 §2) may do with one report without the per-message path. */
+/* What the set-based chunk path (docs/design.md §3) may do with one report without the per-message path. */
 typedef enum ll_chunk_fast {
     LL_CHUNK_FAST_WRITE = 0, /* write the file row; ACCEPTED, the gate still waits */
     LL_CHUNK_FAST_REPLAY,    /* identical to the WRITTEN row: nothing written, REPLAY */

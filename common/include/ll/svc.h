@@ -34,11 +34,12 @@ void ll_service_write_example(FILE *out, const char *name, const ll_config_key *
  * $LL_SCHEMA_DIR, else the installed <datadir>/loadledger/schemas/avro, else the source tree. */
 void ll_service_schema_help(FILE *out);
 
-/* glibc malloc arenas of a service process (issue 8: memory): one. glibc gives each thread that
+/* glibc malloc arenas of a service process (memory, docs/design.md §3): one. glibc gives each thread that
  * allocates an arena of its own, up to 8 per core, and librdkafka runs some ten threads (broker,
  * coordinator and main threads of the consumer and the producer): the fetch buffers, freed by the
- * loop's thread into their broker thread's arena, and every arena's own padding added 0.3-0.5 MiB
- * to ll-completion's VmHWM under a backlog, at no measurable cost in events/s with one arena. */
+ * loop's thread into their broker thread's arena, and every arena's own padding added to
+ * ll-completion's high-water RSS under a backlog, at no measurable cost with one arena (the
+ * figures: docs/performance.md, "2026-12-01, night"). */
 #define LL_MALLOC_ARENAS 1
 
 /* Caps glibc's malloc arenas at LL_MALLOC_ARENAS (mallopt M_ARENA_MAX) unless the environment

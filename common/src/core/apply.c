@@ -1,5 +1,6 @@
 /*
- * apply.c - a helper's database result as the entry point's apply decision (issue 12 §1).
+ * apply.c - a helper's database result as the entry point's apply decision (docs/design.md §3, the decision
+ * table).
  */
 #include "ll/apply.h"
 

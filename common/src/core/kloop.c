@@ -115,7 +115,8 @@ int64_t ll_loop_now_us(void)
 /*
  * The dead-letter limit: min(kafka.message.max.bytes if set, loop.dead_letter_max_bytes), and
  * the start-up check that a message of loop.max_message_bytes can be dead-lettered whole
- * (issue 7 §1, §5). 0, or -1 with err naming the settings.
+ * (docs/design.md §3: a dead-letter record always fits; settings that would break the guarantees
+ * are refused at start). 0, or -1 with err naming the settings.
  */
 static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, size_t errlen)
 {

@@ -154,7 +154,7 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
         break;
     case LL_STEP_UNDO_RETRY: {
         /* a bounded wait ran out (lock or statement timeout), a deadlock or serialization
-         * failure, or an SQL error: the run waits and is tried again (issue 7 §6) */
+         * failure, or an SQL error: the run waits and is tried again (docs/design.md §3) */
         snprintf(err, sizeof err, "%s %s", e.sqlstate, e.message);
         ll_log_ctx ctx = {rid[0] ? rid : NULL, pid, m->ps->topic, m->ps->partition, m->offset};
         int busy = ll_db_err_is_busy(&l->db) || ll_db_err_is_retryable(&l->db);

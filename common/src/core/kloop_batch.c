@@ -189,7 +189,7 @@ void ll_batch_undo_all(batch *b)
  * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design):
  * applied, or dead-lettered (its DEAD_LETTER event is the transaction, with no savepoint before
  * the next message's ROLLBACK: committed at once, else a rejection after it took the event along
- * while its record went to Kafka, issue 26). What the set-based part decided needs no savepoint
+ * while its record went to Kafka; docs/design.md §3). What the set-based part decided needs no savepoint
  * and does not count. */
 int ll_batch_tx_full(const batch *b)
 {
@@ -267,7 +267,7 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
            b.n_work, n, b.n_bulk, b.n_decodes, (long long)(t_db - now),
            (double)(l->db.wait_us - waited0) / 1000.0, l->n_staged, (long long)l->last_commit_ms);
     mark_done_offsets(&b);
-    ll_loop_positions_flush(l); /* those no transaction of the batch wrote (issue 27 §1) */
+    ll_loop_positions_flush(l); /* those no transaction of the batch wrote (docs/design.md §5) */
     drop_decoded(&b);           /* before the Kafka commit: its failure rewinds (held copies freed) */
     /* the staged results go into a Kafka commit now, or into the one after the commit in flight
      * (a failure aborts and rewinds when that is taken, kloop_commit.c) */

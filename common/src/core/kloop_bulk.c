@@ -4,7 +4,7 @@
  * one by one in their turn. It never decides a message ahead of an earlier one of its run in the
  * work order (ll_work_cmp) that is still to go one by one, of any input and on any partition: the
  * work order is the order of the one-by-one loop (loop.db_batch_max = 1), and both must answer
- * alike (issue 26, tests/integration/test_bulk_differential.py). A run's messages behind a held
+ * alike (docs/design.md §3, tests/integration/test_bulk_differential.py). A run's messages behind a held
  * one wait on its partition only, as in the loop.
  */
 #include <stdlib.h>
@@ -91,7 +91,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         }
         if (w.all) {
             /* behind an earlier message of its run that goes one by one (of any input): decided
-             * set-based, it would come before that one (issue 26); worth another try once that
+             * set-based, it would come before that one (docs/design.md §3); worth another try once that
              * one is applied */
             m->retry = m->io == io;
             continue;

@@ -62,8 +62,8 @@ static rd_kafka_conf_t *base_conf(ll_loop *l, char *err, size_t errlen)
 
 /* The producer's metadata of the topics it writes (the reply topics, the dead-letter topic),
  * asked for now, each bounded by wait_ms. Without it the first record to a topic waited for
- * librdkafka's own lookup: 340 ms, the first Kafka transaction's flush (issue 8: a third of the
- * benchmark's default workload). A topic that does not answer is only logged: the lookup on
+ * librdkafka's own lookup in the first Kafka transaction's flush (docs/design.md §3; the figures:
+ * docs/performance.md, "2026-12-02, later"). A topic that does not answer is only logged: the lookup on
  * first use remains. */
 static void warm_producer_topics(ll_loop *l, int wait_ms)
 {
@@ -105,11 +105,11 @@ int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen)
     }
     if (!ll_config_get(l->cfg, "kafka.transaction.timeout.ms"))
         conf_set(pc, "transaction.timeout.ms", "60000", err, errlen);
-    /* Latency defaults (issue 8 §5; docs/design.md §3): the commit of a batch's
-     * transaction flushes its replies anyway, and with librdkafka's linger of 5 ms it waited for
-     * it (commit p50 11 ms, 2-3 ms without); the next batch's AddOffsetsToTxn often meets the
-     * previous commit still writing its markers (CONCURRENT_TRANSACTIONS), retried after
-     * retry.backoff.ms: 100 ms by default, the p99 of the whole offset step. */
+    /* Latency defaults (docs/design.md §3; the figures: docs/performance.md,
+     * "The loop's producer defaults"): the commit of a batch's transaction flushes its replies
+     * anyway, and with librdkafka's linger of 5 ms it waited for it; the next batch's AddOffsetsToTxn often
+     * meets the previous commit still writing its markers (CONCURRENT_TRANSACTIONS), retried after
+     * retry.backoff.ms, whose default of 100 ms made the tail of the whole offset step. */
     if (!ll_config_get(l->cfg, "kafka.linger.ms"))
         conf_set(pc, "linger.ms", "0", err, errlen);
     if (!ll_config_get(l->cfg, "kafka.retry.backoff.ms"))
@@ -146,7 +146,7 @@ int ll_loop_make_producer(ll_loop *l, int init_ms, char *err, size_t errlen)
 }
 
 /* The dead-letter topic's own limit, where the broker tells it: a smaller one than configured
- * lowers the limit, and must still take any accepted message whole (issue 7 §1). */
+ * lowers the limit, and must still take any accepted message whole (docs/design.md §3). */
 static int check_dead_letter_topic(ll_loop *l, char *err, size_t errlen)
 {
     int64_t topic_max = 0, maxb = (int64_t)l->io[0].dopts.max_message_bytes;
@@ -176,7 +176,7 @@ static int kafka_int(ll_loop *l, const char *key, int64_t *out, char *err, size_
 }
 
 /*
- * The consumer's bounded fetch and prefetch sizes (ll_kfetch_settle, issue 8): the loop's
+ * The consumer's bounded fetch and prefetch sizes (ll_kfetch_settle, docs/design.md §3): the loop's
  * defaults where kafka.<property> is not configured, and a configuration refused at start when a
  * response with one message of loop.max_message_bytes could not be received (a larger message is
  * still fetched whole: KIP-74), or that librdkafka would refuse. Keeps the settled sizes in

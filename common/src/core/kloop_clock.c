@@ -1,6 +1,6 @@
 /*
  * kloop_clock.c - the prerequisite clocks of the runs waiting on a Kafka partition (kloop_batch.h,
- * issue 26 §4): a run's wait runs for all its messages at once, held or not.
+ * docs/design.md §3): a run's wait runs for all its messages at once, held or not.
  */
 #include <stdio.h>
 #include <string.h>

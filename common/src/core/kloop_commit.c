@@ -6,9 +6,9 @@
  * (loop.overlap_commit, the default) while the loop polls, applies and commits the next batches
  * in the database; or on the loop's thread, batch by batch.
  *
- * Why (issue 8: the command's latency): a Kafka transaction on this 2-core machine takes 14 ms
- * at the median and 60-120 ms at the 99th percentile, whatever it carries (AddPartitionsToTxn,
- * produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn). When each batch's database commit waited
+ * Why (the command's latency): a Kafka transaction takes tens of milliseconds, with a long tail,
+ * whatever it carries (AddPartitionsToTxn, produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn;
+ * the figures: docs/performance.md, "2026-12-01, late night"). When each batch's database commit waited
  * for the previous batch's Kafka commit, the loop ran at the pace of Kafka commits and a slow one
  * held back every run's next database commit, hence its outbox row and its command. Now the
  * database commits go on; what they staged while a commit is in flight goes into the next one,

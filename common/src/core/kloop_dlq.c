@@ -4,7 +4,7 @@
  * (its id is a name-based UUID of topic/partition/offset, so a replay writes it once), and after
  * that transaction commits, a record on the dead-letter topic with the original key, value and
  * headers plus ll.* headers, staged for the Kafka transaction that commits its offset. The record always fits
- * (dlq.h, issue 7 §1): what does not fit is left out and named.
+ * (dlq.h, docs/design.md §3): what does not fit is left out and named.
  */
 #include <stdio.h>
 #include <stdlib.h>

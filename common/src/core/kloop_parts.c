@@ -134,7 +134,7 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
                    rd_kafka_err2str(ce));
         } else {
             ll_loop_load_tracks(l, c);
-            /* and the ledger's own positions: each partition starts at the lower (issue 27 §1) */
+            /* and the ledger's own positions: each partition starts at the lower (docs/design.md §5) */
             positions = ll_loop_positions_merge(l, c);
             if (positions != 0)
                 ll_log(LL_WARN, NULL, "positions_unknown",

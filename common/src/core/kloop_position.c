@@ -1,6 +1,6 @@
 /*
- * kloop_position.c - the consumer group's read positions kept in the ledger (issue 27 §1,
- * schemas/sql/0009_consumer_positions.sql, docs/design.md §4).
+ * kloop_position.c - the consumer group's read positions kept in the ledger (docs/design.md §5,
+ * "After the database went back in time", and §4; schemas/sql/0009_consumer_positions.sql).
  *
  * Written: every database transaction of a batch records, for each Kafka partition whose
  * messages it answered, the position the partition would have if the transaction's results were

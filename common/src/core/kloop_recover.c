@@ -3,7 +3,7 @@
  * rewinding to the committed offsets with their done-offset metadata, and a broken producer
  * recreated in the same process.
  *
- * Error classes, where they arise (kafka-edition.md §3.4, issue 7 §7-§8): an abortable error
+ * Error classes, where they arise (kafka-edition.md §3.4, docs/design.md §3): an abortable error
  * aborts the Kafka transaction and rewinds to the committed offsets; a fatal producer error
  * recreates the producer (same transactional.id: its init_transactions settles the open
  * transaction) and then rewinds; fenced or unauthorised ends the process (exit 2). A rewind that
@@ -71,7 +71,7 @@ int ll_loop_rewind(ll_loop *l)
             for (size_t i = 0; i < l->n_parts; i++)
                 ll_loop_drop_held(l->parts[i]);
             ll_loop_load_tracks(l, asg);
-            /* and the ledger's own positions: each partition goes back to the lower (issue 27 §1) */
+            /* and the ledger's own positions: each partition goes back to the lower (docs/design.md §5) */
             if (ll_loop_positions_merge(l, asg) != 0) {
                 snprintf(why, sizeof why, "the ledger's positions: %s %.400s", l->db.err.sqlstate,
                          l->db.err.message);
@@ -99,7 +99,7 @@ int ll_loop_rewind(ll_loop *l)
 
 /*
  * The producer raised a fatal error. Fenced or unauthorised: this instance must stop (one clear
- * line, exit 2). Anything else: the producer is recreated in this process (issue 7 §8) before
+ * line, exit 2). Anything else: the producer is recreated in this process (docs/design.md §3) before
  * anything is applied again.
  */
 static void producer_fatal(ll_loop *l)
