@@ -267,8 +267,15 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
            b.n_work, n, b.n_bulk, b.n_decodes, (long long)(t_db - now),
            (double)(l->db.wait_us - waited0) / 1000.0, l->n_staged, (long long)l->last_commit_ms);
     mark_done_offsets(&b);
-    ll_loop_positions_flush(l); /* those no transaction of the batch wrote (docs/design.md §5) */
-    drop_decoded(&b);           /* before the Kafka commit: its failure rewinds (held copies freed) */
+    if (ll_loop_positions_flush(l) != 0 && !l->rewind_pending) {
+        /* those no transaction of the batch wrote (docs/design.md §5). Not in the ledger, their
+         * offsets must not reach Kafka's commit either: the ledger would then be behind Kafka
+         * with nothing lost (a false ledger_behind_kafka). Rewound instead: read again and
+         * answered then (their answers are staged, never visible) */
+        l->rewind_pending = 1;
+        ll_loop_recover_later(l, 0);
+    }
+    drop_decoded(&b); /* before the Kafka commit: its failure rewinds (held copies freed) */
     /* the staged results go into a Kafka commit now, or into the one after the commit in flight
      * (a failure aborts and rewinds when that is taken, kloop_commit.c) */
     ll_loop_commit_push(l);
