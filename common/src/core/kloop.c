@@ -187,12 +187,16 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
     return 0;
 }
 
-ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n, void *svc,
-                     char *err, size_t errlen)
+/* The loop configured (its settings, topics and schemas), with the calls out of io: the real ones
+ * open the database and make the Kafka clients; a scripted table (the unit tests) leaves both to
+ * it. NULL with err. */
+static ll_loop *loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
+                         void *svc, const ll_loop_io *io, char *err, size_t errlen)
 {
     ll_loop *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
+    l->kio = io;
     snprintf(l->service, sizeof l->service, "%s", service);
     l->cfg = cfg;
     l->svc = svc;
@@ -219,6 +223,10 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         return NULL;
     }
     l->position_missing_kafka = strcmp(missing, "kafka") == 0;
+    if (io != &LL_LOOP_IO_REAL) {
+        snprintf(l->group, sizeof l->group, "%s", service);
+        return l;
+    }
     if (ll_db_open(&l->db, ll_config_get(cfg, "db.conninfo"), service, (int)attempts) != LL_DB_OK)
         ll_log(LL_WARN, NULL, "db_unavailable", "database not reachable at start: %s (will retry)",
                l->db.err.message);
@@ -241,6 +249,18 @@ ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *
         return NULL;
     }
     return l;
+}
+
+ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n, void *svc,
+                     char *err, size_t errlen)
+{
+    return loop_new(service, cfg, inputs, n, svc, &LL_LOOP_IO_REAL, err, errlen);
+}
+
+ll_loop *ll_loop_new_io(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
+                        void *svc, const ll_loop_io *io, char *err, size_t errlen)
+{
+    return loop_new(service, cfg, inputs, n, svc, io, err, errlen);
 }
 
 void ll_loop_stop(ll_loop *l)
@@ -321,8 +341,8 @@ static void observe_turn(ll_loop *l, size_t n, observed *o)
         o->idle_since = now;
     } else if (now - o->idle_since >= 5000 && http && !l->producer_broken && !l->rewind_pending) {
         o->idle_since = now;
-        if (ll_db_ensure(&l->db) == LL_DB_OK)
-            ll_db_command(&l->db, "SELECT 1");
+        if (l->kio->db_ensure(&l->db) == LL_DB_OK)
+            l->kio->db_command(&l->db, "SELECT 1");
     }
     ll_obs_turn(l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK);
     if (!http || now - o->held_at < 1000)
@@ -369,36 +389,41 @@ int ll_loop_run(ll_loop *l)
         ll_loop_fetch_drained(l); /* librdkafka 2.0.2's fetcher may have stopped at a full queue */
         if (l->producer)
             rd_kafka_poll(l->producer, 0);
-        if (recovering || l->producer_broken || l->rewind_pending) {
-            /* fetched before the pause took effect: it comes again from the committed offset, by
-             * the rewind still owed. A rebalance during this poll may have settled that rewind (an
-             * eager assignment starts at the committed offsets) and yet handed out the new
-             * assignment's first messages, dropped here: rewind now, or they would be skipped
-             * until the next rebalance (found by the network-cut drill, test_netcut.py). */
-            if (n > 0 && gen != l->rebalance_gen && !l->producer_broken && !l->rewind_pending) {
-                ll_log(LL_INFO, NULL, "batch_dropped",
-                       "rebalance during a recovery: %zu messages dropped, rewinding", n);
-                ll_loop_rewind(l);
-            }
-        } else if (gen == l->rebalance_gen) {
-            ll_loop_batch(l, batch, n);
-        } else if (n > 0) {
-            /* A rebalance while the batch was collected: drop the batch. Messages fetched under
-             * the old assignment come again from the committed offsets of the new one, but those
-             * fetched under the new assignment already moved its position past themselves:
-             * rewind, or they would be skipped. */
-            ll_log(LL_INFO, NULL, "batch_dropped",
-                   "rebalance during the poll: %zu messages dropped, rewinding", n);
-            ll_loop_rewind(l);
-        }
+        ll_loop_turn(l, recovering, gen, batch, n);
         for (size_t i = 0; i < n; i++)
             rd_kafka_message_destroy(batch[i]);
-        /* a commit that ended is taken (a fence ends the process), and what was staged behind
-         * it begins (its thread's end wakes the poll above) */
-        ll_loop_commit_poll(l);
         observe_turn(l, n, &obs);
     }
     ll_loop_commit_drain(l); /* everything staged committed, before the consumer leaves its group */
     free(batch);
     return l->fatal ? 2 : 0;
+}
+
+void ll_loop_turn(ll_loop *l, int recovering, unsigned gen, rd_kafka_message_t **batch, size_t n)
+{
+    if (recovering || l->producer_broken || l->rewind_pending) {
+        /* fetched before the pause took effect: it comes again from the committed offset, by
+         * the rewind still owed. A rebalance during this poll may have settled that rewind (an
+         * eager assignment starts at the committed offsets) and yet handed out the new
+         * assignment's first messages, dropped here: rewind now, or they would be skipped
+         * until the next rebalance (found by the network-cut drill, test_netcut.py). */
+        if (n > 0 && gen != l->rebalance_gen && !l->producer_broken && !l->rewind_pending) {
+            ll_log(LL_INFO, NULL, "batch_dropped",
+                   "rebalance during a recovery: %zu messages dropped, rewinding", n);
+            ll_loop_rewind(l);
+        }
+    } else if (gen == l->rebalance_gen) {
+        ll_loop_batch(l, batch, n);
+    } else if (n > 0) {
+        /* A rebalance while the batch was collected: drop the batch. Messages fetched under
+         * the old assignment come again from the committed offsets of the new one, but those
+         * fetched under the new assignment already moved its position past themselves:
+         * rewind, or they would be skipped. */
+        ll_log(LL_INFO, NULL, "batch_dropped", "rebalance during the poll: %zu messages dropped, rewinding",
+               n);
+        ll_loop_rewind(l);
+    }
+    /* a commit that ended is taken (a fence ends the process), and what was staged behind
+     * it begins (its thread's end wakes the poll above) */
+    ll_loop_commit_poll(l);
 }

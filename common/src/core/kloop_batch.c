@@ -113,9 +113,10 @@ static int flush_outs(batch *b)
                  * own (the batch's is committed), rather than the same message for ever */
                 snprintf(err, sizeof err, "the reply to %s does not fit its schema: %s", m->io->reply_topic,
                          o->encode_err);
-                if (ll_db_ensure(&l->db) != LL_DB_OK || ll_db_command(&l->db, "BEGIN") != LL_DB_OK ||
+                if (l->kio->db_ensure(&l->db) != LL_DB_OK ||
+                    l->kio->db_command(&l->db, "BEGIN") != LL_DB_OK ||
                     ll_loop_dead_letter_event(l, m, o->run_id, "REPLY_ENCODE_FAILED", err) != 0 ||
-                    ll_db_command(&l->db, "COMMIT") != LL_DB_OK)
+                    l->kio->db_command(&l->db, "COMMIT") != LL_DB_OK)
                     rc = -1;
                 else
                     ll_loop_dead_letter_stage(l, m, "REPLY_ENCODE_FAILED", err);
@@ -173,7 +174,7 @@ void ll_batch_undo_all(batch *b)
 {
     ll_loop *l = b->l;
     if (b->in_tx && l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK)
-        ll_db_command(&l->db, "ROLLBACK");
+        l->kio->db_command(&l->db, "ROLLBACK");
     b->in_tx = 0;
     b->n_touch = 0;
     ll_batch_outs_clear(b);

@@ -41,6 +41,7 @@
 /* One commit in flight: what the thread needs, and what it found. */
 struct ll_commit_job {
     pthread_t thread;
+    const ll_loop_io *io; /* the loop's calls out (borrowed) */
     rd_kafka_t *producer;
     rd_kafka_queue_t *wake; /* the consumer's queue, yielded when done */
     ll_staged_rec *recs;    /* owned; the thread hands them to the producer */
@@ -122,13 +123,10 @@ void ll_loop_staged_drop(ll_loop *l)
 
 /* One record into the open transaction (the value and headers are the producer's from here; a
  * full queue is waited out, 100 ms at a time). NULL, or the error. */
-static rd_kafka_error_t *produce_rec(rd_kafka_t *producer, ll_staged_rec *r)
+static rd_kafka_error_t *produce_rec(const ll_loop_io *io, rd_kafka_t *producer, ll_staged_rec *r)
 {
     for (;;) {
-        rd_kafka_resp_err_t e =
-            rd_kafka_producev(producer, RD_KAFKA_V_TOPIC(r->topic), RD_KAFKA_V_KEY(r->key, r->klen),
-                              RD_KAFKA_V_VALUE(r->val, r->vlen), RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_FREE),
-                              RD_KAFKA_V_HEADERS(r->hdrs), RD_KAFKA_V_END);
+        rd_kafka_resp_err_t e = io->produce(producer, r->topic, r->key, r->klen, r->val, r->vlen, r->hdrs);
         if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
             r->val = NULL; /* freed by the producer */
             r->hdrs = NULL;
@@ -148,14 +146,14 @@ static rd_kafka_error_t *produce_rec(rd_kafka_t *producer, ll_staged_rec *r)
 
 /* Begins a Kafka transaction and produces recs into it (each handed to the producer, or freed).
  * NULL, or the error with *what the call that failed (the records not produced stay owned). */
-static rd_kafka_error_t *begin_and_produce(rd_kafka_t *producer, ll_staged_rec *recs, size_t n,
-                                           const char **what)
+static rd_kafka_error_t *begin_and_produce(const ll_loop_io *io, rd_kafka_t *producer, ll_staged_rec *recs,
+                                           size_t n, const char **what)
 {
     *what = "begin_transaction";
-    rd_kafka_error_t *e = rd_kafka_begin_transaction(producer);
+    rd_kafka_error_t *e = io->begin_transaction(producer);
     for (size_t i = 0; i < n && !e; i++) {
         *what = "produce";
-        e = produce_rec(producer, &recs[i]);
+        e = produce_rec(io, producer, &recs[i]);
     }
     return e;
 }
@@ -165,17 +163,17 @@ static rd_kafka_error_t *begin_and_produce(rd_kafka_t *producer, ll_staged_rec *
  * and 60 s per commit attempt (the transaction's timeout). */
 static void commit_job_run(struct ll_commit_job *j)
 {
-    if ((j->err = begin_and_produce(j->producer, j->recs, j->n_recs, &j->what)))
+    if ((j->err = begin_and_produce(j->io, j->producer, j->recs, j->n_recs, &j->what)))
         return;
     /* the replies delivered first: their partitions' AddPartitionsToTxn is then over, and the
      * AddOffsetsToTxn below cannot meet it at the coordinator (CONCURRENT_TRANSACTIONS, retried
      * 20 ms later by librdkafka 2.0.2; docs/design.md §3). A flush that times out is the
      * commit's to report: commit_transaction flushes again and fails the same way. */
     j->produced_us = ll_loop_now_us();
-    (void)rd_kafka_flush(j->producer, 30000);
+    (void)j->io->flush(j->producer, 30000);
     j->flushed_us = ll_loop_now_us();
     if (j->offsets->cnt > 0) {
-        j->err = rd_kafka_send_offsets_to_transaction(j->producer, j->offsets, j->group, 30000);
+        j->err = j->io->send_offsets_to_transaction(j->producer, j->offsets, j->group, 30000);
         if (j->err) {
             j->what = "send_offsets_to_transaction";
             return;
@@ -183,7 +181,7 @@ static void commit_job_run(struct ll_commit_job *j)
     }
     j->offsets_us = ll_loop_now_us();
     for (int attempt = 0;; attempt++) {
-        j->err = rd_kafka_commit_transaction(j->producer, 60000);
+        j->err = j->io->commit_transaction(j->producer, 60000);
         if (!j->err || !rd_kafka_error_is_retriable(j->err) || attempt >= 5)
             break;
         rd_kafka_error_destroy(j->err);
@@ -327,13 +325,14 @@ static int commit_start(ll_loop *l)
     struct ll_commit_job *j = calloc(1, sizeof *j);
     if (!j)
         abort();
+    j->io = l->kio;
     j->producer = l->producer;
     j->recs = l->staged; /* taken over */
     j->n_recs = l->n_staged;
     l->staged = NULL;
     l->n_staged = l->cap_staged = l->staged_bytes = 0;
     j->offsets = offsets_of(l);
-    j->group = j->offsets->cnt > 0 ? rd_kafka_consumer_group_metadata(l->consumer) : NULL;
+    j->group = j->offsets->cnt > 0 ? l->kio->group_metadata(l->consumer) : NULL;
     j->started_us = ll_loop_now_us();
     if (l->overlap_commit) {
         j->wake = l->consumer_q;
@@ -409,9 +408,9 @@ void ll_loop_commit_fault_open(ll_loop *l)
     if (ll_loop_commit_wait(l) != 0)
         return;
     const char *what;
-    rd_kafka_error_t *e = begin_and_produce(l->producer, l->staged, l->n_staged, &what);
+    rd_kafka_error_t *e = begin_and_produce(l->kio, l->producer, l->staged, l->n_staged, &what);
     if (e)
         rd_kafka_error_destroy(e);
     ll_loop_staged_drop(l);
-    rd_kafka_flush(l->producer, 10000);
+    l->kio->flush(l->producer, 10000);
 }

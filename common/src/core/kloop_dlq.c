@@ -43,7 +43,7 @@ int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, con
     json_decref(details);
     int have_run = run_id && ll_uuid_canonical(run_id, canon) == 0;
     const char *params[6] = {event_id, have_run ? canon : NULL, l->service, code, reason, dj};
-    PGresult *r = ll_db_exec(&l->db, &ST_DEAD_LETTER_EVENT, params);
+    PGresult *r = l->kio->db_exec(&l->db, &ST_DEAD_LETTER_EVENT, params);
     free(dj);
     if (!r)
         return -1;
@@ -66,12 +66,12 @@ static size_t headers_size(const rd_kafka_headers_t *h)
 }
 
 /* The message's original headers (borrowed), or NULL. */
-static const rd_kafka_headers_t *orig_headers(const lmsg *m)
+static const rd_kafka_headers_t *orig_headers(const ll_loop *l, const lmsg *m)
 {
     rd_kafka_headers_t *h = NULL;
     if (m->hdrs)
         return m->hdrs;
-    if (m->rkm && rd_kafka_message_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
+    if (m->rkm && l->kio->msg_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
         return h;
     return NULL;
 }
@@ -102,7 +102,7 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
     rd_kafka_header_add(own, "ll.service", -1, l->service, -1);
     rd_kafka_header_add(own, "ll.dead_at", -1, ts, -1);
     size_t own_len = headers_size(own) + 200; /* room for the ll.payload.* headers */
-    const rd_kafka_headers_t *orig = orig_headers(m);
+    const rd_kafka_headers_t *orig = orig_headers(l, m);
     ll_dlq_fit fit;
     ll_dlq_fit_decide(m->key_len, m->len, headers_size(orig), own_len, l->dlq_limit, &fit);
 

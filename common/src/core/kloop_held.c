@@ -76,7 +76,7 @@ lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
     c->key = m->key ? memcpy(malloc(m->key_len ? m->key_len : 1), m->key, m->key_len) : NULL;
     c->value = m->value ? memcpy(malloc(m->len ? m->len : 1), m->value, m->len) : NULL;
     rd_kafka_headers_t *h = NULL;
-    c->hdrs = m->rkm && rd_kafka_message_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h
+    c->hdrs = m->rkm && l->kio->msg_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR && h
                   ? rd_kafka_headers_copy(h)
                   : NULL;
     c->held = 1;

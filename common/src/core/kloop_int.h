@@ -39,6 +39,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "kloop_io.h"
 #include "ll/kclient.h"
 #include "ll/kloop.h"
 #include "ll/offtrack.h"
@@ -153,6 +154,7 @@ struct ll_loop {
     void *svc;
     topic_io *io;
     size_t n_io;
+    const ll_loop_io *kio; /* the calls out to Kafka and the database (kloop_io.h; borrowed) */
     rd_kafka_t *consumer;
     rd_kafka_t *producer;
     ll_db db;
@@ -198,6 +200,16 @@ struct ll_loop {
 };
 
 /* kloop.c */
+/* The loop with its calls out scripted (io: borrowed for the loop's lifetime): configured as
+ * ll_loop_new does, but with no database opened, no Kafka client made and nothing subscribed
+ * (the loop's unit tests). NULL with err. */
+ll_loop *ll_loop_new_io(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
+                        void *svc, const ll_loop_io *io, char *err, size_t errlen);
+/* One turn of the loop after its poll: the batch of the n messages polled (borrowed), or, while a
+ * recovery is owed (recovering: what ll_loop_recover_step returned before the poll) or a rebalance
+ * came during the poll (gen: l->rebalance_gen before it), the batch dropped and a rewind; then the
+ * Kafka commit that ended is taken and the staged records go into the next. */
+void ll_loop_turn(ll_loop *l, int recovering, unsigned gen, rd_kafka_message_t **batch, size_t n);
 /* Monotonic clock (ms). */
 int64_t ll_loop_now_ms(void);
 /* Monotonic clock (microseconds), for the latency metrics. */

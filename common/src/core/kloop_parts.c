@@ -85,7 +85,7 @@ void ll_loop_resume_paused(ll_loop *l)
 {
     rd_kafka_topic_partition_list_t *tp = NULL;
     if (l->all_paused) {
-        if (rd_kafka_assignment(l->consumer, &tp) != RD_KAFKA_RESP_ERR_NO_ERROR)
+        if (l->kio->assignment(l->consumer, &tp) != RD_KAFKA_RESP_ERR_NO_ERROR)
             tp = NULL;
     } else {
         tp = rd_kafka_topic_partition_list_new((int)(l->n_parts ? l->n_parts : 1));
@@ -94,7 +94,7 @@ void ll_loop_resume_paused(ll_loop *l)
                 rd_kafka_topic_partition_list_add(tp, l->parts[i]->topic, l->parts[i]->partition);
     }
     if (tp && tp->cnt > 0)
-        rd_kafka_resume_partitions(l->consumer, tp);
+        l->kio->resume(l->consumer, tp);
     if (tp)
         rd_kafka_topic_partition_list_destroy(tp);
     l->all_paused = 0;
@@ -126,7 +126,7 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
         /* the committed offsets with the done offsets above them (metadata): what was applied
          * above the committed offset before a crash or a rebalance is skipped, not applied again */
         rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(parts);
-        rd_kafka_resp_err_t ce = rd_kafka_committed(rk, c, 10000);
+        rd_kafka_resp_err_t ce = l->kio->committed(rk, c, 10000);
         int positions = -1;
         if (ce) {
             ll_log(LL_WARN, NULL, "committed_unknown",
@@ -144,11 +144,11 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
         /* an eager assignment starts at the offsets found: no rewind is owed any more (the
          * producer, if broken, is still recreated before anything is applied) */
         l->rewind_pending = 0;
-        rd_kafka_assign(rk, positions == 0 ? c : parts);
+        l->kio->assign(rk, positions == 0 ? c : parts);
         rd_kafka_topic_partition_list_destroy(c);
         ll_obs_assigned(parts->cnt);
         if (l->producer_broken || (positions != 0 && !ce)) {
-            rd_kafka_pause_partitions(rk, parts);
+            l->kio->pause(rk, parts);
             l->all_paused = 1;
         }
         if (positions != 0 && !ce) {
@@ -160,7 +160,7 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
                     parts->cnt);
         ll_loop_resume_paused(l); /* while still assigned */
         ll_loop_forget_parts(l);
-        rd_kafka_assign(rk, NULL);
+        l->kio->assign(rk, NULL);
         ll_obs_assigned(0);
     }
 }
@@ -173,9 +173,9 @@ void ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset)
         return;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(tp, ps->topic, ps->partition)->offset = offset;
-    rd_kafka_pause_partitions(l->consumer, tp);
+    l->kio->pause(l->consumer, tp);
     char why[512];
-    int failed = ll_kafka_seek(l->consumer, tp, 10000, why, sizeof why);
+    int failed = l->kio->seek(l->consumer, tp, 10000, why, sizeof why);
     rd_kafka_topic_partition_list_destroy(tp);
     ps->stopped = 1;
     ps->stop_offset = offset;
@@ -197,7 +197,7 @@ void ll_loop_resume_partition(ll_loop *l, part_state *ps)
         return;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(tp, ps->topic, ps->partition);
-    rd_kafka_resume_partitions(l->consumer, tp);
+    l->kio->resume(l->consumer, tp);
     rd_kafka_topic_partition_list_destroy(tp);
     ps->stopped = 0;
 }

@@ -73,7 +73,7 @@ static int record_rewind(ll_loop *l, const part_state *ps, int64_t from, int64_t
     snprintf(t, sizeof t, "%lld", (long long)to);
     snprintf(n, sizeof n, "%lld", (long long)offsets);
     const char *p[6] = {l->group, ps->topic, part, f, t, n};
-    PGresult *r = ll_db_exec(&l->db, &ST_REWIND, p);
+    PGresult *r = l->kio->db_exec(&l->db, &ST_REWIND, p);
     if (!r)
         return -1;
     PQclear(r);
@@ -105,10 +105,10 @@ static int write_positions(ll_loop *l, const char *runs, positions *w)
                             ll_pgarray_text(&w->parts),
                             ll_pgarray_text(&w->next),
                             ll_pgarray_text(&w->done)};
-        r = ll_db_exec(&l->db, &ST_PRECOMMIT, p);
+        r = l->kio->db_exec(&l->db, &ST_PRECOMMIT, p);
     } else {
         const char *p[1] = {runs};
-        r = ll_db_exec(&l->db, &ST_TOUCH_RUNS, p);
+        r = l->kio->db_exec(&l->db, &ST_TOUCH_RUNS, p);
     }
     PQclear(r);
     return r ? 0 : -1;
@@ -186,7 +186,7 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     for (int i = 0; i < c->cnt; i++)
         ll_pgarray_add(&topics, c->elems[i].topic);
     const char *p[2] = {l->group, ll_pgarray_text(&topics)};
-    PGresult *r = ll_db_ensure(&l->db) == LL_DB_OK ? ll_db_exec(&l->db, &ST_POSITIONS, p) : NULL;
+    PGresult *r = l->kio->db_ensure(&l->db) == LL_DB_OK ? l->kio->db_exec(&l->db, &ST_POSITIONS, p) : NULL;
     ll_pgarray_free(&topics);
     if (!r)
         return -1;
@@ -268,7 +268,7 @@ int ll_loop_positions_flush(ll_loop *l)
         }
     }
     int rc = 0;
-    if (w.topics.n > 0 && (ll_db_ensure(&l->db) != LL_DB_OK || write_positions(l, "{}", &w) != 0)) {
+    if (w.topics.n > 0 && (l->kio->db_ensure(&l->db) != LL_DB_OK || write_positions(l, "{}", &w) != 0)) {
         ll_log(LL_WARN, NULL, "position_not_written", "%s %s (the ledger's positions stay behind)",
                l->db.err.sqlstate, l->db.err.message);
         rc = -1;

@@ -21,10 +21,10 @@
 void ll_loop_pause_all(ll_loop *l)
 {
     rd_kafka_topic_partition_list_t *asg = NULL;
-    if (l->all_paused || rd_kafka_assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg)
+    if (l->all_paused || l->kio->assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg)
         return;
     if (asg->cnt > 0)
-        rd_kafka_pause_partitions(l->consumer, asg);
+        l->kio->pause(l->consumer, asg);
     rd_kafka_topic_partition_list_destroy(asg);
     l->all_paused = 1;
 }
@@ -59,10 +59,10 @@ int ll_loop_rewind(ll_loop *l)
         ll_loop_commit_wait(l); /* the committed offsets are read below */
     /* what was staged comes again from the committed offsets, answered as replays */
     ll_loop_staged_drop(l);
-    if (rd_kafka_assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg) {
+    if (l->kio->assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg) {
         snprintf(why, sizeof why, "cannot read the assignment");
     } else if (asg->cnt > 0) {
-        rd_kafka_resp_err_t ce = rd_kafka_committed(l->consumer, asg, 10000);
+        rd_kafka_resp_err_t ce = l->kio->committed(l->consumer, asg, 10000);
         for (int i = 0; !ce && i < asg->cnt; i++)
             ce = asg->elems[i].err;
         if (ce) {
@@ -79,7 +79,7 @@ int ll_loop_rewind(ll_loop *l)
                 for (int i = 0; i < asg->cnt; i++)
                     if (asg->elems[i].offset < 0)
                         asg->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-                ll_kafka_seek(l->consumer, asg, 10000, why, sizeof why);
+                l->kio->seek(l->consumer, asg, 10000, why, sizeof why);
             }
         }
     }
@@ -105,7 +105,7 @@ int ll_loop_rewind(ll_loop *l)
 static void producer_fatal(ll_loop *l)
 {
     char why[512] = "";
-    rd_kafka_resp_err_t code = rd_kafka_fatal_error(l->producer, why, sizeof why);
+    rd_kafka_resp_err_t code = l->kio->fatal_error(l->producer, why, sizeof why);
     if (ll_kafka_fatal_must_exit(code)) {
         ll_log(LL_ERROR, NULL, "producer_fenced",
                "transactional.id %s: %s: another instance took over (or access was denied); exiting", l->txid,
@@ -127,12 +127,7 @@ static void producer_fatal(ll_loop *l)
 static void recreate_producer(ll_loop *l)
 {
     char err[512];
-    if (l->producer) {
-        rd_kafka_purge(l->producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
-        rd_kafka_destroy(l->producer);
-        l->producer = NULL;
-    }
-    if (ll_loop_make_producer(l, 10000, err, sizeof err) != 0) {
+    if (l->kio->remake_producer(l, 10000, err, sizeof err) != 0) {
         ll_log(LL_WARN, NULL, "producer_recreate_retry", "%s (retrying)", err);
         ll_loop_recover_later(l, 0);
         return;
@@ -148,7 +143,7 @@ static void recreate_producer(ll_loop *l)
 static void abort_txn(ll_loop *l)
 {
     for (int attempt = 0; attempt < 3; attempt++) {
-        rd_kafka_error_t *ae = rd_kafka_abort_transaction(l->producer, 30000);
+        rd_kafka_error_t *ae = l->kio->abort_transaction(l->producer, 30000);
         if (!ae)
             return;
         int fatal = rd_kafka_error_is_fatal(ae);
@@ -168,7 +163,7 @@ static void abort_txn(ll_loop *l)
 void ll_loop_abort(ll_loop *l)
 {
     char fe[256];
-    if (rd_kafka_fatal_error(l->producer, fe, sizeof fe))
+    if (l->kio->fatal_error(l->producer, fe, sizeof fe))
         producer_fatal(l);
     else
         abort_txn(l);

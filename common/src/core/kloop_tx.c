@@ -32,7 +32,7 @@ void ll_msg_touch_run(const ll_msg *m, const char *run_id)
 
 int ll_batch_db_cmd(batch *b, const char *sql)
 {
-    return ll_db_command(&b->l->db, sql) == LL_DB_OK ? 0 : -1;
+    return b->l->kio->db_command(&b->l->db, sql) == LL_DB_OK ? 0 : -1;
 }
 
 int ll_batch_tx_begin(batch *b)
@@ -40,7 +40,7 @@ int ll_batch_tx_begin(batch *b)
     if (b->in_tx)
         return 0;
     ll_loop *l = b->l;
-    if (ll_db_ensure(&l->db) != LL_DB_OK)
+    if (l->kio->db_ensure(&l->db) != LL_DB_OK)
         return -1;
     if (l->db.connects != l->db_connects_seen) {
         /* a new connection, maybe to another server (a failover): it may have lost transactions

@@ -20,7 +20,7 @@ static topic_io *io_for(ll_loop *l, const char *topic)
 static void lmsg_fresh(ll_loop *l, lmsg *m, rd_kafka_message_t *rkm)
 {
     memset(m, 0, sizeof *m);
-    const char *topic = rd_kafka_topic_name(rkm->rkt);
+    const char *topic = l->kio->msg_topic(rkm);
     m->rkm = rkm;
     m->io = io_for(l, topic);
     m->ps = ll_loop_part(l, topic, rkm->partition);
