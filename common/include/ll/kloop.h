@@ -30,9 +30,9 @@
  * with its key, value and headers plus ll.error.* headers, an event DEAD_LETTER is written to
  * load_event, and the partition moves on.
  *
- * The functions here are the loop's (common/src/core/kloop*.c, mapped in kloop_int.h): set-up, run
- * and replies in kloop.c, ll_msg_touch_run in kloop_tx.c. Topic names and the schema folder are
- * topics.h's.
+ * The functions here are the loop's (common/src/core/kloop*.c, mapped in kloop_int.h): set-up and
+ * replies in kloop_setup.c, the run in kloop.c, ll_msg_touch_run in kloop_tx.c. Topic names and
+ * the schema folder are topics.h's.
  */
 #ifndef LL_KLOOP_H
 #define LL_KLOOP_H

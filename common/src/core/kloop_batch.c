@@ -41,18 +41,33 @@
 #include "ll/log.h"
 #include "ll/obs.h"
 
-/* Remembers m's offset, to be marked done when the batch ends (done_mark). */
-static void mark_later(batch *b, const lmsg *m)
+/* Whether a rewind is owed: reported by this batch, or owed by the loop already. */
+static bool batch_owes(const batch *b)
 {
-    if (b->n_marks == b->cap_marks) {
-        size_t cap = b->cap_marks ? b->cap_marks * 2 : 64;
-        done_mark *d = realloc(b->marks, cap * sizeof *d);
-        if (!d)
-            abort();
-        b->marks = d;
-        b->cap_marks = cap;
+    return b->rewind || ll_loop_recovering(b->l);
+}
+
+/* Reports a rewind owed to the loop, after delay_ms (0: the recovery backoff). */
+static void batch_owe_rewind(batch *b, int64_t delay_ms)
+{
+    if (!b->rewind) {
+        b->rewind = 1;
+        b->rewind_delay_ms = delay_ms;
     }
-    b->marks[b->n_marks++] = (done_mark){m->ps, m->offset};
+}
+
+/* The batch failed (the database gone, or the transaction broke): its open transaction undone,
+ * and a rewind reported, after the backoff (what was committed before it is applied again as a
+ * replay). */
+static void undo(batch *b)
+{
+    ll_loop *l = b->l;
+    ll_batch_tx_undo(b);
+    if (!batch_owes(b)) {
+        ll_log(LL_WARN, NULL, "db_unavailable", "batch undone: %s %s (retrying from the committed offsets)",
+               l->db.err.sqlstate, l->db.err.message);
+        batch_owe_rewind(b, 0);
+    }
 }
 
 static int cmp_mark(const void *a, const void *b)
@@ -71,132 +86,19 @@ static int cmp_mark(const void *a, const void *b)
  * loop rewinds to the committed offsets, where the message is applied again as a replay. */
 static void mark_done_offsets(batch *b)
 {
-    ll_loop *l = b->l;
     if (b->n_marks == 0)
         return;
     qsort(b->marks, b->n_marks, sizeof *b->marks, cmp_mark);
     for (size_t i = 0; i < b->n_marks; i++)
-        if (ll_offtrack_done(&b->marks[i].ps->track, b->marks[i].offset) != 0 && !l->rewind_pending) {
+        if (ll_offtrack_done(&b->marks[i].ps->track, b->marks[i].offset) != 0 && !batch_owes(b)) {
             ll_log(
                 LL_ERROR, NULL, "offset_track_full",
                 "%s[%d]: offset %lld cannot be marked done (%zu ranges): rewinding to the committed offsets",
                 b->marks[i].ps->topic, (int)b->marks[i].ps->partition, (long long)b->marks[i].offset,
                 ll_offtrack_ranges(&b->marks[i].ps->track));
-            l->rewind_pending = 1;
-            ll_loop_recover_later(l, 0);
+            batch_owe_rewind(b, 0);
         }
     b->n_marks = 0;
-}
-
-/* Whether m's answer is already in Kafka, committed with its offset before the ledger lost its
- * effect (kloop_position.c): applied again, it is not answered again. */
-static bool answered_before(const lmsg *m)
-{
-    return m->ps->answered_any && ll_offtrack_is_done(&m->ps->answered, m->offset);
-}
-
-/* Stages the results of the committed database transaction for the next Kafka transaction
- * (kloop_commit.c) and marks their offsets done. 0, or -1 (the caller undoes the batch). */
-static int flush_outs(batch *b)
-{
-    ll_loop *l = b->l;
-    int rc = 0;
-    for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
-        out_item *o = &b->outs[i];
-        lmsg *m = o->m;
-        if (answered_before(m)) {
-            ll_obs_answer_withheld();
-        } else if (o->is_reply) {
-            char err[800];
-            if (o->encode_err) {
-                /* a reply that does not fit its schema: a dead letter, in a transaction of its
-                 * own (the batch's is committed), rather than the same message for ever */
-                snprintf(err, sizeof err, "the reply to %s does not fit its schema: %s", m->io->reply_topic,
-                         o->encode_err);
-                if (l->kio->db_ensure(&l->db) != LL_DB_OK ||
-                    l->kio->db_command(&l->db, "BEGIN") != LL_DB_OK ||
-                    ll_loop_dead_letter_event(l, m, o->run_id, "REPLY_ENCODE_FAILED", err) != 0 ||
-                    l->kio->db_command(&l->db, "COMMIT") != LL_DB_OK)
-                    rc = -1;
-                else
-                    ll_loop_dead_letter_stage(l, m, "REPLY_ENCODE_FAILED", err);
-            } else {
-                unsigned char *buf = o->reply; /* staged from here */
-                o->reply = NULL;
-                ll_loop_stage_record(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1,
-                                     m->io->topic, o->outcome, o->reply_code);
-            }
-        } else {
-            ll_loop_dead_letter_stage(l, m, o->code, o->reason);
-        }
-        if (rc == 0) {
-            mark_later(b, m);
-            m->ps->touched = l->batch_no;
-            m->state = 1;
-            if (m->held)
-                ll_batch_unhold(b, m);
-        }
-    }
-    ll_batch_outs_clear(b);
-    return rc;
-}
-
-/* Commits the open database transaction and produces its results. 0, or -1 (batch undone). */
-int ll_batch_tx_commit(batch *b)
-{
-    ll_loop *l = b->l;
-    if (!b->in_tx) {
-        return flush_outs(b);
-    }
-    if (ll_batch_precommit(b) != 0)
-        return -1; /* still in the (failed) transaction: ll_batch_undo_all rolls it back */
-    /* not waiting for the Kafka commit in flight: this database commit may come before it
-     * ends, its results staged for the next one. If that fails, the messages of every database
-     * transaction not yet in a committed Kafka transaction are read again from the committed
-     * offsets and applied as replays, as after a crash between the two commits (kloop_commit.c,
-     * docs/design.md §4) */
-    b->in_tx = 0;
-    if (ll_batch_db_cmd(b, "COMMIT") != 0)
-        return -1;
-    if (l->crash_after > 0 && ++l->db_commits >= l->crash_after) {
-        ll_log(LL_WARN, NULL, "fault_injected", "killing self after database commit %lld",
-               (long long)l->db_commits);
-        /* the replies of earlier commits go to the broker first, in a transaction left open:
-         * the most adverse form of this crash point for read_committed readers */
-        ll_loop_commit_fault_open(l);
-        raise(SIGKILL);
-    }
-    return flush_outs(b);
-}
-
-/* The batch failed (database gone, Kafka error): undo it all and rewind after a backoff. */
-void ll_batch_undo_all(batch *b)
-{
-    ll_loop *l = b->l;
-    if (b->in_tx && l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK)
-        l->kio->db_command(&l->db, "ROLLBACK");
-    b->in_tx = 0;
-    b->n_touch = 0;
-    ll_batch_outs_clear(b);
-    if (!l->fatal && !l->producer_broken && !l->rewind_pending) {
-        ll_log(LL_WARN, NULL, "db_unavailable", "batch undone: %s %s (retrying from the committed offsets)",
-               l->db.err.sqlstate, l->db.err.message);
-        l->rewind_pending = 1;
-        ll_loop_recover_later(l, 0);
-    }
-}
-
-/* Whether the open transaction must commit now: loop.db_batch_max savepoints (PostgreSQL caches
- * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design):
- * applied, or dead-lettered (its DEAD_LETTER event is the transaction, with no savepoint before
- * the next message's ROLLBACK: committed at once, else a rejection after it took the event along
- * while its record went to Kafka; docs/design.md §3). What the set-based part decided needs no savepoint
- * and does not count. */
-int ll_batch_tx_full(const batch *b)
-{
-    if (!b->in_tx)
-        return 0;
-    return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 || b->n_outs > 0 : b->savepoints >= b->l->db_batch_max;
 }
 
 /* Releases the decoded values the batch still keeps (ll_batch_decode): messages the set-based
@@ -209,8 +111,9 @@ static void drop_decoded(batch *b)
         ll_batch_decoded_drop(b, b->work[i]);
 }
 
-void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
+ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
 {
+    ll_batch_end end = {false, false, 0};
     int64_t now = ll_loop_now_ms(), waited0 = l->db.wait_us;
     batch b;
     memset(&b, 0, sizeof b);
@@ -228,8 +131,10 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
     for (size_t i = 0; i < b.n_work; i++) {
         lmsg *m = b.work[i];
         /* the set-based part, first over the whole batch */
-        if (b.bulk_on && i == 0 && ll_batch_bulk_step(&b, 0, NULL) != 0)
+        if (b.bulk_on && i == 0 && ll_batch_bulk_step(&b, 0, NULL) != 0) {
+            undo(&b);
             goto out;
+        }
         if (m->decided)
             continue; /* applied by the set-based part, in a transaction committed or still open */
         /* an earlier message of the same run and partition is held in this batch: this one
@@ -238,27 +143,29 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         if (ll_waits_on(&held_runs, m->ps)) {
             m->state = 2;
             if (!m->held && !ll_loop_hold_copy(l, m))
-                ll_loop_stop_partition(l, m->ps, m->offset);
+                ll_batch_stop_partition(&b, m->ps, m->offset);
             continue;
         }
         if (ll_batch_apply_one(&b, m) == W_FAILED) {
-            ll_batch_undo_all(&b);
+            undo(&b);
             goto out;
         }
         if (m->state == 2)
             ll_waits_add(&held_runs, m->ps);
         if (ll_batch_tx_full(&b) && ll_batch_tx_commit(&b) != 0) {
-            ll_batch_undo_all(&b);
+            undo(&b);
             goto out;
         }
         /* the set-based part left the later messages of m's run behind m; now that m is
          * applied or held, they may go set-based again (those behind a held one on its
          * partition stay: kloop_bulk.c) */
-        if (b.bulk_on && ll_batch_run_waits_after(&b, i) && ll_batch_bulk_step(&b, i + 1, m->run) != 0)
+        if (b.bulk_on && ll_batch_run_waits_after(&b, i) && ll_batch_bulk_step(&b, i + 1, m->run) != 0) {
+            undo(&b);
             goto out;
+        }
     }
     if (ll_batch_tx_commit(&b) != 0) {
-        ll_batch_undo_all(&b);
+        undo(&b);
         goto out;
     }
     int64_t t_db = ll_loop_now_ms();
@@ -268,22 +175,15 @@ void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
            b.n_work, n, b.n_bulk, b.n_decodes, (long long)(t_db - now),
            (double)(l->db.wait_us - waited0) / 1000.0, l->n_staged, (long long)l->last_commit_ms);
     mark_done_offsets(&b);
-    if (ll_loop_positions_flush(l) != 0 && !l->rewind_pending) {
+    if (ll_loop_positions_flush(l) != 0 && !batch_owes(&b)) {
         /* those no transaction of the batch wrote (docs/design.md §5). Not in the ledger, their
          * offsets must not reach Kafka's commit either: the ledger would then be behind Kafka
          * with nothing lost (a false ledger_behind_kafka). Rewound instead: read again and
          * answered then (their answers are staged, never visible) */
-        l->rewind_pending = 1;
-        ll_loop_recover_later(l, 0);
+        batch_owe_rewind(&b, 0);
     }
     drop_decoded(&b); /* before the Kafka commit: its failure rewinds (held copies freed) */
-    /* the staged results go into a Kafka commit now, or into the one after the commit in flight
-     * (a failure aborts and rewinds when that is taken, kloop_commit.c) */
-    ll_loop_commit_push(l);
-    for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->stopped && (int64_t)l->parts[i]->n_held <= l->max_held / 2 &&
-            (int64_t)l->parts[i]->held_bytes <= l->max_held_bytes / 2)
-            ll_loop_resume_partition(l, l->parts[i]);
+    end.ended = true; /* the staged results may go into a Kafka commit (the loop's) */
 out:
     mark_done_offsets(&b); /* those of database commits before a failure: the rewind reloads */
     free(b.marks);
@@ -296,4 +196,7 @@ out:
     free(b.outs);
     free(b.work);
     free(b.fresh);
+    end.rewind = b.rewind;
+    end.rewind_delay_ms = b.rewind_delay_ms;
+    return end;
 }

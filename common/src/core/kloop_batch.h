@@ -3,13 +3,14 @@
  * header; kloop_int.h has the loop's own types). The functions below are grouped under the file
  * that defines them (tests/style/check_header_map.py checks it):
  *
- *   kloop_batch.c    the batch from start to end: its steps in order, the database commit, the
- *                    replies and dead letters after it, the offsets, undoing a failed batch
+ *   kloop_batch.c    the batch from start to end: its steps in order, undoing a failed batch, the
+ *                    done offsets marked, and its end reported to the loop (ll_batch_end)
  *   kloop_work.c     the work: due held runs and polled messages, sorted by run id
  *   kloop_held.c     held queues: copies, backoff, removal once done
  *   kloop_clock.c    the prerequisite clocks of the runs waiting on a partition
  *   kloop_tx.c       the open database transaction: BEGIN, savepoint commands, the heartbeats
- *                    asked for, the queue of results produced after the commit
+ *                    asked for, the queue of results, the commit with its results staged after
+ *                    it (kloop_commit.c), the undo
  *   kloop_position.c the statement before each COMMIT that writes those heartbeats and the read
  *                    positions (kloop_int.h has the rest of the file)
  *   kloop_apply.c    one message applied with a savepoint, and what the loop does with its answer
@@ -72,11 +73,13 @@ typedef struct batch {
     size_t n_decodes; /* values decoded in this batch (ll_decode calls; the batch_done debug line) */
     size_t n_kept;    /* messages of the work that keep a decoded value or its error (ll_batch_decode) */
     int in_tx, use_savepoints;
-    int savepoints; /* savepoints made in the open transaction */
-    int tx_msgs;    /* messages applied in it (with or without a savepoint) */
-    size_t n_bulk;  /* messages the set-based part applied in this batch */
-    int bulk_on;    /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
-    int bulk_calls; /* set-based calls made in this batch: lmsg.decided names the one that decided */
+    int savepoints;          /* savepoints made in the open transaction */
+    int tx_msgs;             /* messages applied in it (with or without a savepoint) */
+    size_t n_bulk;           /* messages the set-based part applied in this batch */
+    int bulk_on;             /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
+    int bulk_calls;          /* set-based calls made in this batch: lmsg.decided names the one that decided */
+    int rewind;              /* a rewind is owed when the batch ends (reported to the loop: ll_batch_end) */
+    int64_t rewind_delay_ms; /* after this long (ms; 0: the recovery backoff) */
 } batch;
 
 /* The Kafka partitions on which the run being walked has a message held: its later messages there
@@ -104,8 +107,9 @@ int ll_work_cmp(const void *a, const void *b);
 /* kloop_held.c */
 /* True when ps's held queue has a copy of offset. */
 int ll_loop_offset_held(const part_state *ps, int64_t offset);
-/* Frees a held copy (its key, value and headers). */
-void ll_loop_free_copy(lmsg *m);
+/* Pauses ps's fetching at offset (its held queue is full: ll_loop_stop_partition); a seek that
+ * failed reports a rewind in b (the loop's, after the batch). */
+void ll_batch_stop_partition(batch *b, part_state *ps, int64_t offset);
 /* True when run r has a message in ps's held queue. */
 int ll_loop_run_held(const part_state *ps, const char *r);
 /* Copies a fresh message into the held queue of its partition, in offset order (a seek below held
@@ -190,11 +194,14 @@ int ll_batch_run_waits_after(const batch *b, size_t i);
  * transaction is full. 0, or -1 after undoing the batch. */
 int ll_batch_bulk_step(batch *b, size_t from, const char *run);
 
-/* kloop_batch.c */
-/* Commits the open database transaction and produces its results. 0, or -1 (batch undone). */
+/* kloop_tx.c: the commit and what follows it */
+/* Commits the open database transaction (the precommit statement first), then stages its
+ * results for the Kafka commit and remembers their offsets (done_mark). 0, or -1: the caller
+ * undoes the batch (the transaction may still be open). */
 int ll_batch_tx_commit(batch *b);
-/* The batch failed (database gone, Kafka error): undo it all and rewind after a backoff. */
-void ll_batch_undo_all(batch *b);
+/* Undoes the open transaction (ROLLBACK), its results and its heartbeats; what was committed
+ * before stays. */
+void ll_batch_tx_undo(batch *b);
 /* Whether the open transaction must commit now (loop.db_batch_max; with 1, after one message or
  * one dead letter). */
 int ll_batch_tx_full(const batch *b);

@@ -226,19 +226,15 @@ int ll_batch_run_waits_after(const batch *b, size_t i)
 }
 
 /* The set-based part over work[from..) (run: only its messages), then a commit if the
- * transaction is full. 0, or -1 after undoing the batch. */
+ * transaction is full. 0, or -1: the batch must be undone (the caller undoes it). */
 int ll_batch_bulk_step(batch *b, size_t from, const char *run)
 {
     size_t decided = 0;
-    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE) {
-        ll_batch_undo_all(b);
+    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE)
         return -1;
-    }
     b->n_bulk += decided;
     if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE ||
-        (ll_batch_tx_full(b) && ll_batch_tx_commit(b) != 0)) {
-        ll_batch_undo_all(b);
+        (ll_batch_tx_full(b) && ll_batch_tx_commit(b) != 0))
         return -1;
-    }
     return 0;
 }

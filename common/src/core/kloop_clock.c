@@ -1,11 +1,27 @@
 /*
- * kloop_clock.c - the prerequisite clocks of the runs waiting on a Kafka partition (kloop_batch.h,
- * docs/design.md §3): a run's wait runs for all its messages at once, held or not.
+ * kloop_clock.c - the loop's clocks (kloop_int.h: monotonic ms and µs), and the prerequisite
+ * clocks of the runs waiting on a Kafka partition (kloop_batch.h, docs/design.md §3): a run's
+ * wait runs for all its messages at once, held or not.
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "kloop_batch.h"
+
+int64_t ll_loop_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t ll_loop_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 /* The slot of run on ps, or NULL. */
 static run_clock *find(part_state *ps, const char *run)

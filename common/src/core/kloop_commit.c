@@ -26,7 +26,8 @@
  *
  * The thread touches only the producer (librdkafka's handles are thread-safe), the consumer's
  * queue (to wake the loop's poll) and the job it was given; every decision on the loop's state,
- * the metrics' staging included, stays on the loop's thread.
+ * the metrics' staging included, stays on the loop's thread. A commit that failed is returned
+ * (-1, with l->commit_err): the loop decides what follows (kloop_recover.c).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -229,7 +230,8 @@ static void commit_job_free(struct ll_commit_job *j)
     free(j);
 }
 
-/* The job's outcome on the loop's thread: 0, or -1 after ll_loop_txn_failed (abort, rewind). */
+/* The job's outcome on the loop's thread: 0, or -1 with l->commit_err (the error, owned by the
+ * loop until its recovery takes it) and l->commit_err_what. */
 static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
 {
     rd_kafka_error_t *e = j->err;
@@ -248,7 +250,13 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
         count_committed(j->recs, j->n_recs); /* its replies and dead letters are visible now */
     }
     commit_job_free(j);
-    return e ? ll_loop_txn_failed(l, e, what) : 0;
+    if (!e)
+        return 0;
+    if (l->commit_err) /* not taken (the exit): the latest one is reported */
+        rd_kafka_error_destroy(l->commit_err);
+    l->commit_err = e;
+    l->commit_err_what = what;
+    return -1;
 }
 
 /* What a partition's Kafka commit says is done: its tracker, and while the ledger has lost
@@ -364,7 +372,7 @@ static int commit_step(ll_loop *l, bool may_wait)
         .in_flight = l->commit != NULL,
         .ended = l->commit && atomic_load(&l->commit->done),
         .owed = commit_owed(l),
-        .blocked = l->producer_broken || l->rewind_pending || l->fatal,
+        .blocked = ll_loop_recovering(l),
         .staged = l->n_staged,
         .staged_bytes = l->staged_bytes,
         .max_staged = LL_LOOP_STAGED_BATCHES * (size_t)l->batch_max,
@@ -379,8 +387,8 @@ static int commit_step(ll_loop *l, bool may_wait)
     case LL_COMMIT_WAIT_START:
         break;
     }
-    /* the commit in flight taken; then the table again, with none in flight (a failure has
-     * rewound, or the outcome may have left a recovery owed) */
+    /* the commit in flight taken; then the table again, with none in flight (a failure goes
+     * back to the loop, which recovers) */
     if (ll_loop_commit_wait(l) != 0)
         return -1;
     return commit_step(l, may_wait);
@@ -406,7 +414,7 @@ int ll_loop_commit_drain(ll_loop *l)
 void ll_loop_commit_fault_open(ll_loop *l)
 {
     if (ll_loop_commit_wait(l) != 0)
-        return;
+        return; /* the kill follows: the error goes with the process */
     const char *what;
     rd_kafka_error_t *e = begin_and_produce(l->kio, l->producer, l->staged, l->n_staged, &what);
     if (e)

@@ -3,33 +3,13 @@
  * missing prerequisite, a lock held elsewhere, a lost deadlock) is copied into its Kafka
  * partition's queue with the later messages of its run, retried with backoff
  * (loop.retry_backoff_min..max) and removed once done. A full queue (loop.max_held) pauses the
- * partition's fetching.
+ * partition's fetching (kloop_parts.c), which frees the copies too.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "kloop_batch.h"
 #include "ll/log.h"
-
-void ll_loop_free_copy(lmsg *m)
-{
-    free((void *)m->key);
-    free((void *)m->value);
-    if (m->hdrs)
-        rd_kafka_headers_destroy(m->hdrs);
-    free(m);
-}
-
-void ll_loop_drop_held(part_state *ps)
-{
-    for (size_t i = 0; i < ps->n_held; i++)
-        ll_loop_free_copy(ps->held[i]);
-    ps->n_held = 0;
-    ps->held_bytes = 0;
-    /* and the runs' prerequisite clocks: the messages come again, their wait starts again (a
-     * rewind after a database failover may have lost the very prerequisite they wait for) */
-    memset(ps->clocks, 0, sizeof ps->clocks);
-}
 
 /* True when run r has a message in ps's held queue. */
 int ll_loop_run_held(const part_state *ps, const char *r)
@@ -119,6 +99,16 @@ void ll_batch_unhold(batch *b, lmsg *m)
     b->done_held[b->n_done_held++] = m;
 }
 
+void ll_batch_stop_partition(batch *b, part_state *ps, int64_t offset)
+{
+    /* a seek that failed leaves the position unknown: the loop rewinds once this batch is over
+     * (not now: the batch still refers to the held messages a rewind drops) */
+    if (ll_loop_stop_partition(b->l, ps, offset) != 0 && !b->rewind) {
+        b->rewind = 1;
+        b->rewind_delay_ms = 1;
+    }
+}
+
 /* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock). */
 w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why)
 {
@@ -132,7 +122,7 @@ w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const c
     lmsg *h = m->held ? m : ll_loop_hold_copy(l, m);
     if (!h) {
         /* the queue is full: not held, not done; fetched again once the queue drains */
-        ll_loop_stop_partition(l, m->ps, m->offset);
+        ll_batch_stop_partition(b, m->ps, m->offset);
         return W_HELD;
     }
     if (deferred && !h->defer_since_ms) {

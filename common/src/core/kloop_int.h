@@ -3,25 +3,33 @@
  * functions below are grouped under the file that defines them (tests/style/check_header_map.py
  * checks it):
  *
- *   kloop.c          set-up, configuration, the run loop (one iteration: recover, poll, batch),
- *                    replies, the clocks
- *   kloop_clients.c  the Kafka clients: consumer and transactional producer, their settings, the
- *                    fetcher's wake
- *   kloop_parts.c    the assigned partitions: rebalances, the committed offsets and their
- *                    metadata, a partition paused while its held queue is full
- *   kloop_position.c the consumer group's read positions kept in the ledger, merged with Kafka's
- *                    commits at an assignment or a rewind
- *   kloop_recover.c  aborts, rewinds to the committed offsets, a producer recreated in-process
- *   kloop_batch.c    one batch (and kloop_work.c, kloop_held.c, kloop_clock.c, kloop_tx.c,
- *                    kloop_apply.c, kloop_bulk.c: its parts, mapped in kloop_batch.h): held runs,
- *                    the database transaction with a savepoint per message, replies, the done
- *                    offsets
- *   kloop_decide.c   the decision tables (ll/kloop_decide.h): a message's step once its apply
- *                    answered; when the staged records go into a Kafka transaction
- *   kloop_dlq.c      dead letters: the ledger event and the record that always fits
+ *   kloop.c          the turn (recover step, poll, batch, what it reported owed, Kafka commit)
+ *                    and the rebalance callback: the loop decides, the parts below report
+ *   kloop_setup.c    configuration, the loop made and freed, replies
+ *   kloop_recover.c  the recovery state's one writer: aborts, rewinds to the committed offsets,
+ *                    a producer recreated in-process
+ *   kloop_batch.c    one batch (and kloop_work.c, kloop_held.c, kloop_tx.c, kloop_apply.c,
+ *                    kloop_bulk.c: its parts, mapped in kloop_batch.h): held runs, the database
+ *                    transaction with a savepoint per message, replies, the done offsets; its
+ *                    end reported (ll_batch_end)
  *   kloop_commit.c   the Kafka transactions: the records of committed database transactions
  *                    staged, and carried with their offsets by a commit on a thread of its own
- *                    beside the next batches' database work
+ *                    beside the next batches' database work; a failure returned (commit_err)
+ *   kloop_position.c the consumer group's read positions kept in the ledger, merged with Kafka's
+ *                    commits at an assignment or a rewind
+ *   kloop_dlq.c      dead letters: the ledger event and the record that always fits
+ *   kloop_parts.c    the assigned partitions: the committed offsets and their metadata, held
+ *                    copies freed, a partition paused while its held queue is full, the whole
+ *                    assignment paused and resumed for the recovery
+ *   kloop_clients.c  the Kafka clients: consumer and transactional producer, their settings, the
+ *                    fetcher's wake
+ *   kloop_clock.c    the clocks (and the prerequisite clocks, kloop_batch.h)
+ *   kloop_decide.c   the decision tables (ll/kloop_decide.h): a message's step once its apply
+ *                    answered; when the staged records go into a Kafka transaction
+ *   kloop_io.c       the calls out to Kafka and the database (kloop_io.h), the real table
+ *
+ * No two files call each other, directly or through others (docs/design.md §3 has the layers;
+ * tests/style/check_loop_layers.py checks it).
  *
  * The unit of work is the poll batch (one database transaction, or a few of at most
  * LL_BATCH_SAVEPOINTS savepoints each; its replies then go into the next Kafka transaction, with
@@ -128,6 +136,25 @@ typedef struct run_clock {
     int64_t since_ms; /* monotonic ms of the first deferral */
 } run_clock;
 
+/* What the loop owes before it may apply anything again (docs/design.md §3, the Kafka errors), in
+ * the order of precedence: a state is only ever replaced by a higher one, or cleared by the step
+ * that settles it (kloop_recover.c, the one writer of ll_recovery_state). */
+typedef enum ll_recovery {
+    LL_RECOVERY_NONE = 0, /* applying */
+    LL_RECOVERY_REWIND,   /* the assignment goes back to the committed offsets (and the ledger's) */
+    LL_RECOVERY_PRODUCER, /* a new producer (same transactional.id), then the rewind */
+    LL_RECOVERY_EXIT      /* fenced or unauthorised: the loop ends, exit 2 */
+} ll_recovery;
+
+/* The loop's recovery: what is owed, whether this instance paused its whole assignment for it
+ * (the consumer is still polled, so that the group keeps this member), and when the next step is
+ * tried (monotonic ms), with its backoff (ms, 200 doubling to 5000). */
+typedef struct ll_recovery_state {
+    ll_recovery owed;
+    bool paused;
+    int64_t at_ms, backoff_ms;
+} ll_recovery_state;
+
 /* Per assigned Kafka partition: done offsets, held messages, whether it is paused. */
 typedef struct part_state {
     char topic[256];
@@ -161,7 +188,6 @@ struct ll_loop {
     ll_schema_ids *ids;
     char dlq_topic[256];
     volatile sig_atomic_t stop;
-    int fatal;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
     int64_t max_held_bytes;     /* loop.max_held_bytes: keys and values held per partition */
     uint64_t db_connects_seen;  /* db.connects when the positions were last merged (kloop_position.c) */
@@ -175,11 +201,10 @@ struct ll_loop {
     char group[256], txid[512];
     size_t dlq_limit; /* largest dead-letter record (bytes): min(producer, topic limit) */
     /* Recovery without a restart (docs/design.md §3, the Kafka errors): while the producer is being
-     * recreated, the positions cannot be reset to the committed offsets, or the database is unreachable, the
-     * whole assignment is paused (all_paused), the consumer is still polled (the group keeps this
-     * member), and the step is retried with backoff from recover_at_ms. */
-    int producer_broken, rewind_pending, all_paused;
-    int64_t recover_at_ms, recover_backoff_ms;
+     * recreated, the positions cannot be reset to the committed offsets, or the database is
+     * unreachable, the whole assignment is paused, the consumer is still polled (the group keeps
+     * this member), and the step is retried with backoff (kloop_recover.c). */
+    ll_recovery_state rec;
     /* The Kafka commit in flight on its own thread (kloop_commit.c); NULL when none.
      * loop.overlap_commit = false commits on the loop's thread. The records staged for the next
      * one (replies and dead letters of database transactions committed since it began; owned),
@@ -188,6 +213,10 @@ struct ll_loop {
     struct ll_staged_rec *staged;
     size_t n_staged, cap_staged, staged_bytes;
     int64_t offsets_batch_no;
+    /* The Kafka commit that failed (owned; NULL: none) and the call that failed, left by
+     * kloop_commit.c for the loop's recovery (ll_loop_commit_failed) */
+    rd_kafka_error_t *commit_err;
+    const char *commit_err_what;
     bool overlap_commit;
     int64_t last_commit_ms; /* how long the last Kafka commit took (ms) */
     /* The consumer's settled fetch sizes (ll_kfetch_settle), its queue (for its length; owned),
@@ -199,17 +228,26 @@ struct ll_loop {
     int64_t fetch_run_bytes, fetch_run_msgs;
 };
 
-/* kloop.c */
+/* kloop_setup.c */
 /* The loop with its calls out scripted (io: borrowed for the loop's lifetime): configured as
  * ll_loop_new does, but with no database opened, no Kafka client made and nothing subscribed
  * (the loop's unit tests). NULL with err. */
 ll_loop *ll_loop_new_io(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
                         void *svc, const ll_loop_io *io, char *err, size_t errlen);
+
+/* kloop.c */
 /* One turn of the loop after its poll: the batch of the n messages polled (borrowed), or, while a
  * recovery is owed (recovering: what ll_loop_recover_step returned before the poll) or a rebalance
  * came during the poll (gen: l->rebalance_gen before it), the batch dropped and a rewind; then the
  * Kafka commit that ended is taken and the staged records go into the next. */
 void ll_loop_turn(ll_loop *l, int recovering, unsigned gen, rd_kafka_message_t **batch, size_t n);
+/* The consumer's rebalance callback (opaque: the loop): what is staged committed first, then the
+ * new assignment at the committed offsets merged with the ledger's positions, or the revoked
+ * partitions forgotten. */
+void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
+                          void *opaque);
+
+/* kloop_clock.c: the clocks */
 /* Monotonic clock (ms). */
 int64_t ll_loop_now_ms(void);
 /* Monotonic clock (microseconds), for the latency metrics. */
@@ -242,24 +280,49 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
 void ll_loop_forget_parts(ll_loop *l);
 /* Loads each listed partition's committed offset and metadata into its tracker. */
 void ll_loop_load_tracks(ll_loop *l, const rd_kafka_topic_partition_list_t *c);
-/* Resumes what this instance paused, and nothing else. */
-void ll_loop_resume_paused(ll_loop *l);
-/* The consumer's rebalance callback (opaque: the loop). */
-void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
-                          void *opaque);
-/* Pauses ps's fetching at offset (its held queue is full); resumes it. */
-void ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);
+/* Frees a held copy (its key, value and headers). */
+void ll_loop_free_copy(lmsg *m);
+/* Frees a partition's held queue (and forgets its runs' prerequisite clocks). */
+void ll_loop_drop_held(part_state *ps);
+/* Pauses the whole assignment: 0, or -1 when the assignment cannot be read (nothing paused). */
+int ll_loop_parts_pause_all(ll_loop *l);
+/* Resumes what this instance paused and nothing else: the whole assignment (whole_assignment), or
+ * the partitions stopped by a full held queue. */
+void ll_loop_parts_resume(ll_loop *l, bool whole_assignment);
+/* Pauses ps's fetching at offset (its held queue is full; nothing while the whole assignment is
+ * paused): 0, or -1 when the seek there failed (the position is unknown: a rewind is owed). */
+int ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);
+/* Resumes ps's fetching (stopped by a full held queue). */
 void ll_loop_resume_partition(ll_loop *l, part_state *ps);
+/* Resumes the stopped partitions whose held queue drained to half of both limits. */
+void ll_loop_resume_drained(ll_loop *l);
 
-/* kloop_recover.c */
-/* Aborts the open Kafka transaction and rewinds (or leaves the producer to be recreated). */
-void ll_loop_abort(ll_loop *l);
-/* A transactional call failed (e is consumed): fatal → the producer is recreated or the process
- * exits; otherwise the transaction is aborted and the assignment rewound. Returns -1. */
-int ll_loop_txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what);
+/* Whether a recovery is owed (nothing may be applied; ll_recovery). */
+static inline bool ll_loop_recovering(const ll_loop *l)
+{
+    return l->rec.owed != LL_RECOVERY_NONE;
+}
+
+/* kloop_recover.c: the one writer of l->rec, called by the loop (kloop.c) */
+/* A rewind reported by a part (the batch undone, a done offset not taken, positions not
+ * written, a seek that failed): owed, the assignment paused, tried after delay_ms (0: the
+ * backoff); nothing when a recovery is owed already. */
+void ll_loop_owe_rewind(ll_loop *l, int64_t delay_ms);
+/* The Kafka commit failed (l->commit_err, consumed; none: 0): fatal → the producer is recreated or
+ * the loop exits (LL_RECOVERY_EXIT); otherwise the transaction is aborted and the assignment
+ * rewound. Returns -1. */
+int ll_loop_commit_failed(ll_loop *l);
+/* Rewinds the assignment to the committed offsets merged with the ledger's positions (held and
+ * staged dropped); on failure owed and retried with backoff. 0 when done. */
 int ll_loop_rewind(ll_loop *l);
-void ll_loop_pause_all(ll_loop *l);
-void ll_loop_recover_later(ll_loop *l, int64_t delay_ms);
+/* Resumes what this instance paused (the whole assignment when the recovery paused it). */
+void ll_loop_resume_all(ll_loop *l);
+/* After an assignment (rebalance): a rewind owed is settled by it; the assignment stays paused
+ * while a producer is owed or the ledger's positions were not read (positions_read 0: then a
+ * rewind is owed). */
+void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assigned, int positions_read);
+/* The recovery step that is due, if any. Returns 1 while a rewind or a producer is still owed
+ * (nothing may be applied: the poll only keeps this member in its group). */
 int ll_loop_recover_step(ll_loop *l);
 
 /* kloop_dlq.c: the DEAD_LETTER event in the open database transaction (0, or -1 with db->err),
@@ -283,18 +346,17 @@ void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t
  * of its own, or here with loop.overlap_commit = false); when one is in flight and has ended, its
  * outcome is taken first; when one is in flight and the staged records reach
  * LL_LOOP_STAGED_BATCHES x loop.batch_max or LL_LOOP_STAGED_BYTES, the loop waits for it.
- * Nothing begins while a rewind or a new producer is owed. 0, or -1 after ll_loop_txn_failed
- * (aborted and rewound). */
+ * Nothing begins while a recovery is owed. 0, or -1 with l->commit_err (the loop recovers:
+ * ll_loop_commit_failed). */
 int ll_loop_commit_push(ll_loop *l);
 /* The same without waiting, each turn of the loop: a commit that ended is taken, and the staged
- * records go into the next one. 0, or -1 after ll_loop_txn_failed. */
+ * records go into the next one. 0, or -1 with l->commit_err. */
 int ll_loop_commit_poll(ll_loop *l);
 /* Waits for the commit in flight, if any, and takes its outcome: 0 (committed, or none), or -1
- * after ll_loop_txn_failed (aborted and rewound, or the producer to be recreated). The staged
- * records stay staged. */
+ * with l->commit_err (the error and the call that failed). The staged records stay staged. */
 int ll_loop_commit_wait(ll_loop *l);
 /* Everything staged committed before the caller goes on (a rebalance, the exit): waits, begins a
- * commit of what is staged, waits for it. 0, or -1 after ll_loop_txn_failed. */
+ * commit of what is staged, waits for it. 0, or -1 with l->commit_err. */
 int ll_loop_commit_drain(ll_loop *l);
 /* Drops the staged records (a rewind: their messages come again and are answered as replays). */
 void ll_loop_staged_drop(ll_loop *l);
@@ -315,10 +377,18 @@ void ll_loop_commit_fault_open(ll_loop *l);
 #define LL_LOOP_STAGED_BATCHES 5
 #define LL_LOOP_STAGED_BYTES   (320 * 1024)
 
+/* What a batch leaves to the loop (kloop.c): whether it ran to its end (its results staged: the
+ * Kafka commit may take them, and the partitions drained below half resume), and whether a rewind
+ * is owed (the batch undone, a done offset its tracker could not take, positions not written, a
+ * seek that failed), after rewind_delay_ms (0: the recovery backoff). */
+typedef struct ll_batch_end {
+    bool ended;
+    bool rewind;
+    int64_t rewind_delay_ms;
+} ll_batch_end;
+
 /* kloop_batch.c: applies one poll batch (polled: borrowed, n messages) with the due held runs */
-void ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
-/* kloop_held.c: frees a partition's held queue (and forgets its runs' prerequisite clocks) */
-void ll_loop_drop_held(part_state *ps);
+ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
 /* kloop_position.c: makes each listed partition's tracker (loaded from its Kafka commit) the
  * intersection with the ledger's position for this consumer group, and sets the list's offsets to
  * the trackers' bases: where fetching must start (docs/design.md §5, "After the database went back

@@ -1,7 +1,9 @@
 /*
- * kloop_parts.c - the loop's assigned Kafka partitions (kloop_int.h): their state (done offsets,
- * held queue), the rebalance callback that loads the committed offsets with their done-offset
- * metadata, and pausing a partition whose held queue is full (and resuming it).
+ * kloop_parts.c - the loop's assigned Kafka partitions (kloop_int.h): their state (done offsets
+ * loaded from the committed offsets with their done-offset metadata, the held queue's copies
+ * freed), pausing a partition whose held queue is full (and resuming it), and pausing or resuming
+ * the whole assignment for the loop's recovery. It reports a failure by its result and calls
+ * nothing above it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,26 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition)
     return ps;
 }
 
+void ll_loop_free_copy(lmsg *m)
+{
+    free((void *)m->key);
+    free((void *)m->value);
+    if (m->hdrs)
+        rd_kafka_headers_destroy(m->hdrs);
+    free(m);
+}
+
+void ll_loop_drop_held(part_state *ps)
+{
+    for (size_t i = 0; i < ps->n_held; i++)
+        ll_loop_free_copy(ps->held[i]);
+    ps->n_held = 0;
+    ps->held_bytes = 0;
+    /* and the runs' prerequisite clocks: the messages come again, their wait starts again (a
+     * rewind after a database failover may have lost the very prerequisite they wait for) */
+    memset(ps->clocks, 0, sizeof ps->clocks);
+}
+
 void ll_loop_forget_parts(ll_loop *l)
 {
     for (size_t i = 0; i < l->n_parts; i++) {
@@ -63,28 +85,23 @@ void ll_loop_load_tracks(ll_loop *l, const rd_kafka_topic_partition_list_t *c)
     }
 }
 
-/* {"<topic>": [partition, ...], ...} of a partition list, for the rebalance log lines. */
-static json_t *partition_map(const rd_kafka_topic_partition_list_t *parts)
+int ll_loop_parts_pause_all(ll_loop *l)
 {
-    json_t *m = json_object();
-    for (int i = 0; i < parts->cnt; i++) {
-        json_t *a = json_object_get(m, parts->elems[i].topic);
-        if (!a) {
-            a = json_array();
-            json_object_set_new(m, parts->elems[i].topic, a);
-        }
-        json_array_append_new(a, json_integer(parts->elems[i].partition));
-    }
-    return json_pack("{s:o}", "partitions", m);
+    rd_kafka_topic_partition_list_t *asg = NULL;
+    if (l->kio->assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg)
+        return -1;
+    if (asg->cnt > 0)
+        l->kio->pause(l->consumer, asg);
+    rd_kafka_topic_partition_list_destroy(asg);
+    return 0;
 }
 
-/* Resumes what this instance paused (partitions stopped by a full held queue, or the whole
- * assignment during a recovery) and nothing else: resuming a never-paused partition can refetch
- * from a stale position in librdkafka 2.0.2 (fixed in 2.4.0). */
-void ll_loop_resume_paused(ll_loop *l)
+/* Resumes what this instance paused and nothing else: resuming a never-paused partition can
+ * refetch from a stale position in librdkafka 2.0.2 (fixed in 2.4.0). */
+void ll_loop_parts_resume(ll_loop *l, bool whole_assignment)
 {
     rd_kafka_topic_partition_list_t *tp = NULL;
-    if (l->all_paused) {
+    if (whole_assignment) {
         if (l->kio->assignment(l->consumer, &tp) != RD_KAFKA_RESP_ERR_NO_ERROR)
             tp = NULL;
     } else {
@@ -97,80 +114,16 @@ void ll_loop_resume_paused(ll_loop *l)
         l->kio->resume(l->consumer, tp);
     if (tp)
         rd_kafka_topic_partition_list_destroy(tp);
-    l->all_paused = 0;
     for (size_t i = 0; i < l->n_parts; i++)
         l->parts[i]->stopped = 0;
 }
 
-void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,
-                          void *opaque)
-{
-    ll_loop *l = opaque;
-    l->rebalance_gen++;
-    /* what is staged and in flight is committed (its offsets are of this generation) before
-     * the assignment changes; a failure aborts it and its batches come again from the committed
-     * offsets (of the new assignment, for what stays assigned) */
-    ll_loop_commit_drain(l);
-    if (l->n_staged > 0) {
-        /* not committed (a rewind or a new producer was owed, or the commit failed): their
-         * messages come again from the committed offsets, to this instance or the partition's
-         * new owner, and are answered then as replays. Kept, they would be committed later
-         * without their offsets: a second answer (docs/design.md §4) */
-        ll_log(LL_INFO, NULL, "staged_dropped",
-               "rebalance: %zu staged records dropped, answered again as replays", l->n_staged);
-        ll_loop_staged_drop(l);
-    }
-    if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
-        ll_log_json(LL_INFO, NULL, "partitions_assigned", partition_map(parts), "assigned %d partitions",
-                    parts->cnt);
-        /* the committed offsets with the done offsets above them (metadata): what was applied
-         * above the committed offset before a crash or a rebalance is skipped, not applied again */
-        rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(parts);
-        rd_kafka_resp_err_t ce = l->kio->committed(rk, c, 10000);
-        int positions = -1;
-        if (ce) {
-            ll_log(LL_WARN, NULL, "committed_unknown",
-                   "committed offsets not read (%s): messages above them may be answered again",
-                   rd_kafka_err2str(ce));
-        } else {
-            ll_loop_load_tracks(l, c);
-            /* and the ledger's own positions: each partition starts at the lower (docs/design.md §5) */
-            positions = ll_loop_positions_merge(l, c);
-            if (positions != 0)
-                ll_log(LL_WARN, NULL, "positions_unknown",
-                       "the ledger's positions not read (%s %s): the partitions stay paused until they are",
-                       l->db.err.sqlstate, l->db.err.message);
-        }
-        /* an eager assignment starts at the offsets found: no rewind is owed any more (the
-         * producer, if broken, is still recreated before anything is applied) */
-        l->rewind_pending = 0;
-        l->kio->assign(rk, positions == 0 ? c : parts);
-        rd_kafka_topic_partition_list_destroy(c);
-        ll_obs_assigned(parts->cnt);
-        if (l->producer_broken || (positions != 0 && !ce)) {
-            l->kio->pause(rk, parts);
-            l->all_paused = 1;
-        }
-        if (positions != 0 && !ce) {
-            l->rewind_pending = 1; /* the rewind reads both again */
-            ll_loop_recover_later(l, 0);
-        }
-    } else {
-        ll_log_json(LL_INFO, NULL, "partitions_revoked", partition_map(parts), "revoked %d partitions",
-                    parts->cnt);
-        ll_loop_resume_paused(l); /* while still assigned */
-        ll_loop_forget_parts(l);
-        l->kio->assign(rk, NULL);
-        ll_obs_assigned(0);
-    }
-}
-
 /* ---- a partition whose held queue is full ---------------------------------------------------- */
 
-void ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset)
+int ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset)
 {
-    if (l->all_paused || (ps->stopped && offset >= ps->stop_offset))
-        return;
+    if (l->rec.paused || (ps->stopped && offset >= ps->stop_offset))
+        return 0;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(tp, ps->topic, ps->partition)->offset = offset;
     l->kio->pause(l->consumer, tp);
@@ -182,22 +135,26 @@ void ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset)
     ll_log_ctx ctx = {NULL, NULL, ps->topic, ps->partition, offset};
     ll_log(LL_WARN, &ctx, "partition_stopped", "%zu messages held (loop.max_held %lld): fetching paused",
            ps->n_held, (long long)l->max_held);
-    if (failed) {
-        /* the position is unknown: rewind once this batch is over (not now: the batch still
-         * refers to the held messages a rewind drops) */
+    if (failed)
         ll_log(LL_WARN, &ctx, "seek_failed", "%s; rewinding", why);
-        l->rewind_pending = 1;
-        ll_loop_recover_later(l, 1);
-    }
+    return failed ? -1 : 0;
 }
 
 void ll_loop_resume_partition(ll_loop *l, part_state *ps)
 {
-    if (!ps->stopped || l->all_paused)
+    if (!ps->stopped || l->rec.paused)
         return;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(tp, ps->topic, ps->partition);
     l->kio->resume(l->consumer, tp);
     rd_kafka_topic_partition_list_destroy(tp);
     ps->stopped = 0;
+}
+
+void ll_loop_resume_drained(ll_loop *l)
+{
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->stopped && (int64_t)l->parts[i]->n_held <= l->max_held / 2 &&
+            (int64_t)l->parts[i]->held_bytes <= l->max_held_bytes / 2)
+            ll_loop_resume_partition(l, l->parts[i]);
 }

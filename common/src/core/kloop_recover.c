@@ -1,7 +1,9 @@
 /*
- * kloop_recover.c - the loop's recovery on the Kafka side (kloop_int.h): aborting the transaction,
- * rewinding to the committed offsets with their done-offset metadata, and a broken producer
- * recreated in the same process.
+ * kloop_recover.c - the loop's recovery (kloop_int.h), called by the loop alone (kloop.c): what
+ * is owed (ll_recovery_state, written here and nowhere else), aborting the Kafka transaction,
+ * rewinding to the committed offsets with their done-offset metadata and the ledger's positions,
+ * and a broken producer recreated in the same process. The parts below the loop (the batch, the
+ * Kafka commit, the partitions) report a failure by their result; the loop hands it here.
  *
  * Error classes, where they arise (kafka-edition.md §3.4, docs/design.md §3): an abortable error
  * aborts the Kafka transaction and rewinds to the committed offsets; a fatal producer error
@@ -18,27 +20,62 @@
 #include "ll/log.h"
 #include "ll/obs.h"
 
-void ll_loop_pause_all(ll_loop *l)
+/* Raises what is owed to need (never lowers it). */
+static void owe(ll_loop *l, ll_recovery need)
 {
-    rd_kafka_topic_partition_list_t *asg = NULL;
-    if (l->all_paused || l->kio->assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg)
-        return;
-    if (asg->cnt > 0)
-        l->kio->pause(l->consumer, asg);
-    rd_kafka_topic_partition_list_destroy(asg);
-    l->all_paused = 1;
+    if (l->rec.owed < need)
+        l->rec.owed = need;
 }
 
-void ll_loop_recover_later(ll_loop *l, int64_t delay_ms)
+/* Pauses the whole assignment (once). */
+static void pause_all(ll_loop *l)
 {
-    ll_loop_pause_all(l);
+    if (!l->rec.paused && ll_loop_parts_pause_all(l) == 0)
+        l->rec.paused = true;
+}
+
+/* The assignment paused and the next step due after delay_ms (0 or less: after the backoff,
+ * 200 ms doubling to 5 s). */
+static void retry_later(ll_loop *l, int64_t delay_ms)
+{
+    pause_all(l);
     if (delay_ms <= 0) {
-        l->recover_backoff_ms = l->recover_backoff_ms ? l->recover_backoff_ms * 2 : 200;
-        if (l->recover_backoff_ms > 5000)
-            l->recover_backoff_ms = 5000;
-        delay_ms = l->recover_backoff_ms;
+        l->rec.backoff_ms = l->rec.backoff_ms ? l->rec.backoff_ms * 2 : 200;
+        if (l->rec.backoff_ms > 5000)
+            l->rec.backoff_ms = 5000;
+        delay_ms = l->rec.backoff_ms;
     }
-    l->recover_at_ms = ll_loop_now_ms() + delay_ms;
+    l->rec.at_ms = ll_loop_now_ms() + delay_ms;
+}
+
+void ll_loop_owe_rewind(ll_loop *l, int64_t delay_ms)
+{
+    if (l->rec.owed != LL_RECOVERY_NONE)
+        return; /* a step is owed already, with its own schedule */
+    owe(l, LL_RECOVERY_REWIND);
+    retry_later(l, delay_ms);
+}
+
+void ll_loop_resume_all(ll_loop *l)
+{
+    ll_loop_parts_resume(l, l->rec.paused);
+    l->rec.paused = false;
+}
+
+void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assigned, int positions_read)
+{
+    /* an eager assignment starts at the offsets found: no rewind is owed any more (a broken
+     * producer is still recreated before anything is applied) */
+    if (l->rec.owed == LL_RECOVERY_REWIND)
+        l->rec.owed = LL_RECOVERY_NONE;
+    if (l->rec.owed == LL_RECOVERY_PRODUCER || !positions_read) {
+        l->kio->pause(l->consumer, assigned);
+        l->rec.paused = true;
+    }
+    if (!positions_read) {
+        owe(l, LL_RECOVERY_REWIND); /* the rewind reads both again */
+        retry_later(l, 0);
+    }
 }
 
 /*
@@ -54,9 +91,9 @@ int ll_loop_rewind(ll_loop *l)
 {
     rd_kafka_topic_partition_list_t *asg = NULL;
     char why[512] = "";
-    l->rewind_pending = 1;
-    if (l->commit)
-        ll_loop_commit_wait(l); /* the committed offsets are read below */
+    owe(l, LL_RECOVERY_REWIND);
+    if (l->commit && ll_loop_commit_wait(l) != 0) /* the committed offsets are read below */
+        ll_loop_commit_failed(l);
     /* what was staged comes again from the committed offsets, answered as replays */
     ll_loop_staged_drop(l);
     if (l->kio->assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg) {
@@ -88,12 +125,13 @@ int ll_loop_rewind(ll_loop *l)
     if (why[0]) {
         ll_log(LL_WARN, NULL, "rewind_retry",
                "rewind to the committed offsets: %s (retrying, partitions paused)", why);
-        ll_loop_recover_later(l, 0);
+        retry_later(l, 0);
         return -1;
     }
-    ll_loop_resume_paused(l);
-    l->rewind_pending = 0;
-    l->recover_backoff_ms = 0;
+    ll_loop_resume_all(l);
+    if (l->rec.owed == LL_RECOVERY_REWIND)
+        l->rec.owed = LL_RECOVERY_NONE;
+    l->rec.backoff_ms = 0;
     return 0;
 }
 
@@ -110,17 +148,16 @@ static void producer_fatal(ll_loop *l)
         ll_log(LL_ERROR, NULL, "producer_fenced",
                "transactional.id %s: %s: another instance took over (or access was denied); exiting", l->txid,
                why);
-        l->fatal = 1;
+        owe(l, LL_RECOVERY_EXIT);
         ll_obs_fenced();
         return;
     }
     ll_log(LL_ERROR, NULL, "producer_recreate", "fatal producer error %s: %s; recreating the producer",
            rd_kafka_err2name(code), why);
-    l->producer_broken = 1;
-    l->rewind_pending = 1;
-    l->recover_backoff_ms = 0;
-    ll_loop_pause_all(l);
-    l->recover_at_ms = ll_loop_now_ms();
+    owe(l, LL_RECOVERY_PRODUCER);
+    l->rec.backoff_ms = 0;
+    pause_all(l);
+    l->rec.at_ms = ll_loop_now_ms();
 }
 
 /* One try at a new producer; on success the rewind follows at once. */
@@ -129,12 +166,13 @@ static void recreate_producer(ll_loop *l)
     char err[512];
     if (l->kio->remake_producer(l, 10000, err, sizeof err) != 0) {
         ll_log(LL_WARN, NULL, "producer_recreate_retry", "%s (retrying)", err);
-        ll_loop_recover_later(l, 0);
+        retry_later(l, 0);
         return;
     }
     ll_log(LL_INFO, NULL, "producer_recreated", "transactional.id %s ready again", l->txid);
-    l->producer_broken = 0;
-    l->recover_backoff_ms = 0;
+    if (l->rec.owed == LL_RECOVERY_PRODUCER)
+        l->rec.owed = LL_RECOVERY_REWIND;
+    l->rec.backoff_ms = 0;
     ll_loop_rewind(l);
 }
 
@@ -154,48 +192,42 @@ static void abort_txn(ll_loop *l)
             return;
         }
     }
-    l->producer_broken = 1;
-    l->rewind_pending = 1;
-    ll_loop_pause_all(l);
-    l->recover_at_ms = ll_loop_now_ms();
+    owe(l, LL_RECOVERY_PRODUCER);
+    pause_all(l);
+    l->rec.at_ms = ll_loop_now_ms();
 }
 
-void ll_loop_abort(ll_loop *l)
+int ll_loop_commit_failed(ll_loop *l)
 {
+    rd_kafka_error_t *e = l->commit_err;
+    if (!e)
+        return 0;
+    l->commit_err = NULL;
+    ll_log(LL_ERROR, NULL, "kafka_txn_error", "%s: %s", l->commit_err_what, rd_kafka_error_string(e));
+    int fatal = rd_kafka_error_is_fatal(e);
+    rd_kafka_error_destroy(e);
     char fe[256];
-    if (l->kio->fatal_error(l->producer, fe, sizeof fe))
+    if (fatal || l->kio->fatal_error(l->producer, fe, sizeof fe))
         producer_fatal(l);
     else
         abort_txn(l);
-    if (!l->fatal && !l->producer_broken)
+    if (l->rec.owed < LL_RECOVERY_PRODUCER)
         ll_loop_rewind(l);
-}
-
-int ll_loop_txn_failed(ll_loop *l, rd_kafka_error_t *e, const char *what)
-{
-    ll_log(LL_ERROR, NULL, "kafka_txn_error", "%s: %s", what, rd_kafka_error_string(e));
-    int fatal = rd_kafka_error_is_fatal(e);
-    rd_kafka_error_destroy(e);
-    if (fatal)
-        producer_fatal(l);
-    else
-        ll_loop_abort(l);
     return -1;
 }
 
-/* The recovery step that is due, if any. Returns 1 while a recovery is still owed (nothing may
- * be applied: the poll only keeps this member in its group). */
 int ll_loop_recover_step(ll_loop *l)
 {
-    if (!l->producer_broken && !l->rewind_pending)
+    if (l->rec.owed != LL_RECOVERY_REWIND && l->rec.owed != LL_RECOVERY_PRODUCER)
         return 0;
     /* a rewind reads the committed offsets: the commit in flight first */
-    ll_loop_commit_wait(l);
-    if (ll_loop_now_ms() >= l->recover_at_ms) {
-        if (l->producer_broken)
+    if (ll_loop_commit_wait(l) != 0)
+        ll_loop_commit_failed(l);
+    if (ll_loop_now_ms() >= l->rec.at_ms) {
+        if (l->rec.owed == LL_RECOVERY_PRODUCER)
             recreate_producer(l);
-        else
+        else if (l->rec.owed == LL_RECOVERY_REWIND)
             ll_loop_rewind(l);
     }
-    return l->producer_broken || l->rewind_pending;
+    return l->rec.owed == LL_RECOVERY_REWIND || l->rec.owed == LL_RECOVERY_PRODUCER;
 }

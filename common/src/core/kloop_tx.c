@@ -1,14 +1,18 @@
 /*
  * kloop_tx.c - the open database transaction of a batch (kloop_batch.h): BEGIN and plain
  * commands, the run heartbeats asked for by apply functions (ll_msg_touch_run, written once
- * before the commit with the positions, kloop_position.c), and the results (replies, dead letters) queued
- * until the commit.
+ * before the commit with the positions, kloop_position.c), the results (replies, dead letters)
+ * queued until the commit, the commit itself with its results then staged for the Kafka commit
+ * (kloop_commit.c) and their offsets remembered, and the undo. A failure is returned to the batch,
+ * which decides (kloop_batch.c).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kloop_batch.h"
+#include "ll/log.h"
 #include "ll/obs.h"
 
 void ll_msg_touch_run(const ll_msg *m, const char *run_id)
@@ -107,4 +111,125 @@ void ll_batch_outs_truncate(batch *b, size_t keep)
 void ll_batch_outs_clear(batch *b)
 {
     ll_batch_outs_truncate(b, 0);
+}
+
+/* ---- the commit and what follows it ---------------------------------------------------------- */
+
+/* Remembers m's offset, to be marked done when the batch ends (done_mark). */
+static void mark_later(batch *b, const lmsg *m)
+{
+    if (b->n_marks == b->cap_marks) {
+        size_t cap = b->cap_marks ? b->cap_marks * 2 : 64;
+        done_mark *d = realloc(b->marks, cap * sizeof *d);
+        if (!d)
+            abort();
+        b->marks = d;
+        b->cap_marks = cap;
+    }
+    b->marks[b->n_marks++] = (done_mark){m->ps, m->offset};
+}
+
+/* Whether m's answer is already in Kafka, committed with its offset before the ledger lost its
+ * effect (kloop_position.c): applied again, it is not answered again. */
+static bool answered_before(const lmsg *m)
+{
+    return m->ps->answered_any && ll_offtrack_is_done(&m->ps->answered, m->offset);
+}
+
+/* Stages the results of the committed database transaction for the next Kafka transaction
+ * (kloop_commit.c) and marks their offsets done. 0, or -1 (the caller undoes the batch). */
+static int flush_outs(batch *b)
+{
+    ll_loop *l = b->l;
+    int rc = 0;
+    for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
+        out_item *o = &b->outs[i];
+        lmsg *m = o->m;
+        if (answered_before(m)) {
+            ll_obs_answer_withheld();
+        } else if (o->is_reply) {
+            char err[800];
+            if (o->encode_err) {
+                /* a reply that does not fit its schema: a dead letter, in a transaction of its
+                 * own (the batch's is committed), rather than the same message for ever */
+                snprintf(err, sizeof err, "the reply to %s does not fit its schema: %s", m->io->reply_topic,
+                         o->encode_err);
+                if (l->kio->db_ensure(&l->db) != LL_DB_OK ||
+                    l->kio->db_command(&l->db, "BEGIN") != LL_DB_OK ||
+                    ll_loop_dead_letter_event(l, m, o->run_id, "REPLY_ENCODE_FAILED", err) != 0 ||
+                    l->kio->db_command(&l->db, "COMMIT") != LL_DB_OK)
+                    rc = -1;
+                else
+                    ll_loop_dead_letter_stage(l, m, "REPLY_ENCODE_FAILED", err);
+            } else {
+                unsigned char *buf = o->reply; /* staged from here */
+                o->reply = NULL;
+                ll_loop_stage_record(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1,
+                                     m->io->topic, o->outcome, o->reply_code);
+            }
+        } else {
+            ll_loop_dead_letter_stage(l, m, o->code, o->reason);
+        }
+        if (rc == 0) {
+            mark_later(b, m);
+            m->ps->touched = l->batch_no;
+            m->state = 1;
+            if (m->held)
+                ll_batch_unhold(b, m);
+        }
+    }
+    ll_batch_outs_clear(b);
+    return rc;
+}
+
+int ll_batch_tx_commit(batch *b)
+{
+    ll_loop *l = b->l;
+    if (!b->in_tx) {
+        return flush_outs(b);
+    }
+    if (ll_batch_precommit(b) != 0)
+        return -1; /* still in the (failed) transaction: the batch undoes it (ll_batch_tx_undo) */
+    /* not waiting for the Kafka commit in flight: this database commit may come before it
+     * ends, its results staged for the next one. If that fails, the messages of every database
+     * transaction not yet in a committed Kafka transaction are read again from the committed
+     * offsets and applied as replays, as after a crash between the two commits (kloop_commit.c,
+     * docs/design.md §4) */
+    b->in_tx = 0;
+    if (ll_batch_db_cmd(b, "COMMIT") != 0)
+        return -1;
+    if (l->crash_after > 0 && ++l->db_commits >= l->crash_after) {
+        ll_log(LL_WARN, NULL, "fault_injected", "killing self after database commit %lld",
+               (long long)l->db_commits);
+        /* the replies of earlier commits go to the broker first, in a transaction left open:
+         * the most adverse form of this crash point for read_committed readers */
+        ll_loop_commit_fault_open(l);
+        raise(SIGKILL);
+    }
+    return flush_outs(b);
+}
+
+/* Undoes the open transaction (ROLLBACK while the connection is up) and drops its results and
+ * the heartbeats asked for: what was committed before stays, its results staged. */
+void ll_batch_tx_undo(batch *b)
+{
+    ll_loop *l = b->l;
+    if (b->in_tx && l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK)
+        l->kio->db_command(&l->db, "ROLLBACK");
+    b->in_tx = 0;
+    b->n_touch = 0;
+    ll_batch_outs_clear(b);
+}
+
+/* Whether the open transaction must commit now: loop.db_batch_max savepoints (PostgreSQL caches
+ * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design):
+ * applied, or dead-lettered (its DEAD_LETTER event is the transaction, with no savepoint before
+ * the next message's ROLLBACK: committed at once, else a rejection after it took the event along
+ * while its record went to Kafka; docs/design.md §3). What the set-based part decided needs no savepoint
+ * and does not count. */
+int ll_batch_tx_full(const batch *b)
+{
+    if (!b->in_tx)
+        return 0;
+    return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 || b->n_outs > 0 : b->savepoints >= b->l->db_batch_max;
 }

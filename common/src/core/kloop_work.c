@@ -88,7 +88,7 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
         if (ps->stopped && m->offset >= ps->stop_offset)
             continue; /* fetched before the pause: it comes again after the seek */
         if (ll_offtrack_seen(&ps->track, m->offset) != 0) {
-            ll_loop_stop_partition(l, ps, m->offset); /* too many ranges: wait for the queue */
+            ll_batch_stop_partition(b, ps, m->offset); /* too many ranges: wait for the queue */
             continue;
         }
         ps->touched = l->batch_no;
@@ -103,7 +103,7 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
                     due = 1;
             if (!due) {
                 if (!ll_loop_hold_copy(l, m))
-                    ll_loop_stop_partition(l, ps, m->offset);
+                    ll_batch_stop_partition(b, ps, m->offset);
                 continue;
             }
         }
