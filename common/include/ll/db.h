@@ -111,6 +111,11 @@ typedef struct ll_db {
      * server than the last one (a failover behind a multi-host conninfo): the consumer loop reads
      * its positions again before it applies anything on it (docs/design.md §5). */
     uint64_t connects;
+    /* The server answered read-only (SQLSTATE 25006: a standby, a node a pooler still holds, or
+     * default_transaction_read_only): every write of this session would fail the same way, so the
+     * next ll_db_ensure leaves it and connects again (libpq goes through the conninfo's hosts,
+     * target_session_attrs=read-write picks the primary). */
+    bool read_only;
 } ll_db;
 
 /* The database keys every service reads (db.statement_timeout, db.lock_timeout,
@@ -138,7 +143,8 @@ typedef enum ll_db_rc {
 ll_db_rc ll_db_open(ll_db *db, const char *conninfo, const char *app, int tx_attempts);
 /* Closes the connection and frees the cache (the struct itself is the caller's). */
 void ll_db_close(ll_db *db);
-/* Reconnects when the connection is bad. Returns LL_DB_OK or LL_DB_UNAVAILABLE. */
+/* Reconnects when the connection is bad, or when its server answered read-only (db->read_only:
+ * SQLSTATE 25006, logged as db_read_only). Returns LL_DB_OK or LL_DB_UNAVAILABLE. */
 ll_db_rc ll_db_ensure(ll_db *db);
 /*
  * Reads db.statement_timeout, db.lock_timeout, db.idle_in_transaction_timeout, db.response_timeout

@@ -134,8 +134,12 @@ static int setup_session(ll_db *db)
 
 ll_db_rc ll_db_ensure(ll_db *db)
 {
-    if (db->conn && PQstatus(db->conn) == CONNECTION_OK)
+    if (db->conn && PQstatus(db->conn) == CONNECTION_OK && !db->read_only)
         return LL_DB_OK;
+    if (db->conn && db->read_only)
+        ll_log(LL_WARN, NULL, "db_read_only",
+               "the server answers read-only (SQLSTATE 25006): leaving this session for a new connection");
+    db->read_only = false;
     if (db->conn)
         PQfinish(db->conn);
     ll_db_forget_prepared(db);

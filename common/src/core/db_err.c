@@ -12,6 +12,8 @@
 void ll_db_set_err(ll_db *db, const char *state, const char *constraint, const char *msg)
 {
     snprintf(db->err.sqlstate, sizeof db->err.sqlstate, "%s", state ? state : "");
+    if (strcmp(db->err.sqlstate, "25006") == 0)
+        db->read_only = true; /* this session cannot write: ll_db_ensure leaves it */
     snprintf(db->err.constraint, sizeof db->err.constraint, "%s", constraint ? constraint : "");
     snprintf(db->err.message, sizeof db->err.message, "%s", msg ? msg : "");
     size_t n = strlen(db->err.message);
@@ -46,8 +48,9 @@ bool ll_db_err_is_unavailable(const ll_db *db)
 {
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
         return true;
+    /* 25006: the server answers read-only (a standby): not a server to write to, as if down */
     return strncmp(db->err.sqlstate, "08", 2) == 0 || strncmp(db->err.sqlstate, "57P", 3) == 0 ||
-           db->err.sqlstate[0] == '\0';
+           strcmp(db->err.sqlstate, "25006") == 0 || db->err.sqlstate[0] == '\0';
 }
 
 bool ll_db_err_is_busy(const ll_db *db)
