@@ -174,10 +174,14 @@ static void assigned(ll_loop *l, rd_kafka_t *rk, rd_kafka_topic_partition_list_t
      * the committed offset before a crash or a rebalance is skipped, not applied again */
     rd_kafka_topic_partition_list_t *c = rd_kafka_topic_partition_list_copy(parts);
     rd_kafka_resp_err_t ce = l->kio->committed(rk, c, 10000);
+    for (int i = 0; !ce && i < c->cnt; i++)
+        ce = c->elems[i].err; /* a partition's own error: its offset and done offsets unknown */
     int positions = -1;
     if (ce) {
+        /* started without them, the done offsets above the committed one would be applied and
+         * answered again: paused, and the rewind reads them again (with backoff) */
         ll_log(LL_WARN, NULL, "committed_unknown",
-               "committed offsets not read (%s): messages above them may be answered again",
+               "committed offsets not read (%s): the partitions stay paused until they are",
                rd_kafka_err2str(ce));
     } else {
         ll_loop_load_tracks(l, c);
@@ -191,7 +195,7 @@ static void assigned(ll_loop *l, rd_kafka_t *rk, rd_kafka_topic_partition_list_t
     l->kio->assign(rk, positions == 0 ? c : parts);
     rd_kafka_topic_partition_list_destroy(c);
     ll_obs_assigned(parts->cnt);
-    ll_loop_recovery_assigned(l, parts, !(positions != 0 && !ce));
+    ll_loop_recovery_assigned(l, parts, positions == 0);
 }
 
 void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t *parts,

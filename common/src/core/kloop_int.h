@@ -318,8 +318,8 @@ int ll_loop_rewind(ll_loop *l);
 /* Resumes what this instance paused (the whole assignment when the recovery paused it). */
 void ll_loop_resume_all(ll_loop *l);
 /* After an assignment (rebalance): a rewind owed is settled by it; the assignment stays paused
- * while a producer is owed or the ledger's positions were not read (positions_read 0: then a
- * rewind is owed). */
+ * while a producer is owed, or while the committed offsets or the ledger's positions were not
+ * read (positions_read 0: then a rewind is owed, which reads both again). */
 void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assigned, int positions_read);
 /* The recovery step that is due, if any. Returns 1 while a rewind or a producer is still owed
  * (nothing may be applied: the poll only keeps this member in its group). */
