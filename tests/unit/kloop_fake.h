@@ -112,6 +112,7 @@ typedef struct fake {
         char next[24], done[256];
     } pos[FK_NPART];
     int n_pos;
+    int pos_scripted; /* the rows are pos[]; 0: the ledger's positions are Kafka's commits */
     /* the service's functions */
     fk_call calls[FK_CALLMAX];
     size_t n_calls;
@@ -232,6 +233,15 @@ static inline PGresult *fk_positions_result(void)
         att[i].atttypmod = -1;
     }
     assert_true(PQsetResultAttrs(r, 4, att));
+    if (!F.pos_scripted) /* the ledger in step with Kafka's commits */
+        for (int i = 0; F.kc && i < F.kc->cnt && F.n_pos < FK_NPART; i++) {
+            const rd_kafka_topic_partition_t *c = &F.kc->elems[i];
+            F.pos[F.n_pos].part = c->partition;
+            snprintf(F.pos[F.n_pos].next, sizeof F.pos[F.n_pos].next, "%lld", (long long)c->offset);
+            snprintf(F.pos[F.n_pos].done, sizeof F.pos[F.n_pos].done, "%.*s", (int)c->metadata_size,
+                     c->metadata ? (const char *)c->metadata : "");
+            F.n_pos++;
+        }
     for (int k = 0; k < F.n_pos; k++) {
         char part[16];
         snprintf(part, sizeof part, "%d", F.pos[k].part);
@@ -240,6 +250,8 @@ static inline PGresult *fk_positions_result(void)
         assert_true(PQsetvalue(r, k, 2, F.pos[k].next, (int)strlen(F.pos[k].next)));
         assert_true(PQsetvalue(r, k, 3, F.pos[k].done, (int)strlen(F.pos[k].done)));
     }
+    if (!F.pos_scripted)
+        F.n_pos = 0;
     return r;
 }
 
@@ -264,6 +276,7 @@ static inline PGresult *fk_db_exec(ll_db *db, const ll_stmt *st, const char *con
 /* A ledger position row (the database's own view of partition part). */
 static inline void fk_ledger_position(int part, long long next, const char *done)
 {
+    F.pos_scripted = 1;
     F.pos[F.n_pos].part = part;
     snprintf(F.pos[F.n_pos].next, sizeof F.pos[F.n_pos].next, "%lld", next);
     snprintf(F.pos[F.n_pos].done, sizeof F.pos[F.n_pos].done, "%s", done);
