@@ -106,7 +106,7 @@ typedef struct fake {
     int tx_open, cur_sp, max_sp;
     int tx_sp[FK_TXMAX];
     int fail_positions; /* fail the next positions reads */
-    int n_positions_read, n_precommit, n_rewind_rows;
+    int n_positions_read, n_precommit, n_rewind_rows, n_dead_events;
     struct {
         int part;
         char next[24], done[256];
@@ -270,6 +270,8 @@ static inline PGresult *fk_db_exec(ll_db *db, const ll_stmt *st, const char *con
         F.n_precommit++;
     if (strcmp(st->name, "kloop_position_rewind") == 0)
         F.n_rewind_rows++;
+    if (strcmp(st->name, "kloop_dead_letter_event") == 0)
+        F.n_dead_events++;
     return fk_result(PGRES_COMMAND_OK);
 }
 
@@ -721,15 +723,10 @@ static inline void fk_revoke(void)
     rd_kafka_topic_partition_list_destroy(p);
 }
 
-/* One iteration of ll_loop_run: the recovery step, a poll of at most max messages (from the
- * assigned partitions that are not paused, at their fetch positions), the turn. Returns the
- * messages polled. */
-static inline size_t fk_step(size_t max)
+/* A poll of at most max messages from the assigned partitions that are not paused, at their
+ * fetch positions, into ms (the structs) and polled (the batch). Returns the messages polled. */
+static inline size_t fk_poll(rd_kafka_message_t *ms, rd_kafka_message_t **polled, size_t max)
 {
-    int recovering = ll_loop_recover_step(F.l);
-    unsigned gen = F.l->rebalance_gen;
-    rd_kafka_message_t *ms = calloc(max ? max : 1, sizeof *ms);
-    rd_kafka_message_t **polled = calloc(max ? max : 1, sizeof *polled);
     size_t n = 0;
     for (int p = 0; p < FK_NPART && n < max; p++) {
         if (!fk_find(F.asg, p) || F.paused[p])
@@ -737,6 +734,7 @@ static inline size_t fk_step(size_t max)
         for (; F.fetch_pos[p] < F.log_n[p] && n < max; F.fetch_pos[p]++) {
             fk_entry *e = &F.log[p][F.fetch_pos[p]];
             rd_kafka_message_t *m = &ms[n];
+            memset(m, 0, sizeof *m);
             m->rkt = (rd_kafka_topic_t *)(void *)&F; /* a cookie: fk_msg_topic names the topic */
             m->partition = p;
             m->offset = F.fetch_pos[p];
@@ -747,6 +745,18 @@ static inline size_t fk_step(size_t max)
             polled[n++] = m;
         }
     }
+    return n;
+}
+
+/* One iteration of ll_loop_run: the recovery step, a poll of at most max messages, the turn.
+ * Returns the messages polled. */
+static inline size_t fk_step(size_t max)
+{
+    int recovering = ll_loop_recover_step(F.l);
+    unsigned gen = F.l->rebalance_gen;
+    rd_kafka_message_t *ms = calloc(max ? max : 1, sizeof *ms);
+    rd_kafka_message_t **polled = calloc(max ? max : 1, sizeof *polled);
+    size_t n = fk_poll(ms, polled, max);
     ll_loop_turn(F.l, recovering, gen, polled, n);
     free(polled);
     free(ms);

@@ -4,7 +4,8 @@
  * order with the committed offset below the first held message and the done offsets above it as
  * metadata; savepoints per database transaction (loop.db_batch_max, LL_BATCH_SAVEPOINTS); the
  * set-based apply's fallback to the per-message apply; a failed set-based retry that keeps the
- * earlier call's decisions; a batch of many distinct runs committed to its end.
+ * earlier call's decisions; a dead letter recorded and answered once; a batch of many distinct
+ * runs committed to its end (and with held messages among them).
  */
 #include "kloop_fake.h"
 
@@ -207,6 +208,46 @@ static void test_failed_set_based_retry_keeps_decisions(void **state)
     assert_int_equal(fk_sent(0, NULL, 0), 8);
 }
 
+/* ---- dead letters ----------------------------------------------------------------------------- */
+
+/* seq 2 cannot be applied at all. */
+static ll_apply decide_dead_at_2(const ll_msg *m)
+{
+    return seq_of(m) == 2 ? LL_APPLY_DEAD : LL_APPLY_COMMIT;
+}
+
+/* A dead letter: its event in the batch's transaction, its record on the dead-letter topic with
+ * its offset, once, and the partition moves on (per message, and one transaction per message). */
+static void dead_letter_case(const char *db_batch_max, int want_tx)
+{
+    static const char *kv[] = {"loop.db_batch_max", NULL, NULL};
+    kv[1] = db_batch_max;
+    fk_open(0, kv);
+    F.decide = decide_dead_at_2;
+    fk_assign_parts(1);
+    for (int i = 1; i <= 3; i++)
+        fk_put(0, i, i);
+    fk_step(10);
+    assert_int_equal(F.n_dead_events, 1);
+    assert_int_equal(F.n_tx, want_tx);
+    fk_assert_answered_once(0, 0, 3);
+    for (size_t i = 0; i < F.n_vis; i++)
+        assert_string_equal(F.vis[i].topic, F.vis[i].off == 1 ? FK_DLQ : FK_REPLY);
+    assert_int_equal(fk_sent(0, NULL, 0), 3);
+}
+
+static void test_dead_letter_once(void **state)
+{
+    (void)state;
+    dead_letter_case("60", 1);
+}
+
+static void test_dead_letter_once_db_batch_max_1(void **state)
+{
+    (void)state;
+    dead_letter_case("1", 3);
+}
+
 /* ---- many distinct runs ----------------------------------------------------------------------- */
 
 static void put_distinct_runs(int n)
@@ -269,6 +310,8 @@ int main(void)
         cmocka_unit_test_teardown(test_savepoints_none_with_db_batch_max_1, fk_teardown),
         cmocka_unit_test_teardown(test_set_based_fallback_in_run_order, fk_teardown),
         cmocka_unit_test_teardown(test_failed_set_based_retry_keeps_decisions, fk_teardown),
+        cmocka_unit_test_teardown(test_dead_letter_once, fk_teardown),
+        cmocka_unit_test_teardown(test_dead_letter_once_db_batch_max_1, fk_teardown),
         cmocka_unit_test_teardown(test_many_distinct_runs_commit_to_the_end, fk_teardown),
         cmocka_unit_test_teardown(test_many_distinct_runs_with_held_ones, fk_teardown),
     };

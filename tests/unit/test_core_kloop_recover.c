@@ -271,6 +271,33 @@ static void test_staged_records_bounded_behind_commit(void **state)
     assert_int_equal(fk_kafka_committed(0), 12);
 }
 
+/* Overlap on: the commit in flight fails while a later batch's records are staged behind it:
+ * aborted, the staged records dropped with it, rewound; the replay answers every input once. */
+static void test_rewind_after_commit_in_flight_fails(void **state)
+{
+    (void)state;
+    static const char *const kv[] = {"loop.overlap_commit", "true", "loop.batch_max", "2", NULL};
+    fk_open(0, kv);
+    fk_assign_parts(1);
+    for (int i = 1; i <= 6; i++)
+        fk_put(0, i, i);
+    fk_gate_set(1, 0);
+    F.fail_commit = 1;
+    fk_step(2);
+    fk_step(2);
+    assert_int_equal(staged(), 2);
+    fk_gate_set(0, 1);
+    assert_int_equal(ll_loop_commit_wait(F.l), -1); /* the outcome taken: failed */
+    assert_int_equal(F.n_abort, 1);
+    assert_int_equal(staged(), 0);
+    assert_int_equal(F.n_seek, 1);
+    assert_int_equal(F.n_vis, 0);
+    fk_run(2, 20);
+    ll_loop_commit_drain(F.l);
+    fk_assert_answered_once(0, 0, 6);
+    assert_int_equal(fk_kafka_committed(0), 6);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -283,6 +310,7 @@ int main(void)
         cmocka_unit_test_teardown(test_new_producer_after_fatal_error, fk_teardown),
         cmocka_unit_test_teardown(test_fenced_ends_the_loop, fk_teardown),
         cmocka_unit_test_teardown(test_staged_records_bounded_behind_commit, fk_teardown),
+        cmocka_unit_test_teardown(test_rewind_after_commit_in_flight_fails, fk_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
