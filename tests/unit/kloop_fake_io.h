@@ -108,6 +108,8 @@ typedef struct fake {
     int tx_open, cur_sp, max_sp;
     int tx_sp[FK_TXMAX];
     int fail_positions; /* fail the next positions reads */
+    int fail_precommit; /* fail the next precommit statements (positions and heartbeats) */
+    int reconnect;      /* the next db_ensure makes a new connection */
     int n_positions_read, n_precommit, n_rewind_rows, n_dead_events;
     struct {
         int part;
@@ -181,6 +183,10 @@ static inline void fk_db_fail(ll_db *db, const char *state)
 
 static inline ll_db_rc fk_db_ensure(ll_db *db)
 {
+    if (F.reconnect) { /* a new connection, maybe to another server */
+        F.reconnect = 0;
+        db->connects++;
+    }
     if (F.db_down) {
         fk_db_fail(db, "08006");
         return LL_DB_UNAVAILABLE;
@@ -267,6 +273,11 @@ static inline PGresult *fk_db_exec(ll_db *db, const ll_stmt *st, const char *con
             return NULL;
         }
         return fk_positions_result();
+    }
+    if (strcmp(st->name, "kloop_precommit") == 0 && F.fail_precommit > 0) {
+        F.fail_precommit--;
+        fk_db_fail(db, "08006");
+        return NULL;
     }
     if (strcmp(st->name, "kloop_precommit") == 0)
         F.n_precommit++;

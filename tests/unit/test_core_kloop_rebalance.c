@@ -9,7 +9,8 @@
  * skipped, see the test). Then the start
  * after a database loss (docs/design.md §5): fetching starts at min(ledger position, Kafka's
  * commit), and an input whose answer Kafka's commit already holds is applied again without a
- * second answer; and the reverse, a Kafka commit lost: answered again as replays.
+ * second answer, also after a second loss; the reverse, a Kafka commit lost: answered again as
+ * replays; and a position that could not be written: a rewind.
  */
 #include "kloop_fake.h"
 
@@ -210,6 +211,34 @@ static void test_rebalance_positions_unread(void **state)
     fk_assert_answered_once(0, 0, 3);
 }
 
+/* A rebalance during the poll of a recovery: the assignment settled the rewind owed, yet what it
+ * handed out is dropped with the batch, so the loop rewinds again (test_netcut.py's finding). */
+static void test_rebalance_during_a_recovery_poll(void **state)
+{
+    (void)state;
+    fk_open(0, NULL);
+    F.decide = decide_db_lost_at_2;
+    fk_assign_parts(1);
+    for (int i = 1; i <= 3; i++)
+        fk_put(0, i, i);
+    fk_step(10);
+    assert_true(F.l->rewind_pending);
+    int recovering = ll_loop_recover_step(F.l); /* the backoff: still owed */
+    assert_true(recovering);
+    unsigned gen = F.l->rebalance_gen;
+    rebalance(1);
+    rd_kafka_message_t ms[3], *polled[3];
+    size_t n = fk_poll(ms, polled, 3);
+    assert_int_equal(n, 3);
+    size_t calls = F.n_calls;
+    ll_loop_turn(F.l, recovering, gen, polled, n);
+    assert_int_equal(F.n_calls, calls);
+    assert_int_equal(F.n_seek, 1);
+    F.prereq = 1;
+    fk_run(10, 10);
+    fk_assert_answered_once(0, 0, 3);
+}
+
 /* A rebalance while the batch was collected: the batch is dropped and the loop rewinds (what
  * was fetched under the new assignment already moved its position past itself). */
 static void test_rebalance_during_the_poll_drops_the_batch(void **state)
@@ -303,6 +332,62 @@ static void test_kafka_behind_ledger_answers_as_replays(void **state)
     assert_int_equal(fk_kafka_committed(0), 12);
 }
 
+/* The database lost its effects twice while an input stayed held: every offset Kafka's commit
+ * held as answered before the first loss (4..9, the held one too) is applied again without an
+ * answer, also after the second loss, and 10, 11 (answered after the first) are not answered
+ * again: the Kafka commit keeps the answered offsets (kloop_commit.c committed_view), the ledger's
+ * position the ones to apply. */
+static ll_apply decide_held_at_5(const ll_msg *m)
+{
+    return seq_of(m) == 5 && !F.prereq ? LL_APPLY_DEFER : LL_APPLY_COMMIT;
+}
+
+static void test_ledger_lost_twice_never_answers_twice(void **state)
+{
+    (void)state;
+    positions_apart(10, 4);
+    F.decide = decide_held_at_5; /* offset 4 */
+    fk_step(20);
+    assert_int_equal(fk_held(0), 1);
+    char md[LL_OFFTRACK_METADATA_MAX];
+    assert_int_equal(fk_sent(0, md, sizeof md), 12); /* 4 held, but answered before the loss */
+    assert_string_equal(md, "");
+    fk_assert_answered_once(0, 10, 12);
+    rebalance(1); /* the ledger still at 4: lost again */
+    assert_int_equal(fk_find(F.assigned, 0)->offset, 4);
+    F.prereq = 1;
+    fk_run(20, 10);
+    assert_int_equal(fk_decisions(0, 4), 1);
+    for (long long o = 4; o < 10; o++)
+        assert_int_equal(fk_answers(0, o), 0);
+    fk_assert_answered_once(0, 10, 12); /* answered after the first loss, not again */
+    assert_int_equal(fk_kafka_committed(0), 12);
+}
+
+/* A batch that wrote no position in a transaction (its one message deferred, a done offset
+ * skipped) and whose positions statement then fails: the loop rewinds rather than letting Kafka's
+ * commit pass the ledger (af0b7e3). */
+static void test_positions_not_written_rewinds(void **state)
+{
+    (void)state;
+    fk_open(0, NULL);
+    F.decide = decide_prereq;
+    fk_assign_parts(1);
+    fk_put(0, 1, 1);
+    fk_put(0, 2, 2);
+    fk_step(10); /* 0 held, 1 done above the commit */
+    rebalance(1);
+    F.fail_precommit = 1;
+    int sends = F.n_send;
+    fk_step(10); /* 0 deferred again, 1 skipped: only the position to write, and it fails */
+    assert_true(F.l->rewind_pending);
+    assert_int_equal(F.n_send, sends);
+    F.prereq = 1;
+    fk_run(10, 10);
+    fk_assert_answered_once(0, 0, 2);
+    assert_int_equal(fk_kafka_committed(0), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,9 +399,12 @@ int main(void)
         cmocka_unit_test_teardown(test_rebalance_while_producer_broken, fk_teardown),
         cmocka_unit_test_teardown(test_rebalance_positions_unread, fk_teardown),
         cmocka_unit_test_teardown(test_rebalance_during_the_poll_drops_the_batch, fk_teardown),
+        cmocka_unit_test_teardown(test_rebalance_during_a_recovery_poll, fk_teardown),
         cmocka_unit_test_teardown(test_rebalance_committed_unread, fk_teardown),
         cmocka_unit_test_teardown(test_ledger_behind_kafka_applies_without_second_answer, fk_teardown),
         cmocka_unit_test_teardown(test_kafka_behind_ledger_answers_as_replays, fk_teardown),
+        cmocka_unit_test_teardown(test_ledger_lost_twice_never_answers_twice, fk_teardown),
+        cmocka_unit_test_teardown(test_positions_not_written_rewinds, fk_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

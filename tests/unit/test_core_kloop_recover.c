@@ -2,10 +2,12 @@
  * test_core_kloop_recover.c - the loop's undo and rewind paths driven through its io table (issue
  * 28 §3, "Loop unit tests"; kloop_fake.h): a database failure in the middle of a batch (rolled
  * back, nothing staged or produced, the assignment paused, then a seek to the committed offsets
- * and a resume); each Kafka failure class (abortable commit, send_offsets, produce, begin: abort
- * and rewind; a fatal producer error: a new producer, then the rewind; fenced: the loop ends) and,
- * after each, the replay answering every input once in what committed transactions made
- * visible; and the bound on the records staged behind a Kafka commit in flight (overlap on).
+ * and a resume; the same for the positions statement before the COMMIT, and a new connection
+ * whose positions are read before anything is applied); each Kafka failure class (abortable commit,
+ * send_offsets, produce, begin: abort and rewind; a fatal producer error: a new producer, then the rewind;
+ * fenced: the loop ends) and, after each, the replay answering every input once in what committed
+ * transactions made visible; and the bound on the records staged behind a Kafka commit in flight (overlap
+ * on).
  */
 #include "kloop_fake.h"
 
@@ -101,6 +103,46 @@ static void test_undo_db_commit_lost_after_an_earlier_commit(void **state)
     assert_int_equal(F.n_tx, 1);
     static const long long ends[] = {5};
     assert_undone_then_rewound(1, ends, 2); /* dropped by the rewind */
+}
+
+/* The statement before the COMMIT (positions, heartbeats) fails: the batch is undone as above. */
+static void test_undo_precommit_failure(void **state)
+{
+    (void)state;
+    fk_open(0, NULL);
+    F.fail_precommit = 1;
+    fk_assign_parts(1);
+    for (int i = 1; i <= 3; i++)
+        fk_put(0, i, i);
+    fk_step(10);
+    assert_int_equal(F.n_rollback, 1);
+    assert_int_equal(F.n_db_commit, 0);
+    static const long long ends[] = {3};
+    assert_undone_then_rewound(1, ends, 0);
+}
+
+/* A new database connection (maybe another server after a failover): nothing is applied on it
+ * before the ledger's positions are read again (a rewind). */
+static void test_positions_read_again_after_reconnect(void **state)
+{
+    (void)state;
+    fk_open(0, NULL);
+    fk_assign_parts(1);
+    fk_put(0, 1, 1);
+    fk_put(0, 2, 2);
+    fk_run(10, 10);
+    int reads = F.n_positions_read;
+    F.reconnect = 1;
+    fk_put(0, 3, 3);
+    fk_step(10);
+    assert_int_equal(F.n_calls, 2);
+    assert_true(F.l->rewind_pending);
+    assert_int_equal(F.n_positions_read, reads);
+    F.l->recover_at_ms = 0;
+    fk_step(10);
+    assert_int_equal(F.n_positions_read, reads + 1);
+    assert_int_equal(F.n_calls, 3);
+    fk_assert_answered_once(0, 0, 3);
 }
 
 /* ---- the Kafka failure classes ---------------------------------------------------------------- */
@@ -303,6 +345,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_undo_db_lost_mid_batch, fk_teardown),
         cmocka_unit_test_teardown(test_undo_db_commit_lost_after_an_earlier_commit, fk_teardown),
+        cmocka_unit_test_teardown(test_undo_precommit_failure, fk_teardown),
+        cmocka_unit_test_teardown(test_positions_read_again_after_reconnect, fk_teardown),
         cmocka_unit_test_teardown(test_rewind_after_abortable_commit_error, fk_teardown),
         cmocka_unit_test_teardown(test_rewind_after_send_offsets_error, fk_teardown),
         cmocka_unit_test_teardown(test_rewind_after_produce_error, fk_teardown),
