@@ -29,7 +29,11 @@ static inline ll_apply fk_apply(void *svc, ll_db *db, const ll_msg *m, ll_apply_
     fk_record(m, 0, a);
     switch (a) {
     case LL_APPLY_COMMIT:
-        out->reply = fk_reply(m, "ACCEPTED");
+        /* a reply that does not fit its schema (no outcome, no source coordinates) when scripted */
+        out->reply =
+            F.bad_reply_seq && (int)json_integer_value(json_object_get(m->value, "seq")) == F.bad_reply_seq
+                ? json_pack("{s:s}", "runId", m->key)
+                : fk_reply(m, "ACCEPTED");
         break;
     case LL_APPLY_ROLLBACK:
         out->reply = fk_reply(m, "REJECTED");
@@ -56,8 +60,9 @@ static inline ll_apply fk_bulk(void *svc, ll_db *db, const ll_msg *const *msgs, 
         int d = F.bulk_decide ? F.bulk_decide(msgs[i], call) : FK_LEAVE;
         if (d == FK_DECIDE) {
             outs[i].decided = true;
-            ll_bulk_reply(&outs[i], fk_reply(msgs[i], "ACCEPTED"));
-            if (!fail)
+            if (!F.bulk_no_reply)
+                ll_bulk_reply(&outs[i], fk_reply(msgs[i], "ACCEPTED"));
+            if (!fail && !F.bulk_no_reply)
                 fk_record(msgs[i], call, LL_APPLY_COMMIT);
         } else {
             outs[i].retry = d == FK_LEAVE_RETRY;

@@ -126,7 +126,9 @@ typedef struct fake {
     int bulk_fail_call; /* this set-based call (1-based) fails with bulk_state after deciding */
     char bulk_state[6];
     int bulk_calls;
-    int prereq; /* scenario state the decide functions read */
+    int bulk_no_reply; /* the set-based apply decides without handing the replies over (its defect) */
+    int bad_reply_seq; /* this seq's reply does not fit its schema (0: none) */
+    int prereq;        /* scenario state the decide functions read */
 } fake;
 
 static fake F;

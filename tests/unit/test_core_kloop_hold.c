@@ -2,7 +2,8 @@
  * test_core_kloop_hold.c - what the loop does with one message's answer, driven through its io
  * table (issue 28 §3, "Loop unit tests"; kloop_fake.h): an SQL error of each class (retryable
  * and busy: its run held and retried, nothing else undone; an input error: a LEDGER_REJECTED dead
- * letter); the prerequisite wait running out (the apply called once more with wait_expired, then a
+ * letter); a reply that does not fit its schema (a REPLY_ENCODE_FAILED dead letter); the
+ * prerequisite wait running out (the apply called once more with wait_expired, then a
  * PREREQUISITE_TIMEOUT dead letter); a full held queue (loop.max_held) pausing its partition at the
  * first message not held, and resuming it once the queue drained.
  */
@@ -82,6 +83,25 @@ static void test_input_error_dead_letters(void **state)
     fk_assert_answered_once(0, 0, 3);
     for (size_t i = 0; i < F.n_vis; i++)
         assert_string_equal(F.vis[i].topic, F.vis[i].off == 0 ? FK_DLQ : FK_REPLY);
+    assert_int_equal(fk_sent(0, NULL, 0), 3);
+}
+
+/* A reply that does not fit its schema: a REPLY_ENCODE_FAILED dead letter in a transaction of its
+ * own after the batch's, rather than the same message for ever; the other replies go out. */
+static void test_reply_not_fitting_its_schema_dead_letters(void **state)
+{
+    (void)state;
+    fk_open(0, NULL);
+    F.bad_reply_seq = 2;
+    fk_assign_parts(1);
+    for (int i = 1; i <= 3; i++)
+        fk_put(0, i, i);
+    fk_step(10);
+    assert_int_equal(F.n_dead_events, 1);
+    assert_int_equal(F.n_tx, 2); /* the batch's, then the dead letter's */
+    fk_assert_answered_once(0, 0, 3);
+    for (size_t i = 0; i < F.n_vis; i++)
+        assert_string_equal(F.vis[i].topic, F.vis[i].off == 1 ? FK_DLQ : FK_REPLY);
     assert_int_equal(fk_sent(0, NULL, 0), 3);
 }
 
@@ -166,6 +186,7 @@ int main(void)
         cmocka_unit_test_teardown(test_serialization_failure_holds_the_run, fk_teardown),
         cmocka_unit_test_teardown(test_lock_timeout_holds_the_run, fk_teardown),
         cmocka_unit_test_teardown(test_input_error_dead_letters, fk_teardown),
+        cmocka_unit_test_teardown(test_reply_not_fitting_its_schema_dead_letters, fk_teardown),
         cmocka_unit_test_teardown(test_prerequisite_timeout_dead_letters, fk_teardown),
         cmocka_unit_test_teardown(test_full_held_queue_pauses_the_partition, fk_teardown),
     };
