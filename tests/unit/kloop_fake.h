@@ -110,7 +110,6 @@ static inline void fk_open(int bulk, const char *const *kv)
                          sizeof err);
     if (!F.l)
         fail_msg("ll_loop_new_io: %s", err);
-    F.l->db.conn = (PGconn *)(void *)&FK_CONN_DUMMY; /* internal: see the header comment */
 }
 
 static inline int fk_teardown(void **state)
@@ -119,7 +118,6 @@ static inline int fk_teardown(void **state)
     if (F.l) {
         fk_gate_set(0, 1);
         ll_loop_commit_wait(F.l);
-        F.l->db.conn = NULL;
         ll_loop_free(F.l);
     }
     ll_config_free(F.cfg);
@@ -204,7 +202,7 @@ static inline void fk_make_due(void)
     for (size_t i = 0; i < F.l->n_parts; i++)
         for (size_t k = 0; k < F.l->parts[i]->n_held; k++)
             F.l->parts[i]->held[k]->retry_at_ms = 0;
-    F.l->recover_at_ms = 0;
+    F.l->rec.at_ms = 0;
 }
 
 /* internal: held messages on partition part. */
@@ -216,10 +214,25 @@ static inline size_t fk_held(int part)
     return 0;
 }
 
+/* internal: the loop's recovery state (ll_recovery): a rewind owed (alone, or after a new
+ * producer), a new producer owed, the loop's end owed (fenced). */
+static inline int fk_rewind_owed(void)
+{
+    return F.l->rec.owed == LL_RECOVERY_REWIND || F.l->rec.owed == LL_RECOVERY_PRODUCER;
+}
+static inline int fk_producer_owed(void)
+{
+    return F.l->rec.owed == LL_RECOVERY_PRODUCER;
+}
+static inline int fk_exit_owed(void)
+{
+    return F.l->rec.owed == LL_RECOVERY_EXIT;
+}
+
 /* internal: a recovery is owed (a rewind, or a new producer). */
 static inline int fk_recovery_owed(void)
 {
-    return F.l->rewind_pending || F.l->producer_broken;
+    return fk_rewind_owed();
 }
 
 /* Steps (making held retries and recoveries due) until nothing is polled, held or owed; at most

@@ -9,9 +9,8 @@
  * functions, the set-up and the helpers that drive the loop and check what it did. The loop's
  * internals read by the tests are kept in the fk_* helpers marked "internal".
  *
- * The io table cannot tell the connection's state (ll_db_err_is_unavailable and
- * ll_batch_undo_all read PQstatus(db->conn) directly): the tests give the loop a dummy PGconn and
- * interpose PQstatus below, so that an SQL error is classed by its SQLSTATE.
+ * The connection's state is the table's too (db_connected: F.conn_ok), so an SQL error is classed
+ * by its SQLSTATE while the scripted connection is up.
  */
 #ifndef KLOOP_FAKE_IO_H
 #define KLOOP_FAKE_IO_H
@@ -132,14 +131,12 @@ typedef struct fake {
 } fake;
 
 static fake F;
-static char FK_CONN_DUMMY;
 
-/* The interposed libpq call (see the header comment): the dummy connection's state is F's. */
-ConnStatusType PQstatus(const PGconn *conn)
+/* The scripted connection's state (ll_loop_io.db_connected). */
+static bool fk_db_connected(const ll_db *db)
 {
-    if ((const void *)conn == (const void *)&FK_CONN_DUMMY)
-        return F.conn_ok ? CONNECTION_OK : CONNECTION_BAD;
-    return CONNECTION_BAD;
+    (void)db;
+    return F.conn_ok != 0;
 }
 
 /* ---- small helpers ---------------------------------------------------------------------------- */
@@ -572,6 +569,7 @@ static inline int fk_seek(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *parts
 }
 
 static const ll_loop_io FK_IO = {
+    .db_connected = fk_db_connected,
     .db_ensure = fk_db_ensure,
     .db_command = fk_db_command,
     .db_exec = fk_db_exec,

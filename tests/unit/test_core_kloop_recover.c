@@ -48,13 +48,13 @@ static void assert_undone_then_rewound(int parts, const long long *ends, size_t 
     assert_int_equal(staged(), kept);
     assert_int_equal(F.n_begin, 0);
     assert_int_equal(F.n_vis, 0);
-    assert_true(F.l->rewind_pending);
+    assert_true(fk_rewind_owed());
     for (int p = 0; p < parts; p++)
         assert_true(F.paused[p]);
     F.prereq = 1;
     fk_step(50); /* the backoff has not passed: nothing polled, nothing sought */
     assert_int_equal(F.n_seek, 0);
-    F.l->recover_at_ms = 0;
+    F.l->rec.at_ms = 0;
     fk_step(50);
     assert_int_equal(F.n_seek, 1);
     for (int p = 0; p < parts; p++) {
@@ -136,9 +136,9 @@ static void test_positions_read_again_after_reconnect(void **state)
     fk_put(0, 3, 3);
     fk_step(10);
     assert_int_equal(F.n_calls, 2);
-    assert_true(F.l->rewind_pending);
+    assert_true(fk_rewind_owed());
     assert_int_equal(F.n_positions_read, reads);
-    F.l->recover_at_ms = 0;
+    F.l->rec.at_ms = 0;
     fk_step(10);
     assert_int_equal(F.n_positions_read, reads + 1);
     assert_int_equal(F.n_calls, 3);
@@ -233,8 +233,8 @@ static void test_new_producer_after_fatal_error(void **state)
     F.fail_commit = 1;
     F.fatal_code = RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER;
     first_batch();
-    assert_true(F.l->producer_broken);
-    assert_false(F.l->fatal);
+    assert_true(fk_producer_owed());
+    assert_false(fk_exit_owed());
     assert_int_equal(F.n_abort, 0);
     assert_int_equal(F.n_remake, 0);
     assert_int_equal(staged(), 0);
@@ -255,7 +255,7 @@ static void test_fenced_ends_the_loop(void **state)
     F.fail_commit = 1;
     F.fatal_code = RD_KAFKA_RESP_ERR__FENCED;
     first_batch();
-    assert_true(F.l->fatal);
+    assert_true(fk_exit_owed());
     assert_int_equal(F.n_abort, 0);
     assert_int_equal(F.n_remake, 0);
     int begun = F.n_begin;
@@ -329,7 +329,11 @@ static void test_rewind_after_commit_in_flight_fails(void **state)
     fk_step(2);
     assert_int_equal(staged(), 2);
     fk_gate_set(0, 1);
-    assert_int_equal(ll_loop_commit_wait(F.l), -1); /* the outcome taken: failed */
+    assert_int_equal(ll_loop_commit_wait(F.l), -1); /* the outcome taken: failed, and reported */
+    assert_non_null(F.l->commit_err);
+    assert_int_equal(F.n_abort, 0); /* the commit job recovers nothing itself: the loop does */
+    assert_int_equal(ll_loop_commit_failed(F.l), -1);
+    assert_null(F.l->commit_err);
     assert_int_equal(F.n_abort, 1);
     assert_int_equal(staged(), 0);
     assert_int_equal(F.n_seek, 1);

@@ -191,6 +191,9 @@ long ll_db_affected(const PGresult *res);
 /* The class of db->err: retryable (40P01, 40001), unavailable (08xxx, 57P0x, bad connection). */
 bool ll_db_err_is_retryable(const ll_db *db);
 bool ll_db_err_is_unavailable(const ll_db *db);
+/* The SQLSTATE part of ll_db_err_is_unavailable, for a caller that knows the connection's state:
+ * 08xxx, 57P0x, 25006 (read-only), or none recorded. */
+bool ll_db_err_state_is_unavailable(const ll_db *db);
 /* An error caused by the input (SQLSTATE class 22 data exception or 23 integrity violation). */
 bool ll_db_err_is_input(const ll_db *db);
 /* True for a bounded wait that ran out: statement timeout (57014) or lock timeout (55P03). The

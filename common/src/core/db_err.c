@@ -48,6 +48,11 @@ bool ll_db_err_is_unavailable(const ll_db *db)
 {
     if (!db->conn || PQstatus(db->conn) != CONNECTION_OK)
         return true;
+    return ll_db_err_state_is_unavailable(db);
+}
+
+bool ll_db_err_state_is_unavailable(const ll_db *db)
+{
     /* 25006: the server answers read-only (a standby): not a server to write to, as if down */
     return strncmp(db->err.sqlstate, "08", 2) == 0 || strncmp(db->err.sqlstate, "57P", 3) == 0 ||
            strcmp(db->err.sqlstate, "25006") == 0 || db->err.sqlstate[0] == '\0';

@@ -51,7 +51,7 @@ static void observe_turn(ll_loop *l, size_t n, observed *o)
         if (l->kio->db_ensure(&l->db) == LL_DB_OK)
             l->kio->db_command(&l->db, "SELECT 1");
     }
-    ll_obs_turn(l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK);
+    ll_obs_turn(l->kio->db_connected(&l->db));
     if (!http || now - o->held_at < 1000)
         return;
     o->held_at = now;

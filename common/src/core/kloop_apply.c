@@ -82,9 +82,10 @@ void ll_batch_decoded_drop(batch *b, lmsg *m)
     b->n_kept--;
 }
 
-ll_loop_fault ll_batch_fault(const ll_db *db)
+ll_loop_fault ll_batch_fault(const batch *b)
 {
-    if (ll_db_err_is_unavailable(db))
+    const ll_db *db = &b->l->db;
+    if (!b->l->kio->db_connected(db) || ll_db_err_state_is_unavailable(db))
         return LL_FAULT_UNAVAILABLE;
     return ll_db_err_is_input(db) ? LL_FAULT_INPUT : LL_FAULT_OTHER;
 }
@@ -122,7 +123,7 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     size_t touches = b->n_touch;
     ll_apply d = m->io->in->apply(l->svc, &l->db, &msg, &out);
     /* the decision table (kloop_decide.h): the service's answer and the database's error class */
-    ll_loop_step step = ll_loop_decide(d, false, msg.wait_expired, ll_batch_fault(&l->db));
+    ll_loop_step step = ll_loop_decide(d, false, msg.wait_expired, ll_batch_fault(b));
     ll_db_error e = l->db.err; /* the apply's error, kept over the undo */
     if (step == LL_STEP_UNDO_BATCH || (step != LL_STEP_KEEP_REPLY && ll_batch_undo(b, touches) != 0))
         goto failed_out;

@@ -173,8 +173,9 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now);
 json_t *ll_batch_decode(batch *b, lmsg *m, const char **err);
 /* Releases what ll_batch_decode kept with m (nothing kept: nothing done). */
 void ll_batch_decoded_drop(batch *b, lmsg *m);
-/* The class of db->err for the decision table (kloop_decide.h). */
-ll_loop_fault ll_batch_fault(const ll_db *db);
+/* The class of the loop's database error for the decision table (kloop_decide.h): unavailable
+ * when the connection is down (ll_loop_io.db_connected) or by its SQLSTATE. */
+ll_loop_fault ll_batch_fault(const batch *b);
 /* Applies one message inside the open transaction: W_DONE, W_HELD, or W_FAILED (batch undone). */
 w_result ll_batch_apply_one(batch *b, lmsg *m);
 

@@ -119,6 +119,11 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         r = W_FAILED; /* no transaction: the database result, nothing to decide */
     } else if (got >= 2) {
         ll_apply a = io->in->bulk(l->svc, &l->db, ptrs, got, outs);
+        /* only an SQL failure is classed by the database's error; any other answer but COMMIT,
+         * or replies that do not match the decisions, break the set-based contract and are not
+         * the database's: its messages go one by one (a stale or empty db->err read as
+         * "unavailable" undid and rewound the batch for ever) */
+        ll_loop_fault fault = a == LL_APPLY_DB ? ll_batch_fault(b) : LL_FAULT_OTHER;
         for (size_t i = 0; i < got && a == LL_APPLY_COMMIT; i++)
             if (outs[i].decided != outs[i].replied) {
                 ll_log(LL_ERROR, NULL, "bulk_reply_missing",
@@ -128,7 +133,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
                 a = LL_APPLY_DB;
             }
         /* the decision table (kloop_decide.h), its bulk rows */
-        switch (ll_loop_decide(a, true, false, ll_batch_fault(&l->db))) {
+        switch (ll_loop_decide(a, true, false, fault)) {
         case LL_STEP_BULK_KEEP:
             for (size_t i = 0; i < got; i++)
                 ms[i]->retry = !outs[i].decided && outs[i].retry;

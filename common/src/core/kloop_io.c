@@ -7,6 +7,11 @@
 #include "kloop_int.h"
 #include "ll/kclient.h"
 
+static bool db_connected(const ll_db *db)
+{
+    return db->conn && PQstatus(db->conn) == CONNECTION_OK;
+}
+
 static const char *msg_topic(const rd_kafka_message_t *rkm)
 {
     return rd_kafka_topic_name(rkm->rkt);
@@ -36,6 +41,7 @@ static rd_kafka_resp_err_t assign(rd_kafka_t *rk, const rd_kafka_topic_partition
 }
 
 const ll_loop_io LL_LOOP_IO_REAL = {
+    .db_connected = db_connected,
     .db_ensure = ll_db_ensure,
     .db_command = ll_db_command,
     .db_exec = ll_db_exec,

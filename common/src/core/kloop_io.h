@@ -4,12 +4,14 @@
  * it stands for, and the real table (LL_LOOP_IO_REAL, kloop_io.c) is those calls: the loop's
  * behaviour is theirs. The loop's unit tests give the loop a table of their own
  * (ll_loop_new_io), scripted from cmocka, so that the batch, hold, set-based, undo, commit and
- * rewind paths run without a broker or a database (tests/unit/test_kloop_*.c; docs/design.md §3).
+ * rewind paths run without a broker or a database (tests/unit/test_core_kloop_*.c; docs/design.md
+ * §3).
  */
 #ifndef LL_KLOOP_IO_H
 #define LL_KLOOP_IO_H
 
 #include <librdkafka/rdkafka.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ll/db.h"
@@ -19,7 +21,8 @@ struct ll_loop;
 /* The loop's calls out, with the semantics of the calls they are named after (the rd_kafka
  * handle arguments are the loop's consumer or producer, NULL in a scripted table's loop). */
 typedef struct ll_loop_io {
-    /* the database (ll/db.h) */
+    /* the database (ll/db.h); db_connected: the connection is up (PQstatus CONNECTION_OK) */
+    bool (*db_connected)(const ll_db *db);
     ll_db_rc (*db_ensure)(ll_db *db);
     ll_db_rc (*db_command)(ll_db *db, const char *sql);
     PGresult *(*db_exec)(ll_db *db, const ll_stmt *st, const char *const *params);

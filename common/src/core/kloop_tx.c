@@ -214,7 +214,7 @@ int ll_batch_tx_commit(batch *b)
 void ll_batch_tx_undo(batch *b)
 {
     ll_loop *l = b->l;
-    if (b->in_tx && l->db.conn && PQstatus(l->db.conn) == CONNECTION_OK)
+    if (b->in_tx && l->kio->db_connected(&l->db))
         l->kio->db_command(&l->db, "ROLLBACK");
     b->in_tx = 0;
     b->n_touch = 0;
