@@ -75,10 +75,10 @@ def counts(checks):
 
 
 def assert_only(rc, checks, **want):
-    """Exit 1 and exactly the named checks violated with those counts; every other count 0."""
+    """Exit 5 (violated) and exactly the named checks violated with those counts; every other 0."""
     expect = {name: want.get(name, 0) for name in CHECKS}
     assert counts(checks) == expect, json.dumps(checks, indent=1)
-    assert rc == 1
+    assert rc == 5
     assert not any(c["incomplete"] for c in checks.values())
 
 
@@ -208,23 +208,24 @@ def test_a_reply_missing_under_a_committed_offset(iso, scenario):
                                                    % (where, run.run_id, run.nonempty()[0])]
         # a bound that stops the reading is reported, and is never a pass
         rc, bounded = verify(iso, "--max-records", "3")
-        assert rc == 1 and all(bounded[n]["incomplete"] for n in ("one_reply", "offset_ahead", "chunk_lost"))
+        assert rc == 5 and all(bounded[n]["incomplete"] for n in ("one_reply", "offset_ahead", "chunk_lost"))
     finally:
         st.start("completion")
 
 
-def test_usage_and_connection_errors_exit_2(iso):
+def test_usage_and_connection_errors_have_loadctls_codes(iso):
+    # verify speaks loadctl's one table (loadctl.h): 1 usage or configuration, 3 database
     p = iso.stack.loadctl("verify", "--max-records", "0", check=False)
-    assert p.returncode == 2 and "--max-records" in p.stderr
+    assert p.returncode == 1 and "--max-records" in p.stderr
     p = iso.stack.loadctl("verify", "--topics", "--config", "/nonexistent/verify.conf", check=False)
-    assert p.returncode == 2
+    assert p.returncode == 1
     p = iso.stack.loadctl("verify", "--restored-from", "/nonexistent/offsets.json", check=False)
-    assert p.returncode == 2 and "--restored-from needs --topics" in p.stderr
+    assert p.returncode == 1 and "--restored-from needs --topics" in p.stderr
     bad = iso.stack.loadctl("--db", "host=127.0.0.1 port=1 dbname=x user=x connect_timeout=2", "verify", check=False)
-    assert bad.returncode == 2
-    # --json says the exit code the process has (verify's own: 2), not loadctl's usage code 1
+    assert bad.returncode == 3
+    # --json says the exit code the process has
     p = iso.stack.loadctl("verify", "--max-records", "0", "--json", check=False)
-    assert p.returncode == 2 and json.loads(p.stdout)["exitCode"] == 2, (p.returncode, p.stdout)
+    assert p.returncode == 1 and json.loads(p.stdout)["exitCode"] == 1, (p.returncode, p.stdout)
     bad = iso.stack.loadctl("--db", "host=127.0.0.1 port=1 dbname=x user=x connect_timeout=2", "verify", "--json",
                             check=False)
-    assert bad.returncode == 2 and json.loads(bad.stdout)["exitCode"] == 2, bad.stdout
+    assert bad.returncode == 3 and json.loads(bad.stdout)["exitCode"] == 3, bad.stdout

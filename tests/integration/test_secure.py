@@ -11,10 +11,11 @@ import glob
 import os
 import subprocess
 import time
+import uuid
 
 import psycopg2
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 
 from conftest import new_run, one
@@ -170,6 +171,41 @@ def test_kafka_transactional_id_limited_to_the_service(sec):
         bad.init_transactions(30)
     assert e.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
     del ok, bad  # closed now, not when the broker is gone
+
+
+def test_nifi_publishes_transactionally_and_consumes_in_its_groups(sec):
+    """config/kafka-acls.conf gives `nifi` what NiFi 2.x's PublishKafka ("Transactions Enabled",
+    "Transactional ID Prefix" <prefix>nifi.) and ConsumeKafka ("Group ID" <prefix>nifi.*) need."""
+    p = Producer(kafka_conf(sec, "nifi", **{"transactional.id": sec.prefix + "nifi.pg20-" + uuid.uuid4().hex}))
+    p.init_transactions(30)
+    p.begin_transaction()
+    p.produce(sec.prefix + "run-requests", b"never committed", key=b"sec-test")
+    p.flush(30)
+    p.abort_transaction(30)  # the partition was added to the transaction: WRITE on topic and id
+    # a transactional id outside the prefix is refused (the control)
+    bad = Producer(kafka_conf(sec, "nifi", **{"transactional.id": sec.prefix + "registrar.nifi-test"}))
+    with pytest.raises(KafkaException) as e:
+        bad.init_transactions(30)
+    assert e.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    del p, bad
+    for group, allowed in ((sec.prefix + "nifi.pg20-claim-decisions", True), (sec.prefix + "registrar", False)):
+        errs = []
+        c = Consumer(dict(kafka_conf(sec, "nifi"), **{"group.id": group, "enable.auto.commit": False,
+                                                       "isolation.level": "read_committed",
+                                                       "auto.offset.reset": "earliest",
+                                                       "error_cb": errs.append}))
+        c.subscribe([sec.prefix + "claim-decisions"])
+        got, t = None, time.time()
+        while got is None and not errs and time.time() - t < 20 and not (c.assignment() and allowed):
+            m = c.poll(0.5)
+            if m is not None and m.error():
+                got = m.error()
+        codes = [e.code() for e in ([got] if got else []) + errs]
+        if allowed:
+            assert not codes and c.assignment(), (group, got, errs)
+        else:
+            assert KafkaError.GROUP_AUTHORIZATION_FAILED in codes, (group, got, errs)
+        c.close()
 
 
 def test_kafka_refuses_a_wrong_password(sec):

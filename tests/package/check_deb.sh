@@ -6,8 +6,12 @@
 #   loadledger, the runtime libraries as dependencies, conffiles, maintainer scripts), runs
 #   every binary's --help from that root with the system's libraries only, checks that the Avro
 #   and SQL schemas are where the binaries look for them, that each /etc/loadledger/<service>.conf
-#   holds every key of the service's own table, and that systemd-analyze verify accepts the
-#   units (skipped with a message when systemd-analyze is missing).
+#   holds every key of the service's own table, that systemd-analyze verify accepts the units and
+#   `systemd-analyze security --offline=yes` rates each 2.5 ("OK") or better (both fail, naming
+#   the Debian package systemd, when systemd-analyze is missing), that a bad configuration
+#   (exit 1) is not restarted, that /usr/share/doc/loadledger/copyright is DEP-5 with the
+#   Apache-2.0 LICENSE beside it, and that postinst restarts the running services on an upgrade
+#   only (run with stub commands under a DPKG_ROOT that looks like a systemd machine).
 set -euo pipefail
 src=$(cd "$1" && pwd -P)
 build=$2
@@ -46,6 +50,25 @@ for s in postinst prerm postrm; do
   sh -n "$ctl/$s" || bad "$s: shell syntax"
 done
 grep -q 'adduser --system' "$ctl/postinst" || bad "postinst does not create the system user"
+# postinst under stubs: what it asks systemctl / deb-systemd-invoke, on an install and an upgrade
+fake=$(mktemp -d /tmp/ll-deb-fake.XXXXXX)
+mkdir -p "$fake/bin" "$fake/root/run/systemd/system"
+for c in systemctl deb-systemd-invoke getent adduser; do
+  printf '#!/bin/sh\necho "%s $*" >>"%s/calls"\n' "$c" "$fake" >"$fake/bin/$c"
+  chmod +x "$fake/bin/$c"
+done
+DPKG_ROOT=$fake/root PATH=$fake/bin:$PATH sh "$ctl/postinst" configure || bad "postinst configure: exit $?"
+grep -q 'try-restart' "$fake/calls" && bad "postinst restarts services on a first installation: $(cat "$fake/calls")"
+grep -qx 'systemctl daemon-reload' "$fake/calls" || bad "postinst configure: no daemon-reload"
+: >"$fake/calls"
+DPKG_ROOT=$fake/root PATH=$fake/bin:$PATH sh "$ctl/postinst" configure 0.0.9 || bad "postinst upgrade: exit $?"
+for svc in "${services[@]}"; do
+  grep -qx "deb-systemd-invoke try-restart loadledger-$svc.service" "$fake/calls" ||
+    bad "postinst configure 0.0.9 (upgrade) does not try-restart loadledger-$svc: $(tr '\n' ';' <"$fake/calls")"
+done
+[[ $(head -n1 "$fake/calls") == 'getent passwd loadledger' && $(sed -n 2p "$fake/calls") == 'systemctl daemon-reload' ]] ||
+  bad "postinst upgrade: daemon-reload is not before the restarts: $(tr '\n' ';' <"$fake/calls")"
+rm -rf "$fake"
 for svc in "${services[@]}"; do
   grep -qx "/etc/loadledger/$svc.conf" "$ctl/conffiles" || bad "/etc/loadledger/$svc.conf is not a conffile"
 done
@@ -92,6 +115,20 @@ for svc in "${services[@]}"; do
     bad "/etc/loadledger/$svc.conf does not set db.conninfo for ll_$svc"
 done
 
+# --- copyright and licence (Debian policy §12.5; DEP-5)
+doc=$root/usr/share/doc/loadledger
+if [[ -f $doc/copyright ]]; then
+  [[ $(head -n1 "$doc/copyright") == 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ]] ||
+    bad "/usr/share/doc/loadledger/copyright is not DEP-5 (no Format: line first)"
+  grep -qx 'License: Apache-2.0' "$doc/copyright" || bad "copyright names no Apache-2.0 licence"
+  grep -qx 'Files: \*' "$doc/copyright" || bad "copyright has no 'Files: *' stanza"
+else
+  bad "/usr/share/doc/loadledger/copyright missing"
+fi
+cmp -s "$doc/LICENSE" "$src/LICENSE" || bad "/usr/share/doc/loadledger/LICENSE missing or not the source's LICENSE"
+grep -q 'Apache License' "$src/LICENSE" && grep -q 'APPENDIX: How to apply the Apache License' "$src/LICENSE" ||
+  bad "LICENSE is not the whole Apache License 2.0 text"
+
 # --- systemd units
 for svc in "${services[@]}"; do
   u=$root/usr/lib/systemd/system/loadledger-$svc.service
@@ -99,6 +136,7 @@ for svc in "${services[@]}"; do
   grep -qx "ExecStart=/usr/bin/ll-$svc --config /etc/loadledger/$svc.conf" "$u" || bad "$svc: ExecStart"
   grep -qx 'Restart=on-failure' "$u" || bad "$svc: Restart=on-failure"
   grep -qx 'User=loadledger' "$u" || bad "$svc: User=loadledger"
+  grep -qx 'RestartPreventExitStatus=1' "$u" || bad "$svc: a bad configuration (exit 1) is restarted"
   # verify checks that ExecStart's binary is executable: point it into the unpacked root
   sed "s|^ExecStart=/|ExecStart=$root/|" "$u" >"$units/loadledger-$svc.service"
 done
@@ -109,8 +147,22 @@ if command -v systemd-analyze >/dev/null 2>&1; then
   else
     say "systemd-analyze verify: ${#services[@]} units accepted"
   fi
+  # the exposure score of each unit (0 best, 10 worst): 2.5 or less is systemd's "OK"
+  for svc in "${services[@]}"; do
+    u=$units/loadledger-$svc.service
+    [[ -f $u ]] || continue
+    out=$(systemd-analyze security --offline=yes --no-pager "$u" 2>&1) || true
+    score=$(sed -n 's/^.*Overall exposure level for [^:]*: \([0-9.]*\) .*$/\1/p' <<<"$out")
+    if [[ -z $score ]]; then
+      bad "systemd-analyze security $svc: no score: $out"
+    elif awk -v s="$score" 'BEGIN { exit !(s > 2.5) }'; then
+      bad "loadledger-$svc.service: systemd-analyze security rates it $score (above 2.5, OK): $(grep '✗' <<<"$out" | tr -s ' ' | head -n 20)"
+    else
+      say "loadledger-$svc.service: exposure $score (≤ 2.5, OK)"
+    fi
+  done
 else
-  say "SKIP systemd-analyze verify: systemd-analyze not installed"
+  bad "systemd-analyze not installed: install the Debian package systemd (scripts/env.sh install does)"
 fi
 
 ((fail == 0)) && say "ok: $(basename "$deb")"

@@ -32,7 +32,8 @@ static const char USAGE[] =
     "topic.<logical>.name|framing|schema_id, schema.dir, schema.ids_file; LOADLEDGER_<KEY> overrides).\n"
     "--max-records (default 100000) and --timeout (default PT30S) bound the reading; a list they\n"
     "stopped is marked incomplete.\n"
-    "Exit codes: 0 ok, 1 usage or configuration, 2 DEAD_LETTER_NOT_FOUND, 3 broker unavailable.\n";
+    "Exit codes: 0 ok, 1 usage or configuration, 2 DEAD_LETTER_NOT_FOUND, 3 database, 4 broker "
+    "unavailable.\n";
 
 /* What the list keeps and how it filters. */
 typedef struct list_state {
@@ -93,7 +94,7 @@ static int do_list(const lc_opts *o, dl_ctx *c, const dl_bounds *b, list_state *
     s->rows = json_array();
     if (dl_scan(c, b, list_one, s, &bounded, err, sizeof err) != 0) {
         json_decref(s->rows);
-        return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+        return lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
     }
     if (o->json)
         lc_print_json(json_pack("{s:b,s:s,s:I,s:b,s:o}", "ok", 1, "topic", c->dlq, "count",
@@ -145,7 +146,7 @@ int dl_find(const lc_opts *o, dl_ctx *c, const dl_bounds *b, const char *coord, 
     if (*own) {
         int f = dl_fetch(c, partition, offset, d, err, sizeof err);
         if (f < 0)
-            return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+            return lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
         if (f == 0)
             return lc_fail(o, LC_REFUSED, "DEAD_LETTER_NOT_FOUND", json_pack("{s:s}", "coordinates", coord),
                            "no committed record at %s", coord);
@@ -155,7 +156,7 @@ int dl_find(const lc_opts *o, dl_ctx *c, const dl_bounds *b, const char *coord, 
     bool bounded = false;
     if (dl_scan(c, b, match_source, &s, &bounded, err, sizeof err) != 0) {
         dl_record_clear(&s.found);
-        return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+        return lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
     }
     if (!s.have)
         return lc_fail(o, LC_REFUSED, "DEAD_LETTER_NOT_FOUND",

@@ -2,10 +2,10 @@
  * loadctl.h - the operator's tool: one function per command, each returning the process exit
  * code, plus the few helpers every command shares (arguments, output, database, audit).
  *
- * Exit codes a script can rely on: 0 ok (also "nothing to change"), 1 usage, 2 not found or
- * refused by a business rule (the contract's 404/409 codes), 3 database unavailable or failed.
- * Every message on stderr starts with "loadctl:" and names the code; with --json every command
- * prints exactly one JSON object on stdout, also when it fails (see out.c).
+ * Exit codes a script can rely on, one meaning each across every command (LC_* below; the table
+ * in docs/operations.md "loadctl exit codes"). Every message on stderr starts with "loadctl:"
+ * and names the code; with --json every command prints exactly one JSON object on stdout, also
+ * when it fails (see out.c).
  */
 #ifndef LOADCTL_H
 #define LOADCTL_H
@@ -19,8 +19,18 @@
 #include "ll/db.h"
 #include "ll/status_sql.h"
 
-/* Exit codes a script can rely on. */
-enum { LC_OK = 0, LC_USAGE = 1, LC_REFUSED = 2, LC_DB = 3 };
+/*
+ * The exit codes, the same for every command (docs/operations.md "loadctl exit codes"):
+ *   LC_OK       0  done (also "nothing to change"; verify: every invariant holds)
+ *   LC_USAGE    1  the command line is wrong, or a file it names (--config, --from, --out,
+ *                  --value-file, --file, --dir) cannot be read, written or parsed
+ *   LC_REFUSED  2  not found, or refused by a business rule (the contract's 404/409/422 codes)
+ *   LC_DB       3  the database is unavailable or failed a statement
+ *   LC_KAFKA    4  the Kafka broker is unavailable or refused a request
+ *   LC_VIOLATED 5  a check ran and found a problem (verify: an invariant violated, or a check a
+ *                  bound stopped before the end)
+ */
+enum { LC_OK = 0, LC_USAGE = 1, LC_REFUSED = 2, LC_DB = 3, LC_KAFKA = 4, LC_VIOLATED = 5 };
 
 /* lc_args() result meaning "parsed, go on" (every exit code is >= 0). */
 #define LC_CONTINUE (-1)
@@ -29,8 +39,6 @@ enum { LC_OK = 0, LC_USAGE = 1, LC_REFUSED = 2, LC_DB = 3 };
 typedef struct lc_opts {
     const char *conninfo; /* --db, else $LOADLEDGER_DB__CONNINFO, else $LL_PG_CONNINFO */
     bool json;            /* --json: one JSON object on stdout */
-    int exit_code;        /* the process's exit code on a failure, as --json's exitCode says it,
-                           * when a command has codes of its own (verify: 2); 0: lc_fail's code */
 } lc_opts;
 
 /* A timestamp column as ISO-8601 UTC text with milliseconds, in SQL (NULL stays NULL). */
@@ -45,7 +53,8 @@ typedef struct lc_opts {
 
 /* ---- commands (one file each) ------------------------------------------------------------- */
 
-/* `loadctl migrate [--dir DIR]`: applies the SQL migrations not yet applied (migrate.c). */
+/* `loadctl migrate [--dir DIR]`: applies the SQL migrations not yet applied, with --json one
+ * object {ok, dir, applied: [versions], appliedCount} (migrate.c). */
 int lc_migrate(const lc_opts *o, int argc, char **argv);
 /* `loadctl runs|status [--job K] [--business-key B] [--status S] [--limit N]` (runs.c). */
 int lc_runs(const lc_opts *o, int argc, char **argv);
@@ -60,7 +69,7 @@ int lc_cleanup_candidates(const lc_opts *o, int argc, char **argv);
 /* `loadctl cleanup RUN [--dropped-table T] [--deleted-path P]`: records a cleanup (cleanup.c). */
 int lc_cleanup(const lc_opts *o, int argc, char **argv);
 /* `loadctl verify [--topics]`: the ledger's and topics' invariants with their violations
- * (verify.c; exit 0 all hold, 1 a violation, 2 usage or connection error). */
+ * (verify.c; exit LC_OK all hold, LC_VIOLATED a violation or an incomplete check). */
 int lc_verify(const lc_opts *o, int argc, char **argv);
 /* `loadctl dead-letters [list|show COORD]`: the dead letters, one decoded (deadletters.c). */
 int lc_dead_letters(const lc_opts *o, int argc, char **argv);
@@ -110,9 +119,9 @@ int lc_parse_duration(const char *s, int64_t *out_ms);
 
 /*
  * Reports a failure and returns `code`: "loadctl: <kind>: <ERR_CODE> (<message>)" on stderr
- * (kind = usage, not found, refused, database error after the exit code), and with --json the
- * object {"ok": false, "exitCode", "code", "message", "details"} on stdout. details (may be
- * NULL) is consumed.
+ * (kind = usage, not found, refused, database error, Kafka error or violated, after the exit
+ * code), and with --json the object {"ok": false, "exitCode", "code", "message", "details"} on
+ * stdout. details (may be NULL) is consumed.
  */
 int lc_fail(const lc_opts *o, int code, const char *err_code, json_t *details, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

@@ -39,9 +39,11 @@ static void usage(FILE *f)
                "       loadctl COMMAND --help\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-25s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
-    fprintf(f, "\n--db and --json may also follow the command. The database comes from --db, else\n"
-               "LOADLEDGER_DB__CONNINFO, else LL_PG_CONNINFO; connect as the ll_operator role.\n"
-               "Exit codes: 0 ok, 1 usage, 2 not found or refused, 3 database unavailable or error.\n");
+    fprintf(f,
+            "\n--db and --json may also follow the command. The database comes from --db, else\n"
+            "LOADLEDGER_DB__CONNINFO, else LL_PG_CONNINFO; connect as the ll_operator role.\n"
+            "Exit codes (every command): 0 ok, 1 usage (or a file it names), 2 not found or refused,\n"
+            "3 database unavailable or error, 4 Kafka unavailable or error, 5 a check found a violation.\n");
 }
 
 const char *lc_conninfo(const lc_opts *o)
@@ -99,7 +101,7 @@ PGresult *lc_query(const lc_opts *o, ll_db *db, const ll_stmt *st, const char *c
 
 int main(int argc, char **argv)
 {
-    lc_opts o = {NULL, false, 0};
+    lc_opts o = {NULL, false};
     /* Libpq defaults for every connection: who we are in pg_stat_activity, and a bounded wait
      * for an unreachable server (exit 3 instead of hanging a script). */
     setenv("PGAPPNAME", "loadctl", 0);

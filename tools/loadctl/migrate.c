@@ -1,7 +1,9 @@
 /*
  * migrate.c - `loadctl migrate`: applies schemas/sql/NNNN_*.sql in name order, each file not yet
  * recorded in nifi_ops.schema_migrations in one transaction together with its version row.
- * An advisory lock keeps two migrators from racing.
+ * An advisory lock keeps two migrators from racing. With --json the result is one object,
+ * {"ok": true, "dir", "applied": [versions applied now], "appliedCount"}, or lc_fail's on failure
+ * (DATABASE_ERROR naming the file, with the versions applied before it in details.applied).
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -53,12 +55,16 @@ static char *read_file(const char *path)
     return buf;
 }
 
+/* The first failure of this process's migration, "<what>: <server message>" (one command per
+ * process, single-threaded: lc_migrate reports it once at the end). */
+static char failure[512];
+
 static int exec_ok(PGconn *c, const char *sql, const char *what)
 {
     PGresult *r = PQexec(c, sql);
     int ok = PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK;
-    if (!ok)
-        fprintf(stderr, "loadctl migrate: %s: %s", what, PQresultErrorMessage(r));
+    if (!ok && !failure[0])
+        snprintf(failure, sizeof failure, "%s: %s", what, PQresultErrorMessage(r));
     PQclear(r);
     return ok ? 0 : -1;
 }
@@ -81,7 +87,7 @@ static int apply_one(PGconn *c, const char *dir, const char *file, int *applied)
         return exec_ok(c, "COMMIT", "commit");
     char *sql = read_file(path);
     if (!sql) {
-        fprintf(stderr, "loadctl migrate: cannot read %s\n", path);
+        snprintf(failure, sizeof failure, "cannot read %.480s", path);
         exec_ok(c, "ROLLBACK", "rollback");
         return -1;
     }
@@ -101,7 +107,7 @@ static int apply_one(PGconn *c, const char *dir, const char *file, int *applied)
 }
 
 static const char USAGE[] =
-    "usage: loadctl migrate [--dir DIR]\n\n"
+    "usage: loadctl migrate [--dir DIR] [--json]\n\n"
     "Applies schemas/sql/NNNN_*.sql not yet recorded in nifi_ops.schema_migrations, each in one\n"
     "transaction (as the migration account, not ll_operator). DIR defaults to $LL_MIGRATIONS_DIR,\n"
     "else the installed schemas, else the source tree.\n";
@@ -132,19 +138,31 @@ int lc_migrate(const lc_opts *go, int argc, char **argv)
     if (c && exec_ok(c, "SET client_min_messages = warning", "settings") == 0 &&
         exec_ok(c, SQL_BOOTSTRAP, "bootstrap") != 0)
         rc = LC_DB;
-    int count = 0;
+    json_t *done = json_array(); /* the versions applied now */
     for (size_t i = 0; i < n; i++) {
         int applied = 0;
         if (rc == LC_OK && apply_one(c, dir, files[i], &applied) != 0)
             rc = LC_DB;
         if (rc == LC_OK && applied) {
-            printf("applied %s\n", files[i]);
-            count++;
+            if (!o->json)
+                printf("applied %s\n", files[i]);
+            json_array_append_new(done, json_stringn(files[i], strlen(files[i]) - 4));
         }
         free(files[i]);
     }
-    if (rc == LC_OK)
-        printf("migrations up to date (%d applied now)\n", count);
+    size_t count = json_array_size(done);
+    if (rc == LC_OK && o->json) {
+        json_t *j = json_pack("{s:b,s:o,s:O,s:I}", "ok", 1, "dir", lc_json_str(dir), "applied", done,
+                              "appliedCount", (json_int_t)count);
+        lc_print_json(j);
+    } else if (rc == LC_OK) {
+        printf("migrations up to date (%zu applied now)\n", count);
+    } else if (c) {
+        /* not a connection failure: lc_connect has reported that one */
+        rc = lc_fail(o, LC_DB, "DATABASE_ERROR", json_pack("{s:O}", "applied", done), "%s",
+                     failure[0] ? failure : "migration failed");
+    }
+    json_decref(done);
     if (c)
         PQfinish(c);
     return rc;

@@ -45,7 +45,7 @@ static const char USAGE[] =
     "--config is a file of key = value lines like a service's (kafka.*, topic.prefix,\n"
     "topic.<logical>.name; LOADLEDGER_<KEY> overrides).\n"
     "Exit codes: 0 done, 1 usage or configuration, 2 refused (a group has members, a file that is\n"
-    "not an offsets file), 3 broker or file error.\n";
+    "not an offsets file), 1 also a file that cannot be read or written, 4 broker unavailable.\n";
 
 /* The keys an offsets configuration may hold: the services' own (so a service's file serves). */
 static ll_config_key *config_keys(void)
@@ -271,7 +271,7 @@ static int restore_groups(const lc_opts *o, const ll_config *cfg, rd_kafka_t *me
         group_name(cfg, i, group, sizeof group);
         rd_kafka_topic_partition_list_t *l = group_partitions(cfg, meta, i, err, sizeof err);
         if (!l)
-            return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+            return lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
         int n_rec = 0, n_earliest = 0;
         int rc = plan_restore(meta, l, group_offsets(doc, group), &n_rec, &n_earliest, err, sizeof err);
         if (rc == 0)
@@ -280,7 +280,7 @@ static int restore_groups(const lc_opts *o, const ll_config *cfg, rd_kafka_t *me
         if (rc == -2)
             return lc_fail(o, LC_REFUSED, "OFFSETS_REFUSED", NULL, "%s", err);
         if (rc != 0)
-            return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+            return lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
         json_array_append_new(
             out, json_pack("{s:s,s:i,s:i}", "group", group, "recorded", n_rec, "earliest", n_earliest));
         if (!o->json)
@@ -299,7 +299,7 @@ static json_t *load_file(const lc_opts *o, const char *path, int *rc)
     if (f)
         fclose(f);
     if (size < 0) {
-        *rc = lc_fail(o, LC_DB, "FILE_UNREADABLE", NULL, "%s: cannot be read", path);
+        *rc = lc_fail(o, LC_USAGE, "FILE_UNREADABLE", NULL, "%s: cannot be read", path);
         return NULL;
     }
     if (size > OFF_FILE_MAX) {
@@ -348,12 +348,12 @@ int lc_offsets(const lc_opts *go, int argc, char **argv)
         rc = lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL, "%s", err);
     } else if (save) {
         if (save_groups(cfg, meta, groups, err, sizeof err) != 0) {
-            rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+            rc = lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
         } else {
             json_t *doc = json_pack("{s:i,s:O}", "version", 1, "groups", groups);
             rc = json_dump_file(doc, out_path, JSON_INDENT(1)) == 0
                      ? LC_OK
-                     : lc_fail(o, LC_DB, "FILE_UNWRITABLE", NULL, "%s: cannot be written", out_path);
+                     : lc_fail(o, LC_USAGE, "FILE_UNWRITABLE", NULL, "%s: cannot be written", out_path);
             json_decref(doc);
         }
         if (rc == LC_OK && o->json)

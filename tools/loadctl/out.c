@@ -16,6 +16,10 @@ static const char *kind_of(int code)
         return "usage";
     case LC_DB:
         return "database error";
+    case LC_KAFKA:
+        return "Kafka error";
+    case LC_VIOLATED:
+        return "violated";
     default:
         return "refused";
     }
@@ -61,8 +65,7 @@ int lc_fail(const lc_opts *o, int code, const char *err_code, json_t *details, c
     else
         fprintf(stderr, "loadctl: %s: %s (%s)\n", kind, err_code, msg);
     if (o && o->json) {
-        json_t *j = json_pack("{s:b,s:i,s:s}", "ok", 0, "exitCode", o->exit_code ? o->exit_code : code,
-                              "code", err_code);
+        json_t *j = json_pack("{s:b,s:i,s:s}", "ok", 0, "exitCode", code, "code", err_code);
         json_object_set_new(j, "message", lc_json_str(msg));
         json_object_set_new(j, "details", details ? details : json_object());
         lc_print_json(j);

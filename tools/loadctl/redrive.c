@@ -11,7 +11,7 @@
  *   the corrected JSON does not fit the source topic's schema -> exit 2 VALUE_INVALID
  *   a record of the source topic already carries the link   -> exit 2 ALREADY_REDRIVEN (--force)
  *   that search stopped by --max-records / --timeout        -> exit 2 REDRIVE_CHECK_INCOMPLETE (--force)
- *   the transaction fails                                   -> exit 3 BROKER_UNAVAILABLE (nothing visible)
+ *   the transaction fails                                   -> exit 4 BROKER_UNAVAILABLE (nothing visible)
  *
  * The key and the non-ll.* headers are the original's (as the dead letter kept them); the value is
  * the dead letter's unchanged, or the corrected file's JSON encoded with the source topic's schema
@@ -42,7 +42,7 @@ static const char USAGE[] =
     "--force. --reason goes into the header ll.redrive.reason. Watch the service's reply to the new offset; "
     "`loadctl verify --topics` still holds.\n"
     "Exit codes: 0 redriven, 1 usage or configuration, 2 DEAD_LETTER_NOT_FOUND, VALUE_OMITTED,\n"
-    "VALUE_INVALID, ALREADY_REDRIVEN or REDRIVE_CHECK_INCOMPLETE, 3 broker unavailable.\n";
+    "VALUE_INVALID, ALREADY_REDRIVEN or REDRIVE_CHECK_INCOMPLETE, 4 broker unavailable.\n";
 
 /* At most this many dead letters per command, and this large a corrected value file (bytes). */
 #define MAX_COORDS     100
@@ -167,7 +167,7 @@ static int check_links(const lc_opts *o, dl_ctx *c, const dl_bounds *b, item *it
         bool bounded = false;
         if (dl_scan_topic(c, items[i].d.src_topic, b, collect_links, links, &bounded, err, sizeof err) != 0) {
             json_decref(links);
-            return lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+            return lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
         }
         int rc = LC_OK;
         for (int k = i; k < n && rc == LC_OK; k++) {
@@ -250,7 +250,7 @@ int lc_redrive(const lc_opts *go, int argc, char **argv)
         rc = check_links(o, &c, &b, items, n);
     char err[512] = "";
     if (rc == LC_OK && lc_redrive_publish(&c, items, n, reason, err, sizeof err) != 0)
-        rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", err);
+        rc = lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", err);
     if (rc == LC_OK) {
         json_t *arr = json_array();
         for (int i = 0; i < n; i++)

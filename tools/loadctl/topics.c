@@ -22,7 +22,7 @@
     "one request; a topic that exists is left unchanged. The broker comes from --config FILE or\n"           \
     "LOADLEDGER_KAFKA__BOOTSTRAP__SERVERS, the prefix from topic.prefix / LOADLEDGER_TOPIC__PREFIX.\n"       \
     "--replication-factor (1) is every topic's; --timeout (PT60S) bounds the wait for the broker.\n"         \
-    "Exit codes: 0 every topic exists now, 1 usage or a bad line, 3 the broker refused or did not\n"         \
+    "Exit codes: 0 every topic exists now, 1 usage or a bad line, 4 the broker refused or did not\n"         \
     "answer in time.\n"
 
 /* Bounds on what a topics file may ask for (all checked before any request). */
@@ -134,7 +134,7 @@ static rd_kafka_NewTopic_t **new_topics(const topic_line *t, int n, int replicat
     return nt;
 }
 
-/* Sends one CreateTopics request and reports each topic. LC_OK, or LC_DB after reporting. */
+/* Sends one CreateTopics request and reports each topic. LC_OK, or LC_KAFKA after reporting. */
 static int create(const lc_opts *o, rd_kafka_t *rk, rd_kafka_NewTopic_t **nt, int n, int64_t timeout_ms)
 {
     char e[256];
@@ -147,9 +147,9 @@ static int create(const lc_opts *o, rd_kafka_t *rk, rd_kafka_NewTopic_t **nt, in
     int rc = LC_OK;
     json_t *created = json_array(), *existing = json_array();
     if (!ev)
-        rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "no answer from the broker in time");
+        rc = lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "no answer from the broker in time");
     else if (rd_kafka_event_error(ev))
-        rc = lc_fail(o, LC_DB, "BROKER_UNAVAILABLE", NULL, "%s", rd_kafka_event_error_string(ev));
+        rc = lc_fail(o, LC_KAFKA, "BROKER_UNAVAILABLE", NULL, "%s", rd_kafka_event_error_string(ev));
     else {
         size_t cnt = 0;
         const rd_kafka_topic_result_t **res =
@@ -163,7 +163,7 @@ static int create(const lc_opts *o, rd_kafka_t *rk, rd_kafka_NewTopic_t **nt, in
                     printf("%-8s %s\n", te ? "exists" : "created", name);
             } else {
                 const char *msg = rd_kafka_topic_result_error_string(res[i]);
-                rc = lc_fail(o, LC_DB, "TOPIC_CREATE_FAILED", NULL, "%s: %s", name,
+                rc = lc_fail(o, LC_KAFKA, "TOPIC_CREATE_FAILED", NULL, "%s: %s", name,
                              msg ? msg : rd_kafka_err2str(te));
             }
         }

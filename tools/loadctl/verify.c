@@ -3,9 +3,9 @@
  * checks the invariants of the ledger (and with --topics of the topics) and prints each with its
  * count of violations, 0 when it holds (verify.h lists them). Read-only: no lock, no commit.
  *
- * Exit codes (its own, unlike the other commands): 0 every invariant holds, 1 at least one is
- * violated or could not be checked to the end (a bound stopped it), 2 usage, configuration,
- * database or broker error.
+ * Exit codes (loadctl's common table, loadctl.h): LC_OK every invariant holds, LC_VIOLATED at
+ * least one is violated or could not be checked to the end (a bound stopped it), LC_USAGE,
+ * LC_DB or LC_KAFKA when it could not check.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +16,6 @@
 #include "ll/topics.h"
 #include "loadctl.h"
 #include "verify.h"
-
-enum { VF_HOLDS = 0, VF_FAILS = 1, VF_ERROR = 2 };
 
 static const char USAGE[] =
     "usage: loadctl verify [--topics] [--config FILE] [--max-records N] [--timeout DURATION]\n"
@@ -33,7 +31,8 @@ static const char USAGE[] =
     "topic.<logical>.name|framing, schema.dir, schema.ids_file; LOADLEDGER_<KEY> overrides).\n"
     "--max-records (default 1000000) and --timeout (default PT60S) bound the reading; a check they\n"
     "stopped is reported as incomplete.\n"
-    "Exit codes: 0 all hold, 1 a violation (or an incomplete check), 2 usage or connection error.\n";
+    "Exit codes: 0 all hold, 5 a violation (or an incomplete check), 1 usage or configuration,\n"
+    "3 database, 4 broker error.\n";
 
 static const struct {
     const char *name, *what;
@@ -87,7 +86,6 @@ static json_t *as_json(const vf_check *c, int n, bool ok)
 int lc_verify(const lc_opts *go, int argc, char **argv)
 {
     lc_opts opts = *go, *o = &opts;
-    opts.exit_code = VF_ERROR; /* every failure below exits 2 (README, "Exit codes of verify") */
     const char *config = NULL, *max_records = "1000000", *timeout = "PT60S", *restored_from = NULL, *pos[1];
     bool topics = false;
     int npos;
@@ -99,16 +97,16 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
                           {NULL, NULL, NULL}};
     int rc = lc_args(o, USAGE, argc, argv, specs, pos, 0, 0, &npos);
     if (rc != LC_CONTINUE)
-        return rc == LC_OK ? VF_HOLDS : VF_ERROR;
+        return rc;
     vf_bounds b;
     long maxr;
     if (lc_parse_int(max_records, 1, 100000000, &maxr) != 0)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--max-records must be 1..100000000"), VF_ERROR;
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--max-records must be 1..100000000");
     if (lc_parse_duration(timeout, &b.timeout_ms) != 0 || b.timeout_ms <= 0 || b.timeout_ms > 86400000)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--timeout must be a duration up to one day"), VF_ERROR;
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--timeout must be a duration up to one day");
     b.max_records = maxr;
     if (restored_from && !topics)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--restored-from needs --topics"), VF_ERROR;
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--restored-from needs --topics");
     json_t *restored = NULL; /* the offsets file of `loadctl offsets save` (offsets.c, version 1) */
     if (restored_from) {
         json_error_t je;
@@ -117,8 +115,7 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
             !json_is_array(json_object_get(restored, "groups"))) {
             json_decref(restored);
             return lc_fail(o, LC_USAGE, "USAGE", NULL, "%s: not a loadctl offsets file (version 1)",
-                           restored_from),
-                   VF_ERROR;
+                           restored_from);
         }
     }
     ll_config *cfg = NULL;
@@ -131,7 +128,7 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
             lc_fail(o, LC_USAGE, "CONFIG_INVALID", NULL, "%s", keys ? err : "out of memory");
             free(keys);
             json_decref(restored);
-            return VF_ERROR;
+            return LC_USAGE;
         }
     }
     ll_db db;
@@ -139,7 +136,7 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
         ll_config_free(cfg);
         free(keys);
         json_decref(restored);
-        return VF_ERROR;
+        return LC_DB;
     }
     vf_check c[VF_COUNT];
     memset(c, 0, sizeof c);
@@ -150,23 +147,20 @@ int lc_verify(const lc_opts *go, int argc, char **argv)
     }
     const char *what = NULL;
     char err[512] = "";
-    rc = VF_HOLDS;
+    rc = LC_OK;
     if (vf_check_ledger(&db, c, &what) != 0) {
-        lc_fail_db(o, &db, what);
-        rc = VF_ERROR;
+        rc = lc_fail_db(o, &db, what);
     } else if (topics && vf_check_topics(cfg, &db, &b, restored, c, err, sizeof err) != 0) {
-        lc_fail(o, LC_DB, "TOPICS_UNAVAILABLE", NULL, "%s", err);
-        rc = VF_ERROR;
-    }
-    if (rc == VF_HOLDS) {
+        rc = lc_fail(o, LC_KAFKA, "TOPICS_UNAVAILABLE", NULL, "%s", err);
+    } else {
         for (int i = 0; i < VF_COUNT; i++)
             if (c[i].ran && (c[i].violations > 0 || c[i].bounded))
-                rc = VF_FAILS;
+                rc = LC_VIOLATED;
         if (o->json)
-            lc_print_json(as_json(c, VF_COUNT, rc == VF_HOLDS));
+            lc_print_json(as_json(c, VF_COUNT, rc == LC_OK));
         else {
             print_text(c, VF_COUNT, topics);
-            printf("%s\n", rc == VF_HOLDS ? "verify: every invariant holds" : "verify: VIOLATED");
+            printf("%s\n", rc == LC_OK ? "verify: every invariant holds" : "verify: VIOLATED");
         }
     }
     for (int i = 0; i < VF_COUNT; i++)

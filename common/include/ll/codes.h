@@ -110,7 +110,7 @@
     X(USAGE, LL_CW_LOADCTL, "L", "bad command line (exit 1)") \
     X(DATABASE_UNAVAILABLE, LL_CW_LOADCTL, "C§4.1", "PostgreSQL cannot be reached (exit 3)") \
     X(DATABASE_ERROR, LL_CW_LOADCTL, "L", "PostgreSQL answered with an error (exit 3)") \
-    X(BROKER_UNAVAILABLE, LL_CW_LOADCTL, "L", "Kafka cannot be reached") \
+    X(BROKER_UNAVAILABLE, LL_CW_LOADCTL, "L", "Kafka cannot be reached (exit 4)") \
     X(CONFIG_INVALID, LL_CW_LOADCTL, "L", "the configuration file is missing or wrong") \
     X(TOPICS_UNAVAILABLE, LL_CW_LOADCTL, "L", "verify --topics could not read the topics") \
     X(OFFSETS_REFUSED, LL_CW_LOADCTL, "L", "offsets restore refused: a group has active members, or not an offsets file") \
@@ -128,7 +128,7 @@
     X(ALREADY_REDRIVEN, LL_CW_LOADCTL, "L", "redrive refused: the dead letter was redriven before") \
     X(REDRIVE_CHECK_INCOMPLETE, LL_CW_LOADCTL, "L", "redrive refused: it could not check whether it was redriven before") \
     X(TOPICS_FILE_INVALID, LL_CW_LOADCTL, "L", "topics create: a line of the topics file is wrong (nothing created)") \
-    X(TOPIC_CREATE_FAILED, LL_CW_LOADCTL, "L", "topics create: the broker refused to create a topic (exit 3)") \
+    X(TOPIC_CREATE_FAILED, LL_CW_LOADCTL, "L", "topics create: the broker refused to create a topic (exit 4)") \
     X(run_status, LL_CW_LOADCTL, "L", "verify: every run's status is the one its events imply") \
     X(validate_dispatch, LL_CW_LOADCTL, "L", "verify: one VALIDATE_RUN dispatch per run past extraction, none before") \
     X(stage_validating, LL_CW_LOADCTL, "L", "verify: at most one validation start per run") \
