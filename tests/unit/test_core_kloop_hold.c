@@ -180,6 +180,35 @@ static void test_full_held_queue_pauses_the_partition(void **state)
     assert_int_equal(fk_sent(0, NULL, 0), 6);
 }
 
+/* A held offset fetched again (a seek below the held messages, or librdkafka 2.0.2 refetching a
+ * stale position when a partition is resumed): the fresh copy is skipped, the held copy is the one
+ * applied, and the run's held copies keep their offset order (the batch-path scenario 2, with
+ * test_batch_review.py's integration test). */
+static void test_refetched_held_offset_is_applied_once(void **state)
+{
+    (void)state;
+    fk_open(0, NULL);
+    F.decide = decide_prereq;
+    fk_assign_parts(1);
+    fk_put(0, 1, 1); /* 0: run 1 defers */
+    fk_put(0, 1, 2); /* 1: behind it */
+    fk_put(0, 2, 3); /* 2: run 2 */
+    fk_step(10);
+    assert_int_equal(fk_held(0), 2);
+    assert_int_equal(fk_answers(0, 2), 1);
+    F.fetch_pos[0] = 0; /* the consumer delivers offsets 0..2 again */
+    fk_step(10);
+    assert_int_equal(fk_held(0), 2);         /* the copies were not queued twice */
+    assert_int_equal(fk_decisions(0, 2), 1); /* done above the committed offset: skipped */
+    F.prereq = 1;
+    fk_run(10, 10);
+    assert_int_equal(fk_held(0), 0);
+    for (long long o = 0; o < 3; o++)
+        assert_int_equal(fk_decisions(0, o), 1);
+    fk_assert_answered_once(0, 0, 3);
+    assert_int_equal(fk_sent(0, NULL, 0), 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -189,6 +218,7 @@ int main(void)
         cmocka_unit_test_teardown(test_reply_not_fitting_its_schema_dead_letters, fk_teardown),
         cmocka_unit_test_teardown(test_prerequisite_timeout_dead_letters, fk_teardown),
         cmocka_unit_test_teardown(test_full_held_queue_pauses_the_partition, fk_teardown),
+        cmocka_unit_test_teardown(test_refetched_held_offset_is_applied_once, fk_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
