@@ -38,7 +38,7 @@ static struct {
     ll_obs_kind kind;
     int64_t stall_ms;
     ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
-        *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g,
+        *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g, *db_up_g,
         *active_runs, *runs_idle, *dead_dispatches;
 } g;
 
@@ -105,6 +105,9 @@ static int families(void)
                                "1 when /readyz answers 200 (database up, partitions assigned, producer not "
                                "fenced)",
                                "", 1, NULL, 0);
+    g.db_up_g = ll_metrics_add(
+        r, LL_METRIC_GAUGE, "loadledger_db_up",
+        "1 when the service's database connection answered on the main loop's last turn", "", 1, NULL, 0);
     g.active_runs = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_active_runs",
                                    "Runs in each non-terminal status, PUBLISH_UNKNOWN included (sweeper)",
                                    "status", OBS_RUN_SERIES, NULL, 0);
@@ -124,8 +127,8 @@ static int families(void)
                        "Start time of the process since the Unix epoch in seconds", "", 1, NULL, 0);
     return g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit && g.kafka_commit &&
                    g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps && g.reread && g.withheld &&
-                   g.turns && g.ready_g && g.active_runs && g.runs_idle && g.dead_dispatches && g.rss &&
-                   g.start_time
+                   g.turns && g.ready_g && g.db_up_g && g.active_runs && g.runs_idle && g.dead_dispatches &&
+                   g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -168,6 +171,7 @@ static int handle(void *arg, const char *path, char **body, size_t *len, const c
     if (strcmp(path, "/metrics") == 0) {
         ll_metric_set(g.rss, NULL, rss_bytes());
         ll_metric_set(g.ready_g, NULL, ready_now() == 200);
+        ll_metric_set(g.db_up_g, NULL, atomic_load(&db_up));
         *body = ll_metrics_render(g.reg, len);
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
         return *body ? 200 : 500;
