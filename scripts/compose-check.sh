@@ -8,9 +8,11 @@
 #      (loadledger/standin-debian:bookworm; the root file system is cached as a tarball in
 #      $LL_CACHE_DIR/docker), the broker from Debian's JRE and the Kafka jars
 #      (loadledger/standin-kafka:4.1.1), the database from Debian's PostgreSQL 15
-#      (loadledger/standin-postgres:15); then the product image loadledger:latest on that base;
-#   3. the stack up (project loadledger-check, free loopback ports) until every service's
-#      /readyz healthcheck passes; the demo's reference and publish-unknown scenarios from the
+#      (loadledger/standin-postgres:15), Prometheus from Debian's package
+#      (loadledger/standin-prometheus:2.42); then the product image loadledger:latest on that base;
+#   3. the stack up with the monitoring profile (project loadledger-check, free loopback ports)
+#      until every service's /readyz healthcheck passes and Prometheus scrapes all five services
+#      over the compose network with the 7 alerting rules loaded; the demo's reference and publish-unknown scenarios from the
 #      host (tools/nifisim/compose_check.py); the broker and the database restarted; the stack
 #      ready again; one more reference scenario;
 #   4. always (trap): the stack and its volumes down, the daemon stopped if this script started it.
@@ -33,6 +35,7 @@ PROJECT=loadledger-check
 BASE_TAG=loadledger/standin-debian:bookworm
 KAFKA_TAG=loadledger/standin-kafka:$KAFKA_VERSION
 PG_TAG=loadledger/standin-postgres:15
+PROM_TAG=loadledger/standin-prometheus:2.42
 BASE_TAR=$LL_CACHE_DIR/docker/debian-bookworm-minbase.tar
 SERVICES=(registrar claimer completion dispatcher sweeper)
 PY=/usr/bin/python3
@@ -137,18 +140,22 @@ cp "$ROOT"/packaging/compose/kafka.Dockerfile "$ROOT"/packaging/compose/kafka-*.
 cp -r "$LL_CACHE_DIR/kafka-$KAFKA_VERSION/libs" "$ctx/libs"
 build "$KAFKA_TAG" "$ctx/kafka.Dockerfile" "$ctx"
 build "$PG_TAG" "$ROOT/packaging/compose/postgres.Dockerfile" "$ROOT/packaging/compose"
+build "$PROM_TAG" "$ROOT/packaging/compose/prometheus.Dockerfile" "$ROOT/packaging/compose"
 build loadledger:latest "$ROOT/Dockerfile" "$ROOT"
 log "images ready"
 
 # ---- 3. the stack --------------------------------------------------------------------------
-read -r kport pgport < <("$PY" -c 'import socket
-s=[socket.socket() for _ in range(2)]
+read -r kport pgport promport < <("$PY" -c 'import socket
+s=[socket.socket() for _ in range(3)]
 [x.bind(("127.0.0.1", 0)) for x in s]
 print(*[x.getsockname()[1] for x in s])')
 # Not the default prefix: the topic creator and the services must both follow LL_TOPIC_PREFIX.
 PREFIX=llcompose.
 export LL_COMPOSE_KAFKA_PORT=$kport LL_COMPOSE_PG_PORT=$pgport LL_TOPIC_PREFIX=$PREFIX
 export LL_KAFKA_IMAGE=$KAFKA_TAG LL_POSTGRES_IMAGE=$PG_TAG LL_BASE_IMAGE=$BASE_TAG
+# The optional prometheus service too (docker-compose.yml's profile monitoring), for every
+# command of this script (up, restart, down).
+export COMPOSE_PROFILES=monitoring LL_PROMETHEUS_IMAGE=$PROM_TAG LL_COMPOSE_PROMETHEUS_PORT=$promport
 
 # states: "<service> <status>/<health or exit code>" for every container of the stack (one
 # docker call each: docker-compose 1.29 takes a second or two per command).
@@ -192,6 +199,31 @@ else
 fi
 wait_ready
 log "stack ready: $(compose logs --no-color kafka-topics 2>/dev/null | grep -c created) topics created"
+# Prometheus (from the host, 127.0.0.1:$promport) scrapes <service>:9464 of all five services
+# and has loaded the rules of packaging/prometheus/loadledger.rules.yml without error.
+"$PY" - "$promport" "${SERVICES[@]}" >"$WORK/prometheus.log" 2>&1 <<'PYEOF' ||
+import json, sys, time, urllib.request
+port, services = int(sys.argv[1]), sys.argv[2:]
+def get(path):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
+        return json.load(r)["data"]
+deadline, last = time.time() + 120, None
+while time.time() < deadline:
+    try:
+        up = {t["labels"]["instance"]: t["health"] for t in get("/api/v1/targets")["activeTargets"]}
+        rules = [(r["name"], r["health"]) for g in get("/api/v1/rules")["groups"] for r in g["rules"]]
+        last = (up, rules)
+        if up == {"%s:9464" % s: "up" for s in services} and len(rules) == 7 and                 all(h == "ok" for _, h in rules):
+            print("prometheus: targets", up, "rules", rules)
+            sys.exit(0)
+    except Exception as e:  # noqa: BLE001 - not answering yet
+        last = repr(e)
+    time.sleep(2)
+print("prometheus not scraping every service with the rules loaded:", last)
+sys.exit(1)
+PYEOF
+  { cat "$WORK/prometheus.log" >&2; die "prometheus check failed"; }
+log "prometheus: 5 targets up, 7 rules loaded"
 
 # scenarios NAME ARGS...: compose_check.py from the host; its RESULT lines on stderr.
 scenarios() {
@@ -216,4 +248,4 @@ for svc in registrar claimer completion; do
   grep -q "transactional.id [a-z.]*\.$svc\.$svc-1\b" "$WORK/services.log" ||
     die "$svc: no transactional.id <group>.$svc-1 in its log"
 done
-log "OK: stack up, 3 scenarios passed, broker and database restarted in between, stable transactional ids"
+log "OK: stack up, prometheus scraping it with the rules, 3 scenarios passed, broker and database restarted in between, stable transactional ids"

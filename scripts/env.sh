@@ -86,6 +86,9 @@ APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-
   python3-avro python3-confluent-kafka python3-psycopg2 python3-pytest python3-prometheus-client docker-compose tmux
   valgrind clang-format clang-tidy clang libclang-rt-14-dev default-jre-headless maven pgbouncer spin
   default-jdk-headless openssl docker.io debootstrap systemd)
+# promtool (checks and unit-tests packaging/prometheus/loadledger.rules.yml: ctest label alerts);
+# python3-yaml reads the rules in tests/integration/test_alert_metrics.py
+APT_PACKAGES+=(prometheus python3-yaml)
 
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 LC_ALL=C.UTF-8
 

@@ -128,6 +128,9 @@ int main(int argc, char **argv)
             ll_log(LL_WARN, NULL, "sweeper_error", "tick failed: %s %s", d.db.err.sqlstate, d.db.err.message);
         else if (acted)
             report(&c);
+        if (sweep_gauges(&d.db) != LL_DB_OK)
+            ll_log(LL_WARN, NULL, "sweeper_gauges_error", "ledger gauges not read: %s %s", d.db.err.sqlstate,
+                   d.db.err.message);
         sleep_ms(&d.db, s.interval_ms);
     }
     ll_log(LL_INFO, NULL, "service_stopped", "sweeper stopped");

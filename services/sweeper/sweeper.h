@@ -31,6 +31,11 @@ typedef struct sweep_counts {
 /* Runs one tick: false in *acted when another sweeper held the lock. LL_DB_OK or an error. */
 ll_db_rc sweep_tick(ll_db *db, const sweep_settings *s, sweep_counts *c, bool *acted);
 
+/* Sets the gauges of the ledger's state (runs by non-terminal status and their idle age, DEAD
+ * dispatches of active runs; obs.h) from one read-only statement (gauges.c). Called after every
+ * tick by every sweeper, lock or not. LL_DB_OK or an error (the gauges keep their last values). */
+ll_db_rc sweep_gauges(ll_db *db);
+
 /* The rules, each inside the tick's transaction (rule_*.c). Return LL_DB_OK or LL_DB_ERROR. */
 ll_db_rc rule_stale_partitions(ll_db *db, const sweep_settings *s, sweep_counts *c);
 ll_db_rc rule_run_deadline(ll_db *db, const sweep_settings *s, sweep_counts *c);

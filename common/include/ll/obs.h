@@ -10,7 +10,8 @@
  * Label bounds: topic = the broker names of the service's input topics (at most 8 per service); outcome =
  * ACCEPTED, REPLAY, REJECTED or OTHER; code = an upper-case contract code of at most 40
  * characters, else OTHER; 64 topic/outcome/code sets at most (then "_other"); 256 partitions for
- * the lag; rule/action from the sweeper's fixed table. metrics.h bounds each family.
+ * the lag; rule/action from the sweeper's fixed table; status and type from the ledger's fixed sets
+ * (the sweeper's gauges). metrics.h bounds each family.
  *
  * The functions are obs.c's (the registry, the HTTP handler, the hooks) and obs_pure.c's.
  */
@@ -93,6 +94,13 @@ void ll_obs_outbox(double pending, double oldest_age_s);
 void ll_obs_dispatch(const char *result, long n);
 /* The sweeper's rule acted n times with action (e.g. "stale_partitions", "reissue_partition"). */
 void ll_obs_sweep(const char *rule, const char *action, long n);
+/* The sweeper's gauges of the ledger's state (docs/design.md §12, "The sweeper's view"), set from
+ * one statement per tick: the runs in one non-terminal status (CREATED ... PUBLISH_UNKNOWN) and
+ * the seconds since the least recently active of them progressed (heartbeat_at; 0 when none). */
+void ll_obs_ledger_runs(const char *status, double runs, double idle_s);
+/* The sweeper's gauge of DEAD outbox rows of dispatch type (VALIDATE_RUN, REISSUE_PARTITION)
+ * whose run is still active. */
+void ll_obs_ledger_dead_dispatches(const char *type, double n);
 
 /* ---- pure parts (unit-tested; obs_pure.c, with ll_obs_reply_labels) --------------------------- */
 

@@ -25,6 +25,8 @@
 /* Bounds of the label sets (obs.h). */
 #define OBS_INPUT_SERIES 64
 #define OBS_LAG_SERIES   256
+#define OBS_RUN_SERIES   16 /* the non-terminal run statuses (8) of the sweeper's gauges */
+#define OBS_TYPE_SERIES  4  /* the dispatch types (2) */
 
 static const double LATENCY_BOUNDS[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                         0.1,    0.25,  0.5,    1,     2.5,  5,     10};
@@ -36,7 +38,8 @@ static struct {
     ll_obs_kind kind;
     int64_t stall_ms;
     ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
-        *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g;
+        *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g, *db_up_g,
+        *active_runs, *runs_idle, *dead_dispatches;
 } g;
 
 static atomic_llong last_turn_ms;
@@ -102,6 +105,21 @@ static int families(void)
                                "1 when /readyz answers 200 (database up, partitions assigned, producer not "
                                "fenced)",
                                "", 1, NULL, 0);
+    g.db_up_g = ll_metrics_add(
+        r, LL_METRIC_GAUGE, "loadledger_db_up",
+        "1 when the service's database connection answered on the main loop's last turn", "", 1, NULL, 0);
+    g.active_runs = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_active_runs",
+                                   "Runs in each non-terminal status, PUBLISH_UNKNOWN included (sweeper)",
+                                   "status", OBS_RUN_SERIES, NULL, 0);
+    g.runs_idle = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_active_runs_idle_seconds",
+                                 "Seconds since the least recently active run in each non-terminal status "
+                                 "progressed (heartbeat_at), 0 when none (sweeper)",
+                                 "status", OBS_RUN_SERIES, NULL, 0);
+    g.dead_dispatches =
+        ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_dead_dispatches",
+                       "Outbox rows (load_dispatch) in status DEAD whose run is still active, "
+                       "by dispatch type (sweeper)",
+                       "type", OBS_TYPE_SERIES, NULL, 0);
     g.rss = ll_metrics_add(r, LL_METRIC_GAUGE, "process_resident_memory_bytes",
                            "Resident memory size in bytes", "", 1, NULL, 0);
     g.start_time =
@@ -109,7 +127,8 @@ static int families(void)
                        "Start time of the process since the Unix epoch in seconds", "", 1, NULL, 0);
     return g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit && g.kafka_commit &&
                    g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps && g.reread && g.withheld &&
-                   g.turns && g.ready_g && g.rss && g.start_time
+                   g.turns && g.ready_g && g.db_up_g && g.active_runs && g.runs_idle && g.dead_dispatches &&
+                   g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -152,6 +171,7 @@ static int handle(void *arg, const char *path, char **body, size_t *len, const c
     if (strcmp(path, "/metrics") == 0) {
         ll_metric_set(g.rss, NULL, rss_bytes());
         ll_metric_set(g.ready_g, NULL, ready_now() == 200);
+        ll_metric_set(g.db_up_g, NULL, atomic_load(&db_up));
         *body = ll_metrics_render(g.reg, len);
         *ctype = "text/plain; version=0.0.4; charset=utf-8";
         return *body ? 200 : 500;
@@ -320,4 +340,17 @@ void ll_obs_sweep(const char *rule, const char *action, long n)
     const char *v[2] = {rule, action};
     if (n > 0)
         ll_metric_add(g.sweeps, v, (double)n);
+}
+
+void ll_obs_ledger_runs(const char *status, double runs, double idle_s)
+{
+    const char *v[1] = {status};
+    ll_metric_set(g.active_runs, v, runs);
+    ll_metric_set(g.runs_idle, v, idle_s);
+}
+
+void ll_obs_ledger_dead_dispatches(const char *type, double n)
+{
+    const char *v[1] = {type};
+    ll_metric_set(g.dead_dispatches, v, n);
 }
