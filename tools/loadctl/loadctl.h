@@ -45,7 +45,8 @@ typedef struct lc_opts {
 
 /* ---- commands (one file each) ------------------------------------------------------------- */
 
-/* `loadctl migrate [--dir DIR]`: applies the SQL migrations not yet applied (migrate.c). */
+/* `loadctl migrate [status] [--dir DIR]`: applies the SQL migrations not yet applied, refusing when an
+ * applied file changed; `status` lists each one (migrate.c, exit codes in migrate.h). */
 int lc_migrate(const lc_opts *o, int argc, char **argv);
 /* `loadctl runs|status [--job K] [--business-key B] [--status S] [--limit N]` (runs.c). */
 int lc_runs(const lc_opts *o, int argc, char **argv);
