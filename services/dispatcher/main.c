@@ -11,6 +11,7 @@
 
 #include "dispatcher.h"
 #include "ll/daemon.h"
+#include "ll/schema_gate.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
 #include "ll/obs.h"
@@ -248,6 +249,11 @@ int main(int argc, char **argv)
         ll_obs_start("dispatcher", sink.http ? LL_OBS_PLAIN : LL_OBS_PRODUCER, d.cfg, err, sizeof err) != 0) {
         close_sink(&sink);
         return ll_daemon_fail(&d, err);
+    }
+    if (ll_schema_gate("dispatcher", d.cfg, &ll_daemon_stopping) != 0) {
+        close_sink(&sink); /* stopped while waiting for a schema it knows */
+        ll_daemon_end(&d);
+        return 0;
     }
     const char *lc = ll_config_get(d.cfg, "db.listen_conninfo");
     listener lis = {NULL, NULL, 0};
