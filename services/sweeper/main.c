@@ -120,12 +120,12 @@ int main(int argc, char **argv)
     if (ll_daemon_open_db(&d, err, sizeof err) != 0 ||
         ll_obs_start("sweeper", LL_OBS_PLAIN, d.cfg, err, sizeof err) != 0)
         return ll_daemon_fail(&d, err);
+    ll_log(LL_INFO, NULL, "service_started", "sweeper started (mode %s, interval %lld ms)",
+           ll_config_get(d.cfg, "recovery.mode"), (long long)s.interval_ms);
     if (ll_schema_gate("sweeper", d.cfg, &ll_daemon_stopping) != 0) {
         ll_daemon_end(&d); /* stopped while waiting for a schema it knows */
         return 0;
     }
-    ll_log(LL_INFO, NULL, "service_started", "sweeper started (mode %s, interval %lld ms)",
-           ll_config_get(d.cfg, "recovery.mode"), (long long)s.interval_ms);
     while (!ll_daemon_stopping) {
         sweep_counts c;
         bool acted = false;

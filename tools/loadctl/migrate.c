@@ -4,9 +4,9 @@
  *
  * migrate: applies schemas/sql/NNNN_*.sql in name order, each file not yet recorded in
  * nifi_ops.schema_migrations in one transaction together with its history row (its sha256, who,
- * how long); refuses everything (exit 4, MIGRATION_CHANGED) when an applied file's bytes no longer
+ * how long); refuses everything (exit 2, MIGRATION_CHANGED) when an applied file's bytes no longer
  * match the checksum recorded. status: every migration applied, pending, changed or missing-file
- * (exit 0 all applied, 4 a changed file, 5 pending ones). The history and its locking are
+ * (exit 0 all applied, 5 some pending or changed). The history and its locking are
  * migrate_db.c's, the folder migrate_files.c's.
  */
 #include <stdio.h>
@@ -31,11 +31,11 @@ static const char USAGE[] =
     "usage: loadctl migrate [status] [--dir DIR] [--lock-timeout D] [--statement-timeout D] [--json]\n\n"
     "migrate: applies the files of DIR (NNNN_name.sql) not yet recorded in nifi_ops.schema_migrations,\n"
     "in name order, each in one transaction with its history row (sha256 of the file, applied_at,\n"
-    "applied_by, duration_ms), as the migration account (not ll_operator). Refuses (exit 4,\n"
+    "applied_by, duration_ms), as the migration account (not ll_operator). Refuses (exit 2,\n"
     "MIGRATION_CHANGED) when an applied file was changed: never edit an applied file, add the next\n"
     "number. Rows of an older loadctl (no checksum) are baselined with the file's checksum first.\n"
     "status: each migration applied, pending, changed or missing-file; exit 0 when all are applied,\n"
-    "4 when an applied file changed, 5 when some are pending.\n\n"
+    "5 when some are pending or an applied file changed.\n\n"
     "DIR defaults to $LL_MIGRATIONS_DIR, else the installed schemas, else the source tree.\n"
     "--lock-timeout (default PT10S) bounds the wait for another migrator or a busy table,\n"
     "--statement-timeout (default PT15M, 0 none) each migration's statements.\n";
@@ -91,7 +91,7 @@ static int status(const lc_opts *o, const char *dir, const lc_mig *m, size_t n)
         changed += strcmp(st, "changed") == 0;
         missing += strcmp(st, "missing-file") == 0;
     }
-    int rc = changed ? LC_MIG_CHANGED : pending ? LC_MIG_PENDING : LC_OK;
+    int rc = changed || pending ? LC_MIG_FOUND : LC_OK;
     if (o->json) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++)
@@ -121,36 +121,32 @@ static int status(const lc_opts *o, const char *dir, const lc_mig *m, size_t n)
 static int apply_pending(const lc_opts *o, PGconn *c, const lc_mig_limits *lim, const char *dir, lc_mig *m,
                          size_t n)
 {
-    json_t *applied = json_array();
+    json_t *applied = json_array(); /* the versions applied now */
     char err[1024];
-    int count = 0;
     for (size_t i = 0; i < n; i++) {
         if (m[i].has_row || !m[i].has_file)
             continue;
         bool ran = false;
-        if (lc_mig_apply(c, lim, dir, &m[i], &ran, err, sizeof err) != 0) {
-            json_decref(applied);
-            return lc_fail(o, LC_DB, "DATABASE_ERROR", json_pack("{s:s}", "version", m[i].version), "%s",
-                           err);
-        }
+        if (lc_mig_apply(c, lim, dir, &m[i], &ran, err, sizeof err) != 0)
+            return lc_fail(o, LC_DB, "DATABASE_ERROR",
+                           json_pack("{s:s,s:o}", "version", m[i].version, "applied", applied), "%s", err);
         if (!ran)
             continue; /* another migrator applied it meanwhile */
         m[i].has_row = true;
         snprintf(m[i].row_sum, sizeof m[i].row_sum, "%s", m[i].file_sum);
-        count++;
-        json_array_append_new(applied, json_pack("{s:s,s:s,s:i}", "version", m[i].version, "checksum",
-                                                 m[i].file_sum, "durationMs", m[i].duration_ms));
+        json_array_append_new(applied, json_string(m[i].version));
         if (!o->json)
             printf("applied %s (%d ms, sha256 %.12s)\n", m[i].version, m[i].duration_ms, m[i].file_sum);
     }
+    size_t count = json_array_size(applied);
     if (o->json) {
-        json_t *j = json_pack("{s:b,s:i,s:s,s:i}", "ok", 1, "exitCode", LC_OK, "dir", dir, "schemaVersion",
-                              schema_version(m, n));
-        json_object_set_new(j, "applied", applied);
+        json_t *j = json_pack("{s:b,s:i,s:o,s:o,s:I,s:i}", "ok", 1, "exitCode", LC_OK, "dir",
+                              lc_json_str(dir), "applied", applied, "appliedCount", (json_int_t)count,
+                              "schemaVersion", schema_version(m, n));
         lc_print_json(j);
     } else {
         json_decref(applied);
-        printf("migrations up to date (%d applied now, schema version %04d)\n", count, schema_version(m, n));
+        printf("migrations up to date (%zu applied now, schema version %04d)\n", count, schema_version(m, n));
     }
     return LC_OK;
 }

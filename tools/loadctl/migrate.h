@@ -10,9 +10,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Exit codes of the two commands beyond loadctl.h's: an applied file was changed (migrate
- * refuses; status reports it), and (status only) migrations are pending. */
-enum { LC_MIG_CHANGED = 4, LC_MIG_PENDING = 5 };
+/* The exit codes of the two commands besides 0, 1 (usage, an unreadable folder or file) and 3
+ * (database): migrate refuses to run while an applied file was changed (2, the "refused by a
+ * rule" code, MIGRATION_CHANGED); status found pending or changed migrations (5, loadctl's "a
+ * check ran and found a problem", as verify's violations). */
+enum { LC_MIG_CHANGED = 2, LC_MIG_FOUND = 5 };
 
 /* The most migration files a folder may hold. */
 #define LC_MIG_MAX 512

@@ -114,7 +114,7 @@ int lc_mig_history(PGconn *c, lc_mig *m, size_t *n, char *err, size_t errlen)
             x = &m[(*n)++];
             memset(x, 0, sizeof *x);
             snprintf(x->version, sizeof x->version, "%s", v);
-            x->seq = atoi(v);
+            x->seq = (int)strtol(v, NULL, 10);
         }
         if (!x)
             continue;
@@ -123,7 +123,7 @@ int lc_mig_history(PGconn *c, lc_mig *m, size_t *n, char *err, size_t errlen)
         x->baselined = PQgetvalue(r, i, 2)[0] == 't';
         snprintf(x->applied_at, sizeof x->applied_at, "%s", PQgetvalue(r, i, 3));
         snprintf(x->applied_by, sizeof x->applied_by, "%s", PQgetvalue(r, i, 4));
-        x->duration_ms = atoi(PQgetvalue(r, i, 5));
+        x->duration_ms = (int)strtol(PQgetvalue(r, i, 5), NULL, 10);
     }
     PQclear(r);
     /* rows without a file were appended: keep the whole in version order (stable for the files) */
@@ -170,12 +170,13 @@ int lc_mig_apply(PGconn *c, const lc_mig_limits *lim, const char *dir, lc_mig *m
         snprintf(what, sizeof what, "%s.sql", m->version);
         rc = run(c, sql, 0, NULL, what, err, errlen);
         char seq[16], ms[24];
+        long took = mono_ms() - t0;
         snprintf(seq, sizeof seq, "%d", m->seq);
-        snprintf(ms, sizeof ms, "%ld", mono_ms() - t0);
+        snprintf(ms, sizeof ms, "%ld", took);
         const char *p[4] = {m->version, seq, m->file_sum, ms};
         if (rc == 0)
             rc = run(c, SQL_RECORD, 4, p, "history row", err, errlen);
-        m->duration_ms = atoi(ms);
+        m->duration_ms = (int)took;
         *ran = rc == 0;
     }
     free(sql);

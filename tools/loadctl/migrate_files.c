@@ -67,7 +67,7 @@ int lc_mig_scan(const char *dir, lc_mig *m, size_t *n, char *err, size_t errlen)
         lc_mig *x = &m[(*n)++];
         memset(x, 0, sizeof *x);
         snprintf(x->version, sizeof x->version, "%.*s", (int)(len - 4), e->d_name);
-        x->seq = atoi(x->version);
+        x->seq = (int)strtol(x->version, NULL, 10);
         x->has_file = true;
         x->duration_ms = -1;
     }

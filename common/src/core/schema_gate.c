@@ -13,6 +13,7 @@
 #include "ll/db.h"
 #include "ll/log.h"
 #include "ll/obs.h"
+#include "ll/redact.h"
 
 /* The ledger's version: the highest NNNN of the recorded migrations (version = "NNNN_name"). */
 static const char SQL_VERSION[] = "SELECT coalesce(max(substring(version FROM '^[0-9]+')::int), 0)"
@@ -21,45 +22,49 @@ static const char SQL_VERSION[] = "SELECT coalesce(max(substring(version FROM '^
 int ll_schema_read_version(const char *conninfo, const char *app, int *version, int *too_old, char *why,
                            size_t whylen)
 {
-    char timeout[16];
+    char timeout[16], raw[600];
     snprintf(timeout, sizeof timeout, "%d", LL_SCHEMA_QUERY_TIMEOUT_MS / 1000);
-    const char *keys[] = {"dbname", "connect_timeout", "application_name", NULL};
-    const char *vals[] = {conninfo ? conninfo : "", timeout, app, NULL};
+    /* the conninfo last: its own connect_timeout or application_name wins (libpq: the last value) */
+    const char *keys[] = {"connect_timeout", "application_name", "dbname", NULL};
+    const char *vals[] = {timeout, app, conninfo ? conninfo : "", NULL};
     *too_old = 0;
+    int rc = -1;
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c || PQstatus(c) != CONNECTION_OK) {
-        snprintf(why, whylen, "database unreachable: %s", c ? PQerrorMessage(c) : "out of memory");
-        PQfinish(c);
-        return -1;
-    }
-    bool timed_out = false;
-    PGresult *r = ll_pq_exec_bounded(c, SQL_VERSION, LL_SCHEMA_QUERY_TIMEOUT_MS, &timed_out);
-    int rc = -1;
-    if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
-        *version = atoi(PQgetvalue(r, 0, 0));
-        rc = 0;
-    } else if (r) {
-        const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-        /* 42P01 no such table, 3F000 no such schema, 42501 permission denied (before 0010) */
-        *too_old = st && (strcmp(st, "42P01") == 0 || strcmp(st, "3F000") == 0 || strcmp(st, "42501") == 0);
-        snprintf(why, whylen, "%s%s",
-                 *too_old ? "no readable migration history nifi_ops.schema_migrations: "
-                          : "cannot read the "
-                            "schema version: ",
-                 PQresultErrorMessage(r));
+        snprintf(raw, sizeof raw, "database unreachable: %s", c ? PQerrorMessage(c) : "out of memory");
     } else {
-        snprintf(why, whylen, "cannot read the schema version: %s",
-                 timed_out ? "no answer in time" : PQerrorMessage(c));
+        bool timed_out = false;
+        PGresult *r = ll_pq_exec_bounded(c, SQL_VERSION, LL_SCHEMA_QUERY_TIMEOUT_MS, &timed_out);
+        if (r && PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+            *version = (int)strtol(PQgetvalue(r, 0, 0), NULL, 10);
+            rc = 0;
+        } else if (r) {
+            const char *st = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+            /* 42P01 no such table, 3F000 no such schema, 42501 permission denied (before 0010) */
+            *too_old =
+                st && (strcmp(st, "42P01") == 0 || strcmp(st, "3F000") == 0 || strcmp(st, "42501") == 0);
+            snprintf(raw, sizeof raw, "%s: %s",
+                     *too_old ? "no readable migration history nifi_ops.schema_migrations"
+                              : "cannot read the schema version",
+                     PQresultErrorMessage(r));
+        } else {
+            snprintf(raw, sizeof raw, "cannot read the schema version: %s",
+                     timed_out ? "no answer in time" : PQerrorMessage(c));
+        }
+        PQclear(r);
     }
-    PQclear(r);
     PQfinish(c);
+    if (rc == 0)
+        return 0;
+    /* libpq may quote the conninfo (a malformed URI) with its password: never in a log line */
+    ll_redact_secrets(raw, conninfo, why, whylen);
     /* one line: libpq's messages end with a newline */
-    for (char *p = why; rc != 0 && *p; p++)
+    for (char *p = why; *p; p++)
         if (*p == '\n' || *p == '\r' || *p == '\t')
             *p = ' ';
-    for (size_t n = strlen(why); rc != 0 && n > 0 && why[n - 1] == ' ';)
+    for (size_t n = strlen(why); n > 0 && why[n - 1] == ' ';)
         why[--n] = '\0';
-    return rc;
+    return -1;
 }
 
 /* The reason for an operator of a verdict that does not let the service run, into out. */
@@ -68,7 +73,7 @@ static void refusal(const char *service, int version, ll_schema_verdict v, char 
     if (v == LL_SCHEMA_TOO_OLD)
         snprintf(out, n,
                  "ledger schema version %04d is older than the %04d ll-%s needs: run `loadctl migrate` "
-                 "(this build knows %04d..%04d)",
+                 "(this build accepts %04d..%04d)",
                  version, LL_SCHEMA_MIN, service, LL_SCHEMA_MIN, LL_SCHEMA_MAX_COMPAT);
     else
         snprintf(out, n,
@@ -95,7 +100,9 @@ int ll_schema_gate(const char *service, const ll_config *cfg, volatile sig_atomi
         int version = 0, too_old = 0;
         ll_schema_verdict v = LL_SCHEMA_TOO_OLD;
         char why[300];
-        if (ll_schema_read_version(conninfo, service, &version, &too_old, why, sizeof why) == 0) {
+        bool have_version =
+            ll_schema_read_version(conninfo, service, &version, &too_old, why, sizeof why) == 0;
+        if (have_version) {
             v = ll_schema_judge(version, LL_SCHEMA_MIN, LL_SCHEMA_MAX_KNOWN, LL_SCHEMA_MAX_COMPAT);
             if (ll_schema_may_run(v)) {
                 ll_obs_schema(NULL);
@@ -120,7 +127,12 @@ int ll_schema_gate(const char *service, const ll_config *cfg, volatile sig_atomi
         }
         ll_obs_schema(reason);
         /* a line per change of reason, not per try */
-        if (strcmp(reason, last) != 0) {
+        if (strcmp(reason, last) != 0 && !too_old && !have_version) {
+            ll_log(LL_WARN, NULL, "db_unavailable",
+                   "database not reachable at start: %s (will retry every %d s before joining)", why,
+                   LL_SCHEMA_RETRY_MS / 1000);
+            snprintf(last, sizeof last, "%s", reason);
+        } else if (strcmp(reason, last) != 0) {
             ll_log_json(LL_ERROR, NULL, "schema_refused",
                         json_pack("{s:i,s:s}", "schema_version", version, "verdict",
                                   too_old || v == LL_SCHEMA_TOO_OLD ? "too_old" : ll_schema_verdict_name(v)),
