@@ -8,7 +8,8 @@ changed is refused (exit 2, MIGRATION_CHANGED) and nothing is applied; a databas
 older migrator (version rows only) is baselined with the files' checksums. A service whose
 ledger schema is too old (or too new) stays up, not ready: /readyz 503 names the reason and
 `loadctl migrate`, it applies nothing and commits no offset; once migrated it runs; a newer but
-compatible schema runs with a notice.
+compatible schema runs with a notice. Two migrators at once apply each file once; a held
+migration lock fails a migrator after --lock-timeout.
 """
 import hashlib
 import json
@@ -50,8 +51,8 @@ def fresh():
         c.execute('CREATE DATABASE "%s"' % name)
     st.pg["dbname"] = name
 
-    def lc(*args):
-        p = st.loadctl(*args, check=False)
+    def lc(*args, user="postgres"):
+        p = st.loadctl(*args, check=False, user=user)
         doc = json.loads(p.stdout) if "--json" in args and p.stdout.strip() else None
         return p.returncode, doc, p.stdout, p.stderr
 
@@ -103,6 +104,9 @@ def test_fresh_database_all_applied_with_checksums(fresh):
     assert sorted(states) == FILES
     for v, m in states.items():
         assert m["state"] == "applied" and m["appliedAt"] and m["checksum"] == m["fileChecksum"]
+    # status only reads: the operator's role sees the same
+    rc, doc2, _, err = lc("migrate", "status", "--json", user="ll_operator")
+    assert rc == 0 and doc2["migrations"] == doc["migrations"], err
     # a second run applies nothing
     rc, doc, _, _ = lc("migrate", "--json")
     assert rc == 0 and doc["applied"] == [] and doc["appliedCount"] == 0
@@ -178,6 +182,18 @@ def test_a_database_of_the_older_migrator_is_baselined(fresh):
                 cur.execute(f.read())
             cur.execute("INSERT INTO nifi_ops.schema_migrations (version) VALUES (%s)", (v,))
             c.commit()
+    c.close()
+    # status reads the older table as it is: applied, no checksum yet, 0010 pending; writes nothing
+    rc, doc, _, err = lc("migrate", "status", "--json", user="ll_operator")
+    assert rc == 5 and doc["pending"] == 1 and doc["changed"] == 0, err
+    states = {m["version"]: m for m in doc["migrations"]}
+    assert all(states[v]["state"] == "applied" and states[v]["checksum"] is None for v in old)
+    assert states[FILES[-1]]["state"] == "pending"
+    c = connect()
+    with c.cursor() as cur:
+        cur.execute("SELECT count(*) FROM information_schema.columns WHERE table_schema = 'nifi_ops'"
+                    " AND table_name = 'schema_migrations' AND column_name = 'checksum'")
+        assert cur.fetchone()[0] == 0
     c.close()
     rc, doc, _, err = lc("migrate", "--json")
     assert rc == 0, err
@@ -286,3 +302,37 @@ def test_newer_compatible_runs_and_too_new_waits(drill):
     # SIGTERM while waiting: a clean exit
     assert st.stop("sweeper-1") == 0
     db.close()
+
+
+def test_two_migrators_at_once_apply_each_file_once(fresh):
+    lc, connect = fresh
+    c = connect()
+    st_conninfo = c.dsn
+    c.close()
+    binary = os.path.join(os.environ.get("LL_BUILD_DIR", os.path.join(REPO, "build")), "tools", "loadctl")
+    procs = [subprocess.Popen([binary, "--db", st_conninfo, "migrate", "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    docs = []
+    for p in procs:
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+        docs.append(json.loads(out))
+    a, b = docs[0]["applied"], docs[1]["applied"]
+    assert sorted(a + b) == FILES and not set(a) & set(b)
+    assert [r[0] for r in history(connect)] == FILES
+
+
+def test_a_held_lock_bounds_the_wait(fresh):
+    lc, connect = fresh
+    holder = connect()
+    holder.autocommit = False
+    with holder.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext('loadledger_migrate'))")
+        t0 = time.time()
+        rc, doc, _, err = lc("migrate", "--lock-timeout", "1", "--json")
+        took = time.time() - t0
+    holder.rollback()
+    holder.close()
+    assert rc == 3 and doc["code"] == "DATABASE_ERROR" and "migration lock" in doc["message"], err
+    assert took < 10
+    assert lc("migrate")[0] == 0

@@ -109,7 +109,9 @@ static int status(const lc_opts *o, const char *dir, const lc_mig *m, size_t n)
         const char *st = lc_mig_state(x);
         printf("%-36s %-13s %-24s %-16s %.12s%s\n", x->version, st, x->applied_at[0] ? x->applied_at : "-",
                x->applied_by[0] ? x->applied_by : "-", x->has_row && x->row_sum[0] ? x->row_sum : x->file_sum,
-               x->baselined ? " (baselined)" : "");
+               x->baselined                   ? " (baselined)"
+               : x->has_row && !x->row_sum[0] ? " (not verified: no checksum recorded yet)"
+                                              : "");
         if (strcmp(st, "changed") == 0)
             printf("  recorded %s\n  file     %s\n", x->row_sum, x->file_sum);
     }
@@ -200,7 +202,8 @@ int lc_migrate(const lc_opts *go, int argc, char **argv)
         return rc;
     }
     PQclear(PQexec(c, "SET client_min_messages = warning"));
-    if (lc_mig_bootstrap(c, &lim, m, n, err, sizeof err) != 0 ||
+    /* status only reads (as ll_operator too); migrate brings the history up to date first */
+    if ((!show && lc_mig_bootstrap(c, &lim, m, n, err, sizeof err) != 0) ||
         lc_mig_history(c, m, &n, err, sizeof err) != 0) {
         rc = lc_fail(o, LC_DB, "DATABASE_ERROR", NULL, "%s", err);
     } else if (show) {

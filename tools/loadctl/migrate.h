@@ -32,7 +32,8 @@ typedef struct lc_mig {
     int duration_ms;        /* how long it took to apply, -1 when not recorded */
 } lc_mig;
 
-/* The state of a migration for status: "applied", "changed", "pending", "missing-file". */
+/* The state of a migration for status: "applied", "changed", "pending", "missing-file" (a row
+ * without a checksum yet, of the older migrator before its baseline: "applied"). */
 const char *lc_mig_state(const lc_mig *m);
 
 /*
@@ -59,7 +60,8 @@ int lc_mig_bootstrap(PGconn *c, const lc_mig_limits *lim, const lc_mig *m, size_
                      size_t errlen);
 /*
  * Merges the history into m[] (n files on entry; rows without a file are appended, up to
- * LC_MIG_MAX, and the whole is kept in version order). 0, or -1 with err.
+ * LC_MIG_MAX, and the whole is kept in version order). Reads only: a missing table is an empty
+ * history, the older migrator's table gives rows without checksums. 0, or -1 with err.
  */
 int lc_mig_history(PGconn *c, lc_mig *m, size_t *n, char *err, size_t errlen);
 /*

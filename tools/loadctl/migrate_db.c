@@ -38,6 +38,16 @@ static const char SQL_HISTORY[] = "SELECT version, coalesce(checksum, ''), basel
     "applied_at") ", coalesce(applied_by, ''), coalesce(duration_ms, -1) FROM nifi_ops.schema_migrations"
                   " ORDER BY version";
 
+/* Which shape the history has: 0 none, 1 the older migrator's (version, applied_at), 2 this one's. */
+static const char SQL_SHAPE[] =
+    "SELECT CASE WHEN to_regclass('nifi_ops.schema_migrations') IS NULL THEN 0"
+    " WHEN EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema ="
+    " 'nifi_ops' AND table_name = 'schema_migrations' AND column_name = 'baselined')"
+    " THEN 2 ELSE 1 END";
+/* The older migrator's rows, in the columns of SQL_HISTORY (no checksum yet: not verified). */
+static const char SQL_HISTORY_OLD[] = "SELECT version, '', false, " LC_ISO(
+    "applied_at") ", '', -1 FROM nifi_ops.schema_migrations ORDER BY version";
+
 static const char SQL_APPLIED[] = "SELECT coalesce(checksum, '') FROM nifi_ops.schema_migrations"
                                   " WHERE version = $1";
 static const char SQL_RECORD[] =
@@ -97,7 +107,17 @@ int lc_mig_bootstrap(PGconn *c, const lc_mig_limits *lim, const lc_mig *m, size_
 
 int lc_mig_history(PGconn *c, lc_mig *m, size_t *n, char *err, size_t errlen)
 {
-    PGresult *r = PQexec(c, SQL_HISTORY);
+    PGresult *r = PQexec(c, SQL_SHAPE);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        snprintf(err, errlen, "history: %s", PQresultErrorMessage(r));
+        PQclear(r);
+        return -1;
+    }
+    char shape = PQgetvalue(r, 0, 0)[0];
+    PQclear(r);
+    if (shape == '0')
+        return 0; /* no history: every file pending */
+    r = PQexec(c, shape == '2' ? SQL_HISTORY : SQL_HISTORY_OLD);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         snprintf(err, errlen, "history: %s", PQresultErrorMessage(r));
         PQclear(r);

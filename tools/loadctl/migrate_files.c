@@ -16,7 +16,7 @@ const char *lc_mig_state(const lc_mig *m)
         return "pending";
     if (!m->has_file)
         return "missing-file";
-    return strcmp(m->row_sum, m->file_sum) == 0 ? "applied" : "changed";
+    return !m->row_sum[0] || strcmp(m->row_sum, m->file_sum) == 0 ? "applied" : "changed";
 }
 
 char *lc_mig_read(const char *dir, const char *version, size_t *len)
