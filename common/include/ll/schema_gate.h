@@ -7,8 +7,9 @@
  * readable history, the database unreachable) the service stays up and applies nothing: it has
  * not joined its consumer group yet, so no offset moves; /readyz answers 503 with the reason
  * (ll_obs_schema), one log line says why (again only when the reason changes), and the check is
- * repeated every LL_SCHEMA_RETRY_MS. This suits a rolling upgrade: a new binary started before
- * `loadctl migrate` waits for it instead of exiting and being restarted in a loop.
+ * repeated every LL_SCHEMA_RETRY_MS (LL_SCHEMA_DB_RETRY_MS without a database). This suits a
+ * rolling upgrade: a new binary started before `loadctl migrate` waits for it instead of exiting
+ * and being restarted in a loop.
  */
 #ifndef LL_SCHEMA_GATE_H
 #define LL_SCHEMA_GATE_H
@@ -18,8 +19,11 @@
 #include "ll/config.h"
 #include "ll/schema_version.h"
 
-/* How often a waiting service reads the schema version again (ms). */
-#define LL_SCHEMA_RETRY_MS 5000
+/* How often a waiting service reads the schema version again (ms): a schema it does not accept
+ * changes only with a migration; an unreachable database is tried again sooner (a failover, a
+ * restart of PostgreSQL). */
+#define LL_SCHEMA_RETRY_MS    5000
+#define LL_SCHEMA_DB_RETRY_MS 1000
 /* The longest wait for the connection and for the version query (ms). */
 #define LL_SCHEMA_QUERY_TIMEOUT_MS 5000
 

@@ -129,8 +129,8 @@ int ll_schema_gate(const char *service, const ll_config *cfg, volatile sig_atomi
         /* a line per change of reason, not per try */
         if (strcmp(reason, last) != 0 && !too_old && !have_version) {
             ll_log(LL_WARN, NULL, "db_unavailable",
-                   "database not reachable at start: %s (will retry every %d s before joining)", why,
-                   LL_SCHEMA_RETRY_MS / 1000);
+                   "database not reachable at start: %s (nothing applied; trying again every %d s)", why,
+                   LL_SCHEMA_DB_RETRY_MS / 1000);
             snprintf(last, sizeof last, "%s", reason);
         } else if (strcmp(reason, last) != 0) {
             ll_log_json(LL_ERROR, NULL, "schema_refused",
@@ -140,8 +140,8 @@ int ll_schema_gate(const char *service, const ll_config *cfg, volatile sig_atomi
                         LL_SCHEMA_RETRY_MS / 1000);
             snprintf(last, sizeof last, "%s", reason);
         }
-        ll_obs_turn(0);
-        sleep_ms(LL_SCHEMA_RETRY_MS, stop);
+        ll_obs_turn(have_version || too_old); /* the database answered, or not */
+        sleep_ms(have_version || too_old ? LL_SCHEMA_RETRY_MS : LL_SCHEMA_DB_RETRY_MS, stop);
     }
     return 1;
 }
