@@ -247,6 +247,7 @@ def test_a_service_on_a_too_old_schema_waits_not_ready_and_applies_nothing(drill
         get(port, "/readyz")), 30, "readyz names the schema")
     prev = "%04d" % (int(NEWEST[:4]) - 1)
     assert "schema version %s is older than" % prev in body and "loadctl migrate" in body, body
+    assert "database: up" in body, body
     run = new_run()
     nifi = Nifi(iso.bootstrap, iso.prefix)
     nifi.send("run-requests", run.run_request())
