@@ -11,6 +11,7 @@
 
 #include "dispatcher.h"
 #include "ll/daemon.h"
+#include "ll/schema_gate.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
 #include "ll/obs.h"
@@ -266,6 +267,11 @@ int main(int argc, char **argv)
         ll_log(LL_INFO, NULL, "listen_disabled", "polling only");
     ll_log(LL_INFO, NULL, "service_started", "dispatcher started (poll %lld ms, lease %lld ms)",
            (long long)s.poll_ms, (long long)s.lease_ms);
+    if (ll_schema_gate("dispatcher", d.cfg, &ll_daemon_stopping) != 0) {
+        close_sink(&sink); /* stopped while waiting for a schema it knows */
+        ll_daemon_end(&d);
+        return 0;
+    }
     /* Drain at start, then whenever a NOTIFY comes (or the listener reconnects), a row falls
      * due, or poll_interval passes. The wait is cut into slices of at most 1 s so that a stop
      * signal arriving between two checks is honoured within a second. */

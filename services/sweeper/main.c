@@ -11,6 +11,7 @@
 
 #include "ll/config.h"
 #include "ll/daemon.h"
+#include "ll/schema_gate.h"
 #include "ll/log.h"
 #include "ll/obs.h"
 #include "ll/topics.h"
@@ -121,6 +122,10 @@ int main(int argc, char **argv)
         return ll_daemon_fail(&d, err);
     ll_log(LL_INFO, NULL, "service_started", "sweeper started (mode %s, interval %lld ms)",
            ll_config_get(d.cfg, "recovery.mode"), (long long)s.interval_ms);
+    if (ll_schema_gate("sweeper", d.cfg, &ll_daemon_stopping) != 0) {
+        ll_daemon_end(&d); /* stopped while waiting for a schema it knows */
+        return 0;
+    }
     while (!ll_daemon_stopping) {
         sweep_counts c;
         bool acted = false;

@@ -53,8 +53,9 @@ typedef struct lc_opts {
 
 /* ---- commands (one file each) ------------------------------------------------------------- */
 
-/* `loadctl migrate [--dir DIR]`: applies the SQL migrations not yet applied, with --json one
- * object {ok, dir, applied: [versions], appliedCount} (migrate.c). */
+/* `loadctl migrate [status] [--dir DIR]`: applies the SQL migrations not yet applied, refusing when an
+ * applied file changed; `status` lists each one; --json one object (migrate.c, exit codes in
+ * migrate.h and the LC_* table below). */
 int lc_migrate(const lc_opts *o, int argc, char **argv);
 /* `loadctl runs|status [--job K] [--business-key B] [--status S] [--limit N]` (runs.c). */
 int lc_runs(const lc_opts *o, int argc, char **argv);

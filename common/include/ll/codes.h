@@ -129,6 +129,7 @@
     X(REDRIVE_CHECK_INCOMPLETE, LL_CW_LOADCTL, "L", "redrive refused: it could not check whether it was redriven before") \
     X(TOPICS_FILE_INVALID, LL_CW_LOADCTL, "L", "topics create: a line of the topics file is wrong (nothing created)") \
     X(TOPIC_CREATE_FAILED, LL_CW_LOADCTL, "L", "topics create: the broker refused to create a topic (exit 4)") \
+    X(MIGRATION_CHANGED, LL_CW_LOADCTL, "L", "migrate refused: an applied migration file was changed since (exit 2)") \
     X(run_status, LL_CW_LOADCTL, "L", "verify: every run's status is the one its events imply") \
     X(validate_dispatch, LL_CW_LOADCTL, "L", "verify: one VALIDATE_RUN dispatch per run past extraction, none before") \
     X(stage_validating, LL_CW_LOADCTL, "L", "verify: at most one validation start per run") \

@@ -59,6 +59,10 @@ void ll_obs_turn(int db_ok);
 void ll_obs_assigned(int n);
 /* The producer was fenced or hit a fatal error: not ready any more. */
 void ll_obs_fenced(void);
+/* The ledger's schema is not one this build runs on (schema_gate.h): /readyz answers 503 with
+ * `schema: <reason>` in its body while reason is set; NULL (or "") clears it. The text is copied
+ * (at most 400 bytes kept). Callable before ll_obs_start (then kept for it). */
+void ll_obs_schema(const char *reason);
 /* Offsets read again after an assignment or a rewind because one side's position was behind the
  * other's (behind: "ledger" = the database lost commits, "kafka" = a Kafka commit was lost). */
 void ll_obs_reread(const char *behind, int64_t offsets);

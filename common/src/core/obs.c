@@ -11,6 +11,7 @@
 #include "ll/obs.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,10 @@ static struct {
 
 static atomic_llong last_turn_ms;
 static atomic_int db_up, n_assigned, fenced;
+
+/* Why the ledger's schema keeps the service not ready ("" when it does not): ll_obs_schema. */
+static pthread_mutex_t schema_mu = PTHREAD_MUTEX_INITIALIZER;
+static char schema_reason[400];
 
 static int64_t mono_ms(void)
 {
@@ -133,8 +138,20 @@ static int families(void)
                : -1;
 }
 
+/* The schema reason into out (n bytes; "" when none); 1 when there is one. */
+static int schema_blocked(char *out, size_t n)
+{
+    pthread_mutex_lock(&schema_mu);
+    snprintf(out, n, "%s", schema_reason);
+    pthread_mutex_unlock(&schema_mu);
+    return out[0] != '\0';
+}
+
 static int ready_now(void)
 {
+    char why[sizeof schema_reason];
+    if (schema_blocked(why, sizeof why))
+        return 503;
     return ll_obs_ready_status(g.kind, atomic_load(&db_up), atomic_load(&n_assigned), atomic_load(&fenced));
 }
 
@@ -187,10 +204,11 @@ static int handle(void *arg, const char *path, char **body, size_t *len, const c
     }
     if (strcmp(path, "/readyz") == 0) {
         int st = ready_now();
-        char b[200];
-        snprintf(b, sizeof b, "%s\ndatabase: %s\npartitions assigned: %d\nproducer: %s\n",
+        char b[700], why[sizeof schema_reason];
+        int blocked = schema_blocked(why, sizeof why);
+        snprintf(b, sizeof b, "%s\ndatabase: %s\npartitions assigned: %d\nproducer: %s\nschema: %s\n",
                  st == 200 ? "ready" : "not ready", atomic_load(&db_up) ? "up" : "unreachable",
-                 atomic_load(&n_assigned), atomic_load(&fenced) ? "fenced" : "ok");
+                 atomic_load(&n_assigned), atomic_load(&fenced) ? "fenced" : "ok", blocked ? why : "ok");
         *body = text(b, len);
         return st;
     }
@@ -259,6 +277,13 @@ void ll_obs_assigned(int n)
 void ll_obs_fenced(void)
 {
     atomic_store(&fenced, 1);
+}
+
+void ll_obs_schema(const char *reason)
+{
+    pthread_mutex_lock(&schema_mu);
+    snprintf(schema_reason, sizeof schema_reason, "%s", reason ? reason : "");
+    pthread_mutex_unlock(&schema_mu);
 }
 
 void ll_obs_inputs(const char *topic, const char *outcome, const char *code, size_t n)

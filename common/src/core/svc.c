@@ -13,13 +13,16 @@
 
 #include "ll/log.h"
 #include "ll/obs.h"
+#include "ll/schema_gate.h"
 #include "ll/topics.h"
 
 static ll_loop *g_loop;
+static volatile sig_atomic_t g_stopping; /* a stop signal came (also before the loop existed) */
 
 static void on_signal(int sig)
 {
     (void)sig;
+    g_stopping = 1;
     if (g_loop)
         ll_loop_stop(g_loop);
 }
@@ -97,6 +100,24 @@ void ll_malloc_settle(void)
 #endif
 }
 
+/* The start line (the conninfo without its password), logged before the schema check may wait. */
+static void log_started(const char *name, const ll_config *cfg)
+{
+    char safe[512];
+    ll_log_safe_conninfo(ll_config_get(cfg, "db.conninfo"), safe, sizeof safe);
+    ll_log(LL_INFO, NULL, "service_started", "%s started (db %s)", name, safe);
+}
+
+/* SIGTERM and SIGINT stop the service: the schema gate's wait, then the loop. */
+static void install_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
 int ll_service_main(int argc, char **argv, const ll_service *svc)
 {
     ll_malloc_settle();
@@ -141,19 +162,17 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
         fprintf(stderr, "ll-%s: missing required configuration key 'kafka.bootstrap.servers'\n", svc->name);
     } else if (svc->init && svc->init(svc->state, cfg, err, sizeof err) != 0) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
-    } else if (ll_obs_start(svc->name, LL_OBS_CONSUMER, cfg, err, sizeof err) != 0 ||
-               !(g_loop =
+    } else if (ll_obs_start(svc->name, LL_OBS_CONSUMER, cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "ll-%s: %s\n", svc->name, err);
+    } else if (log_started(svc->name, cfg), install_signals(),
+               ll_schema_gate(svc->name, cfg, &g_stopping) != 0) {
+        rc = 0; /* stopped while waiting for a schema it knows: nothing was applied */
+    } else if (!(g_loop =
                      ll_loop_new(svc->name, cfg, svc->inputs, svc->n_inputs, svc->state, err, sizeof err))) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
     } else {
-        char safe[512];
-        ll_log_safe_conninfo(ll_config_get(cfg, "db.conninfo"), safe, sizeof safe);
-        ll_log(LL_INFO, NULL, "service_started", "%s started (db %s)", svc->name, safe);
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
+        if (g_stopping)
+            ll_loop_stop(g_loop);
         rc = ll_loop_run(g_loop);
         ll_log(LL_INFO, NULL, "service_stopped", "%s stopped (exit %d)", svc->name, rc);
         ll_loop_free(g_loop);

@@ -1,0 +1,49 @@
+/*
+ * schema_version.h - the ledger schema versions this build works with (docs/operations.md,
+ * "Schema versions"; schemas/sql/README.md has the rules a migration follows).
+ *
+ * A version is the number of a migration file (schemas/sql/NNNN_*.sql); the ledger's version is
+ * the highest number recorded in nifi_ops.schema_migrations. Every service reads it at start and
+ * applies nothing before it is one it knows:
+ *
+ *   version < LL_SCHEMA_MIN                         TOO_OLD: run `loadctl migrate` first
+ *   LL_SCHEMA_MIN <= version <= LL_SCHEMA_MAX_KNOWN OK
+ *   LL_SCHEMA_MAX_KNOWN < version <= LL_SCHEMA_MAX_COMPAT  NEWER_COMPATIBLE: runs, with a notice
+ *   version > LL_SCHEMA_MAX_COMPAT                  TOO_NEW: this binary is too old for the ledger
+ *
+ * Expand/contract: migrations numbered up to LL_SCHEMA_MAX_COMPAT only add (tables, columns with
+ * a default or nullable, indexes, grants), so a binary of this build still runs on them during a
+ * rolling upgrade; a migration that removes or changes what a released binary uses takes a number
+ * above the LL_SCHEMA_MAX_COMPAT of every release that may still run, and the release that needs
+ * it raises LL_SCHEMA_MIN.
+ */
+#ifndef LL_SCHEMA_VERSION_H
+#define LL_SCHEMA_VERSION_H
+
+/* The newest migration the services of this build need: 0010 grants them SELECT on the history. */
+#define LL_SCHEMA_MIN 10
+/* The newest migration this build ships (schemas/sql). */
+#define LL_SCHEMA_MAX_KNOWN 10
+/* The newest version this build accepts: 0011..0019 are reserved for additive migrations. */
+#define LL_SCHEMA_MAX_COMPAT 19
+
+/* What a service makes of the ledger's schema version. */
+typedef enum ll_schema_verdict {
+    LL_SCHEMA_OK = 0,           /* a version this build knows */
+    LL_SCHEMA_TOO_OLD,          /* older than LL_SCHEMA_MIN (or no history at all): not ready */
+    LL_SCHEMA_NEWER_COMPATIBLE, /* newer than this build, within LL_SCHEMA_MAX_COMPAT: runs */
+    LL_SCHEMA_TOO_NEW           /* beyond LL_SCHEMA_MAX_COMPAT: not ready */
+} ll_schema_verdict;
+
+/* The verdict on a ledger whose highest applied migration is `applied_max` (0 or less: none
+ * recorded), against [min, max_known] and max_compat (min <= max_known <= max_compat; the
+ * services pass the LL_SCHEMA_* constants). Pure (common/src/rules/schema_version.c). */
+ll_schema_verdict ll_schema_judge(int applied_max, int min, int max_known, int max_compat);
+
+/* The verdict's name: "ok", "too_old", "newer_compatible", "too_new" (static). Pure. */
+const char *ll_schema_verdict_name(ll_schema_verdict v);
+
+/* Whether a service may apply anything under verdict v (OK or NEWER_COMPATIBLE). Pure. */
+int ll_schema_may_run(ll_schema_verdict v);
+
+#endif
