@@ -49,6 +49,16 @@ def resolve(commit, say=print):
     return p.stdout.strip()
 
 
+def extract(full, dest, *paths):
+    """`git archive full [paths] | tar -x -C dest` (dest exists); BaseError on failure."""
+    archive = subprocess.Popen(["git", "-C", REPO, "archive", "--format=tar", full] + list(paths),
+                               stdout=subprocess.PIPE)
+    tar = subprocess.run(["tar", "-x", "-C", dest], stdin=archive.stdout, capture_output=True, text=True)
+    archive.stdout.close()
+    if archive.wait() != 0 or tar.returncode != 0:
+        raise BaseError("git archive %s | tar -x failed: %s" % (full, tar.stderr.strip()))
+
+
 def cache_root():
     """$LL_CACHE_DIR/upgrade-base (default $HOME/.cache/loadledger/upgrade-base)."""
     base = os.environ.get("LL_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "loadledger")
@@ -71,11 +81,7 @@ def build(commit=BASE_COMMIT, jobs=2, say=print):
         shutil.rmtree(root, ignore_errors=True)
         os.makedirs(src)
         say("previous release %s: building %s in %s (-j%d)" % (full[:10], " ".join(TARGETS), out, jobs))
-        archive = subprocess.Popen(["git", "-C", REPO, "archive", "--format=tar", full], stdout=subprocess.PIPE)
-        tar = subprocess.run(["tar", "-x", "-C", src], stdin=archive.stdout, capture_output=True, text=True)
-        archive.stdout.close()
-        if archive.wait() != 0 or tar.returncode != 0:
-            raise BaseError("git archive %s | tar -x failed: %s" % (full, tar.stderr.strip()))
+        extract(full, src)
         steps = (["cmake", "-S", src, "-B", out, "-DCMAKE_BUILD_TYPE=RelWithDebInfo", "-DLL_BUILD_TESTS=OFF"],
                  ["cmake", "--build", out, "-j%d" % jobs, "--target"] + list(TARGETS))
         for cmd in steps:
@@ -89,10 +95,9 @@ def build(commit=BASE_COMMIT, jobs=2, say=print):
         return out, src, secs
 
 
-def migrations(src):
-    """The migration files (NNNN_*.sql) of a source tree, sorted."""
-    d = os.path.join(src, "schemas", "sql")
-    return sorted(f for f in os.listdir(d) if f.endswith(".sql"))
+def migrations(sql):
+    """The migration files (NNNN_*.sql) of a migrations folder, sorted."""
+    return sorted(f for f in os.listdir(sql) if f.endswith(".sql"))
 
 
 # What a migration of release N+1 must not do while release N still runs (the contract step of
@@ -119,3 +124,25 @@ def contract_statements(sql):
             if all(w in flat + " " for w in words):
                 found.append((name, " ".join(stmt.split())[:160]))
     return found
+
+
+def check_migrations(old_sql, new_sql):
+    """The migrations folder of release N+1 (new_sql) against N's (old_sql): returns (the files
+    N+1 adds, [problem]): a migration of N gone or edited in N+1, or a statement of an added one
+    that is not expand-only (CONTRACT; docs/upgrading.md, "The compatibility rule")."""
+    have = set(migrations(old_sql))
+    added = [f for f in migrations(new_sql) if f not in have]
+    problems = []
+    for f in sorted(have):
+        a, b = os.path.join(old_sql, f), os.path.join(new_sql, f)
+        if not os.path.exists(b):
+            problems.append("%s of release N is gone in N+1" % f)
+            continue
+        with open(a, "rb") as fa, open(b, "rb") as fb:
+            if fa.read() != fb.read():
+                problems.append("%s changed since release N (a released migration is never edited)" % f)
+    for f in added:
+        with open(os.path.join(new_sql, f)) as fh:
+            for rule, stmt in contract_statements(fh.read()):
+                problems.append("%s is not expand-only (%s): %s" % (f, rule, stmt))
+    return added, problems
