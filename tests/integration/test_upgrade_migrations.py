@@ -57,3 +57,8 @@ def test_check_migrations_flags_edits_removals_and_contracts(tmp_path):
     assert problems[0].startswith("0002_b.sql changed since release N")
     assert problems[1].startswith("0003_c.sql of release N is gone")
     assert problems[2].startswith("0005_e.sql is not expand-only (DROP COLUMN)")
+
+
+def test_an_unknown_base_commit_is_refused_by_name():
+    with pytest.raises(upgrade_base.BaseError, match="commit 0123456789abcdef is not in"):
+        upgrade_base.resolve("0123456789abcdef", say=lambda m: None)

@@ -158,6 +158,8 @@ class Roller:
         self.steps = []  # one line per step, for the summary
         self.failures = []
         self.applied = None  # the migrations N+1's loadctl applied
+        self.longest = 0.0  # s of the longest replacement (the stop and the readiness)
+        self.first = self.last = None  # when the first step began, when the last one ended
         self.t0 = time.time()
 
     def in_flight(self):
@@ -187,10 +189,12 @@ class Roller:
 
     def _note(self, line):
         self.steps.append(line)
+        self.last = time.time()
         say("  t=%3.0fs %s" % (time.time() - self.t0, line))
 
     def _migrate(self):
         t = time.time()
+        self.first = self.first or t
         p = self.stack.loadctl_of("N+1", "migrate", "--dir", self.stack.releases["N+1"].sql)
         self.applied = [ln.split(None, 1)[1] for ln in p.stdout.splitlines() if ln.startswith("applied ")]
         self.migrated = True
@@ -201,6 +205,7 @@ class Roller:
     def _replace(self, inst, rel):
         svc = Killer.service_of(inst)
         t = time.time()
+        self.first = self.first or t
         code = self.stack.stop(inst)
         stopped = time.time() - t
         if code != 0:
@@ -220,6 +225,7 @@ class Roller:
             self.failures.append("%s (release %s) not ready after %.0f s" % (inst, rel, self.a.ready_timeout))
         self.waiting = None
         self.i += 1
+        self.longest = max(self.longest, stopped + (now - started))
         self.next_at = time.time() + self.a.gap
         self._note("%s -> %s (SIGTERM exit %s in %.1f s; ready in %.1f s; %d runs in flight)" % (
             inst, rel, code, stopped, now - started if ready else float("nan"), self.in_flight()))
@@ -297,10 +303,11 @@ def main():
             say("  %s" % f)
         ok = res["ok"] and not roller.failures and killer.total() >= a.kills
         say("UPGRADE seed=%d mode=%s base=%s runs_final=%d/%d ledger_success=%d replaced=%d/%d migrated=%s"
-            " kills=%d restarts=%d unexpected_exits=%d events_sent=%d duplicates=%d validate_commands=%d"
+            " roll=%.0fs longest_replacement=%.1fs kills=%d restarts=%d unexpected_exits=%d events_sent=%d duplicates=%d validate_commands=%d"
             " longest_stage_wait=%.1fs duration=%.0fs verify=%s result=%s" % (
                 a.seed, a.mode, a.base[:10], work.final(), a.runs, statuses.get("SUCCESS", 0), roller.i, len(plan),
                 ",".join(roller.applied or []) or ("none-pending" if roller.migrated else "NOT-RUN"),
+                (roller.last or 0) - (roller.first or 0), roller.longest,
                 killer.total(), killer.restarts, len(killer.unexpected), work.sent, work.duplicates, work.commands,
                 work.longest_wait, duration, verdict, "PASS" if ok else "FAIL"))
     finally:
