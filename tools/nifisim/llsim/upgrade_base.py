@@ -27,7 +27,10 @@ class BaseError(Exception):
 
 
 def _git(*args, check=True):
-    return subprocess.run(["git", "-C", REPO] + list(args), capture_output=True, text=True, check=check)
+    try:
+        return subprocess.run(["git", "-C", REPO] + list(args), capture_output=True, text=True, check=check)
+    except FileNotFoundError:
+        raise BaseError("git is not installed (Debian package git; scripts/env.sh install installs it)") from None
 
 
 def resolve(commit, say=print):
