@@ -28,6 +28,7 @@ up: UPGRADE ... result=PASS|FAIL.
 import argparse
 import os
 import random
+import subprocess
 import sys
 import time
 
@@ -83,6 +84,8 @@ def parse():
     a.timeout = a.timeout or timeout
     if a.seed is None:
         a.seed = int.from_bytes(os.urandom(4), "big")
+    if not 0 <= a.migrate_after <= len(a.rounds) * 10:
+        ap.error("--migrate-after: 0 to %d (the replacements of the mode)" % (len(a.rounds) * 10))
     if bool(a.base_build) != bool(a.base_src):
         ap.error("--base-build and --base-src go together")
     return a
@@ -132,20 +135,24 @@ class LogWatch:
     def __init__(self, path, event):
         self.path, self.needle = path, '"event":"%s"' % event
         self.offset = os.path.getsize(path) if os.path.exists(path) else 0
+        self.hit = False
 
     def seen(self):
+        if self.hit:
+            return True
         try:
             with open(self.path, "rb") as f:
                 f.seek(self.offset)
                 text = f.read().decode(errors="replace")
         except FileNotFoundError:
             return False
-        return self.needle in text.replace(" ", "")
+        self.hit = self.needle in text.replace(" ", "")
+        return self.hit
 
 
 class Roller:
     """The replacements of a drill, one per call when due (drive()'s `also`): plan is
-    [(instance, release name)]; N+1's migration runs before the replacement at index migrate_at.
+    [(instance, release name)]; N+1's migration runs after a.migrate_after replacements.
     A step waits while its instance is down (killed, restart pending), then for the new instance
     to be ready, then `gap` seconds. Returns True while steps are left."""
 
@@ -153,6 +160,7 @@ class Roller:
         self.a, self.stack, self.killer, self.work, self.plan = a, stack, killer, work, plan
         self.i = 0
         self.migrated = False
+        self.migrate_failed = False
         self.next_at = None
         self.waiting = None  # (instance, release, LogWatch, stop seconds, exit code, started at)
         self.steps = []  # one line per step, for the summary
@@ -195,9 +203,16 @@ class Roller:
     def _migrate(self):
         t = time.time()
         self.first = self.first or t
-        p = self.stack.loadctl_of("N+1", "migrate", "--dir", self.stack.releases["N+1"].sql)
-        self.applied = [ln.split(None, 1)[1] for ln in p.stdout.splitlines() if ln.startswith("applied ")]
         self.migrated = True
+        try:
+            p = self.stack.loadctl_of("N+1", "migrate", "--dir", self.stack.releases["N+1"].sql)
+        except subprocess.CalledProcessError as e:
+            self.failures.append("loadctl migrate (N+1) failed, rc %d: %s" % (e.returncode,
+                                                                             (e.stdout + e.stderr).strip()))
+            self.migrate_failed = True
+            self._note("loadctl migrate (N+1): FAILED")
+            return
+        self.applied = [ln.split(None, 1)[1] for ln in p.stdout.splitlines() if ln.startswith("applied ")]
         what = ("applied " + ", ".join(self.applied)) if self.applied else "no pending migration"
         self._note("loadctl migrate (N+1): %s (%.1f s, %d runs in flight)" % (what, time.time() - t,
                                                                              self.in_flight()))
@@ -303,10 +318,11 @@ def main():
             say("  %s" % f)
         ok = res["ok"] and not roller.failures and killer.total() >= a.kills
         say("UPGRADE seed=%d mode=%s base=%s runs_final=%d/%d ledger_success=%d replaced=%d/%d migrated=%s"
-            " roll=%.0fs longest_replacement=%.1fs kills=%d restarts=%d unexpected_exits=%d events_sent=%d duplicates=%d validate_commands=%d"
-            " longest_stage_wait=%.1fs duration=%.0fs verify=%s result=%s" % (
+            " roll=%.0fs longest_replacement=%.1fs kills=%d restarts=%d unexpected_exits=%d events_sent=%d"
+            " duplicates=%d validate_commands=%d longest_stage_wait=%.1fs duration=%.0fs verify=%s result=%s" % (
                 a.seed, a.mode, a.base[:10], work.final(), a.runs, statuses.get("SUCCESS", 0), roller.i, len(plan),
-                ",".join(roller.applied or []) or ("none-pending" if roller.migrated else "NOT-RUN"),
+                "FAILED" if roller.migrate_failed else
+                (",".join(roller.applied or []) or ("none-pending" if roller.migrated else "NOT-RUN")),
                 (roller.last or 0) - (roller.first or 0), roller.longest,
                 killer.total(), killer.restarts, len(killer.unexpected), work.sent, work.duplicates, work.commands,
                 work.longest_wait, duration, verdict, "PASS" if ok else "FAIL"))
