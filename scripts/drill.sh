@@ -11,6 +11,10 @@
 #           kill -9 of the primary's postmaster under the chaos workload, >= 3 failovers
 #           (--mode short|long, --sync for synchronous_mode, --seed N); every visible reply
 #           must agree with the final ledger
+#   upgrade rolling upgrade: two instances of every service from an older commit's build (cached
+#           in ~/.cache/loadledger/upgrade-base), N+1's expand migration, then each instance
+#           replaced by this build's binary under the chaos workload (docs/upgrading.md); every
+#           run SUCCESS and `loadctl verify --topics` passes (--mode short|long, --seed N)
 #
 # The environment is started when it does not run (and then stopped again at the end, unless
 # --keep-env); LL_BUILD_DIR names a build to use as it is, else the tree is built in build/.

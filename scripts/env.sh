@@ -85,7 +85,7 @@ APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-
   libcurl4-openssl-dev libssl-dev libcmocka-dev libjansson-dev libmicrohttpd-dev libncurses-dev postgresql
   python3-avro python3-confluent-kafka python3-psycopg2 python3-pytest python3-prometheus-client docker-compose tmux
   valgrind clang-format clang-tidy clang libclang-rt-14-dev default-jre-headless maven pgbouncer spin
-  default-jdk-headless openssl docker.io debootstrap systemd)
+  default-jdk-headless openssl docker.io debootstrap systemd git)
 # promtool (checks and unit-tests packaging/prometheus/loadledger.rules.yml: ctest label alerts);
 # python3-yaml reads the rules in tests/integration/test_alert_metrics.py
 APT_PACKAGES+=(prometheus python3-yaml)

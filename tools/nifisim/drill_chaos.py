@@ -67,20 +67,25 @@ def parse():
     return a
 
 
-def drive(a, iso, work, killer):
+def drive(a, iso, work, killer, kill=True, also=None):
     """The workload under kills until every run is final and enough kills happened (or the
-    timeout); returns the seconds it took."""
+    timeout); returns the seconds it took. kill=False: the killer only restarts what died
+    without being killed (no kill of its own unless begun by the caller). also: a function
+    called every turn (the upgrade drill's replacements) that returns True while it has work
+    left; the drive lasts at least until it returns False."""
     t0 = time.time()
     work.begin()
-    killer.begin()
+    if kill:
+        killer.begin()
     last = t0
     while time.time() - t0 < a.timeout:
         work.step()
         killer.step()
+        busy = also() if also else False
         if killer.active and killer.total() >= a.kills and not work.pending_runs():
             killer.stop_killing()
             killer.settle()
-        if not killer.active and not killer.down and work.idle():
+        if not killer.active and not killer.down and work.idle() and not busy:
             break
         if killer.total() >= a.kills and work.pending_runs() and time.time() - work.progress > a.stall:
             say("  no run moved for %.0f s: giving up" % (time.time() - work.progress))
@@ -109,6 +114,42 @@ def settle_inputs(iso, timeout=90):
     return left
 
 
+def judge(iso, work, killer, runs):
+    """The checks after drive() (the workload flushed): every input committed, `loadctl verify
+    --topics` (with the stack's build_dir loadctl), the ledger's run statuses, every instance
+    stopped with SIGTERM exits 0, no partition granted twice, no instance died unkilled, every
+    one of `runs` final and SUCCESS. Prints what fails and a ledger line; returns {"ok",
+    "verdict" (of verify), "statuses", "left", "unclean"}."""
+    left = settle_inputs(iso)
+    rc, checks = loadctl_verify(iso)
+    verdict = "PASS" if rc == 0 else "FAIL"
+    bad = {n: c["violations"] for n, c in checks.items() if c["violations"]}
+    if bad:
+        say("loadctl verify: %s" % bad)
+        for n in bad:
+            say("  %s: %s" % (n, checks[n].get("examples", [])[:3]))
+    conn = iso.stack.db()
+    with conn.cursor() as cur:
+        cur.execute("SELECT status, count(*) FROM nifi_ops.load_run GROUP BY status ORDER BY status")
+        statuses = dict(cur.fetchall())
+    conn.close()
+    for run_id, stage, secs in work.stuck():
+        say("  stuck: run %s waits in %s for %.0f s" % (run_id, stage, secs))
+    codes = iso.stack.stop_all()
+    unclean = {k: v for k, v in codes.items() if v != 0}
+    if unclean:
+        say("instances that did not stop cleanly on SIGTERM: %s (logs in %s)" % (unclean, iso.stack.log_dir))
+    if work.double_grants:
+        say("partitions granted to two workers (claim CAS broken): %s" % sorted(work.double_grants)[:10])
+    if killer.unexpected:
+        say("instances that died without being killed: %s" % killer.unexpected)
+    ok = (work.final() == runs and statuses.get("SUCCESS", 0) == runs and rc == 0 and left == 0
+          and not unclean and not killer.unexpected and not work.double_grants)
+    say("ledger: %s; input lag at the end %s; rejected replies (duplicates, late copies) %s" % (
+        statuses, left, work.rejected or {}))
+    return {"ok": ok, "verdict": verdict, "statuses": statuses, "left": left, "unclean": unclean}
+
+
 def main():
     a = parse()
     say("chaos drill: mode %s, seed %d, %d runs, >= %d kills, one every %.1f s on average "
@@ -127,33 +168,9 @@ def main():
         killer.start_all()
         duration = drive(a, iso, work, killer)
         nifi.flush()
-        left = settle_inputs(iso)
-        rc, checks = loadctl_verify(iso)
-        verdict = "PASS" if rc == 0 else "FAIL"
-        bad = {n: c["violations"] for n, c in checks.items() if c["violations"]}
-        if bad:
-            say("loadctl verify: %s" % bad)
-            for n in bad:
-                say("  %s: %s" % (n, checks[n].get("examples", [])[:3]))
-        conn = iso.stack.db()
-        with conn.cursor() as cur:
-            cur.execute("SELECT status, count(*) FROM nifi_ops.load_run GROUP BY status ORDER BY status")
-            statuses = dict(cur.fetchall())
-        conn.close()
-        for run_id, stage, secs in work.stuck():
-            say("  stuck: run %s waits in %s for %.0f s" % (run_id, stage, secs))
-        codes = iso.stack.stop_all()
-        unclean = {k: v for k, v in codes.items() if v != 0}
-        if unclean:
-            say("instances that did not stop cleanly on SIGTERM: %s (logs in %s)" % (unclean, iso.stack.log_dir))
-        if work.double_grants:
-            say("partitions granted to two workers (claim CAS broken): %s" % sorted(work.double_grants)[:10])
-        if killer.unexpected:
-            say("instances that died without being killed: %s" % killer.unexpected)
-        ok = (work.final() == a.runs and statuses.get("SUCCESS", 0) == a.runs and rc == 0 and left == 0
-              and not unclean and not killer.unexpected and not work.double_grants and killer.total() >= a.kills)
-        say("ledger: %s; input lag at the end %s; rejected replies (duplicates, late copies) %s" % (
-            statuses, left, work.rejected or {}))
+        res = judge(iso, work, killer, a.runs)
+        verdict, statuses = res["verdict"], res["statuses"]
+        ok = res["ok"] and killer.total() >= a.kills
         say("CHAOS seed=%d mode=%s runs_final=%d/%d ledger_success=%d kills=%d (%s) restarts=%d unexpected_exits=%d"
             " events_sent=%d duplicates=%d rival_claims=%d double_grants=%d validate_commands=%d"
             " longest_reply_gap=%.1fs longest_stage_wait=%.1fs duration=%.0fs verify=%s result=%s" % (

@@ -46,6 +46,9 @@ class Stack:
             self.pg.update(pg)
             self.env.pop("LL_PG_CONNOPTS", None)
         self.procs = {}
+        # instance -> the build folder its binary comes from, where it is not build_dir (the
+        # upgrade drill runs two releases side by side: tools/nifisim/drill_upgrade.py)
+        self.binaries = {}
         self.extra = extra or {}
         # the port the services' db.conninfo uses (a pooler's, e.g. PgBouncer); None = PostgreSQL's
         self.service_port = None
@@ -105,7 +108,7 @@ class Stack:
         instance = instance or service + "-0"
         settings = dict(self.extra.get(service, {}), **(settings or {}))
         conf = self.write_config(service, instance, settings)
-        binary = os.path.join(self.build_dir, "services", "ll-" + service)
+        binary = os.path.join(self.binaries.get(instance, self.build_dir), "services", "ll-" + service)
         log = open(os.path.join(self.log_dir, instance + ".log"), "ab")
         penv = dict(os.environ)
         penv.update(env or {})
