@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ll/redact.h"
+#include "ll/version.h"
 #include "loadctl.h"
 
 /* The commands, in the order `loadctl --help` lists them. */
@@ -36,7 +37,8 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: loadctl [--db CONNINFO] [--json] COMMAND [ARGS]\n"
-               "       loadctl COMMAND --help\n\ncommands:\n");
+               "       loadctl COMMAND --help\n"
+               "       loadctl --version\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-25s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
     fprintf(f, "\n--db and --json may also follow the command. The database comes from --db, else\n"
@@ -114,6 +116,8 @@ int main(int argc, char **argv)
             o.json = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return usage(stdout), LC_OK;
+        else if (strcmp(argv[i], "--version") == 0)
+            return ll_version_print(stdout, "loadctl"), LC_OK;
         else {
             fprintf(stderr, "loadctl: usage: unknown option '%s'\n", argv[i]);
             return usage(stderr), LC_USAGE;
