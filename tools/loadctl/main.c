@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ll/log.h"
 #include "ll/redact.h"
 #include "ll/version.h"
 #include "loadctl.h"
@@ -106,6 +107,10 @@ int main(int argc, char **argv)
      * for an unreachable server (exit 3 instead of hanging a script). */
     setenv("PGAPPNAME", "loadctl", 0);
     setenv("PGCONNECT_TIMEOUT", "10", 0);
+    /* the shared code's log lines (librdkafka's too: ll_kafka_log_to_json) as JSON on stderr:
+     * stdout is the command's output */
+    ll_log_init("loadctl", LL_INFO);
+    ll_log_output(stderr);
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
