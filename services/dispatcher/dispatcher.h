@@ -22,7 +22,25 @@ typedef struct dispatch_settings {
     /* fault.crash_after_publish: kill -9 self after this many batches the broker acknowledged,
      * before they are marked SENT (0 = never; crash drills only) */
     int64_t crash_after_publish;
+    /* dispatch.log_summary: the shortest time between two dispatch_summary lines (0 = none) */
+    int64_t summary_ms;
 } dispatch_settings;
+
+/* What was settled since the last dispatch_summary line (summary.c; docs/operations.md, "Versions
+ * and logs"): rows sent, retried, made DEAD, counted from since_ms (monotonic ms). */
+typedef struct dispatch_summary {
+    int64_t since_ms;
+    long sent, retried, dead;
+} dispatch_summary;
+
+/* Adds one settled lease's counts. */
+void summary_add(dispatch_summary *t, long sent, long retried, long dead);
+/* True when a summary line is due at now_ms: every_ms (> 0) passed since t->since_ms and
+ * something was settled. Pure. */
+bool summary_due(const dispatch_summary *t, int64_t now_ms, int64_t every_ms);
+/* Writes the dispatch_summary line (info; fields sent, retried, dead, seconds) when anything was
+ * settled, and starts counting again from now_ms. */
+void summary_log(dispatch_summary *t, int64_t now_ms);
 
 /* One leased outbox row with what its command needs. Strings owned by the struct. */
 typedef struct leased {

@@ -46,6 +46,10 @@ static const ll_config_key keys[] = {
     {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)",
      LL_CONFIG_NO_RANGE},
     {"nifi.client_key", NULL, false, "http sink: client key", LL_CONFIG_NO_RANGE},
+    {"dispatch.log_summary", "PT1M", false,
+     "at most this often one info line dispatch_summary counts the rows sent, retried and DEAD since the "
+     "last (a row sent is logged at debug only); PT0S: no summary",
+     LL_CONFIG_NO_RANGE},
     {"fault.crash_after_publish", "0", false,
      "drills only: kill -9 self after this many acknowledged batches, before marking them SENT",
      LL_CONFIG_NO_RANGE},
@@ -61,6 +65,7 @@ static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, 
                    ll_config_duration_ms(cfg, "dispatch.backoff_min", &s->backoff_min_ms, err, n) ||
                    ll_config_duration_ms(cfg, "dispatch.backoff_max", &s->backoff_max_ms, err, n) ||
                    ll_config_duration_ms(cfg, "dispatch.delivery_timeout", &s->delivery_ms, err, n) ||
+                   ll_config_duration_ms(cfg, "dispatch.log_summary", &s->summary_ms, err, n) ||
                    ll_config_int(cfg, "fault.crash_after_publish", &s->crash_after_publish, err, n)
                ? -1
                : 0;
@@ -160,7 +165,7 @@ static void crash_point(const leased *rows, size_t n, const dispatch_settings *s
  * publish them all and wait once for the broker's acknowledgements, mark the delivered ones
  * SENT with one statement; again while a lease comes back full.
  */
-static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
+static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s, dispatch_summary *sum)
 {
     for (;;) {
         leased *rows = NULL;
@@ -185,6 +190,7 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
             ll_obs_dispatch("sent", sent);
             ll_obs_dispatch("retried", retried);
             ll_obs_dispatch("dead", dead);
+            summary_add(sum, sent, retried, dead);
         }
         int64_t t3 = mono_ms();
         ll_log_json(LL_DEBUG, NULL, "dispatch_batch",
@@ -195,7 +201,7 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s)
         for (size_t i = 0; i < n; i++) {
             ll_log_ctx ctx = {rows[i].run_id, rows[i].partition_id, NULL, -1, -1};
             bool ok = delivered(&rows[i]);
-            ll_log(ok ? LL_INFO : LL_WARN, &ctx, ok ? "dispatch_sent" : "dispatch_retry",
+            ll_log(ok ? LL_DEBUG : LL_WARN, &ctx, ok ? "dispatch_sent" : "dispatch_retry",
                    "%s %s attempt %d%s%s", rows[i].type, rows[i].dispatch_id, rows[i].attempt, ok ? "" : ": ",
                    ok ? "" : rows[i].error);
         }
@@ -277,7 +283,8 @@ int main(int argc, char **argv)
      * signal arriving between two checks is honoured within a second. */
     rc = 0;
     char fatal[512];
-    drain(&d.db, &sink, &s);
+    dispatch_summary sum = {mono_ms(), 0, 0, 0};
+    drain(&d.db, &sink, &s, &sum);
     int64_t drain_at = mono_ms() + next_wait_ms(&d.db, &s), backlog_at = 0;
     while (!ll_daemon_stopping) {
         if (!sink.http && rd_kafka_fatal_error(sink.kafka.producer, fatal, sizeof fatal)) {
@@ -290,6 +297,8 @@ int main(int argc, char **argv)
         }
         int64_t now = mono_ms();
         observe(&d.db, &backlog_at);
+        if (summary_due(&sum, now, s.summary_ms))
+            summary_log(&sum, now);
         if (now < drain_at) {
             int64_t slice = drain_at - now < 1000 ? drain_at - now : 1000;
             if (!listener_wait(&lis, slice))
@@ -297,9 +306,11 @@ int main(int argc, char **argv)
         }
         if (ll_daemon_stopping)
             break;
-        drain(&d.db, &sink, &s);
+        drain(&d.db, &sink, &s, &sum);
         drain_at = mono_ms() + next_wait_ms(&d.db, &s);
     }
+    if (s.summary_ms > 0)
+        summary_log(&sum, mono_ms()); /* what the last interval settled */
     ll_log(LL_INFO, NULL, "service_stopped", "dispatcher stopped (exit %d)", rc);
     listener_close(&lis);
     close_sink(&sink);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "dispatcher.h"
+#include "ll/kclient.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
 #include "ll/topics.h"
@@ -50,6 +51,7 @@ int sink_open(kafka_sink *k, const ll_config *cfg, char *err, size_t errlen)
 {
     memset(k, 0, sizeof *k);
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    ll_kafka_log_to_json(conf);
     struct pass_ctx c = {conf, err, errlen, 0};
     char e[256];
     ll_config_foreach_prefix(cfg, "kafka.", pass, &c);

@@ -109,7 +109,8 @@ def test_lease_then_sent_and_an_ackless_sent_row_stays_sent(iso, cur, commands):
 
 def test_two_dispatchers_never_publish_a_leased_row_twice(iso, cur, commands):
     n = 200
-    slow = {"dispatch.poll_interval": "PT30S", "dispatch.batch": 5}
+    # log.level debug: each row sent is a dispatch_sent line (at info only dispatch_summary counts them)
+    slow = {"dispatch.poll_interval": "PT30S", "dispatch.batch": 5, "log.level": "debug"}
     for d in ("dispatcher-1", "dispatcher-2"):
         iso.stack.start("dispatcher", d, settings=slow)
     for d in ("dispatcher-1", "dispatcher-2"):

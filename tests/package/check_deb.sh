@@ -81,6 +81,10 @@ for b in "${services[@]/#/ll-}" loadctl; do
   if env -u LD_LIBRARY_PATH ldd "$exe" | grep -q 'not found'; then bad "$b: a library is not found"; fi
   env -u LD_LIBRARY_PATH "$exe" --help >"$units/$b.help" 2>&1 || bad "$b --help exit $?"
   [[ -s $units/$b.help ]] || bad "$b --help printed nothing"
+  # --version names the package's version (both from project(VERSION) in CMakeLists.txt)
+  ver=$(env -u LD_LIBRARY_PATH "$exe" --version 2>&1) || bad "$b --version exit $?"
+  [[ $ver =~ ^$b\ $(dpkg-deb -f "$deb" Version)\ \([A-Za-z0-9._+-]+\)$ ]] ||
+    bad "$b --version: '$ver' is not '$b $(dpkg-deb -f "$deb" Version) (<commit>)'"
 done
 
 # --- schemas where the binaries look: the installed path each --help names, inside the root

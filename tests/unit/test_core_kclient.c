@@ -159,6 +159,17 @@ static void test_fetch_wake_after_half_a_threshold(void **state)
     assert_true(ll_kfetch_wake_due(1000, 50000, &k));
 }
 
+/* librdkafka's syslog levels onto the JSON log's (docs/operations.md, "Versions and logs"). */
+static void test_kafka_log_levels(void **state)
+{
+    (void)state;
+    const ll_level want[] = {LL_ERROR, LL_ERROR, LL_ERROR, LL_ERROR, LL_WARN, LL_INFO, LL_INFO, LL_DEBUG};
+    for (int level = 0; level <= 7; level++)
+        assert_int_equal(ll_kafka_log_level(level), want[level]);
+    assert_int_equal(ll_kafka_log_level(8), LL_DEBUG);
+    assert_int_equal(ll_kafka_log_level(-1), LL_DEBUG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -170,6 +181,7 @@ int main(void)
         cmocka_unit_test(test_fetch_overrides_kept),
         cmocka_unit_test(test_fetch_that_cannot_take_the_largest_message_refused),
         cmocka_unit_test(test_fetch_wake_after_half_a_threshold),
+        cmocka_unit_test(test_kafka_log_levels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

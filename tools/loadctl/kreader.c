@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ll/kclient.h"
+
 /* kafka.<key> of the configuration, except what would make the reader commit or join a group. */
 static void copy_kafka(const char *key, const char *value, void *arg)
 {
@@ -17,6 +19,7 @@ static void copy_kafka(const char *key, const char *value, void *arg)
 rd_kafka_t *lc_reader_new(const ll_config *cfg, const char *group, char *err, size_t errlen)
 {
     rd_kafka_conf_t *c = rd_kafka_conf_new();
+    ll_kafka_log_to_json(c);
     ll_config_foreach_prefix(cfg, "kafka.", copy_kafka, c);
     char e[256];
     const char *fixed[][2] = {{"group.id", group},

@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ll/log.h"
 #include "ll/redact.h"
+#include "ll/version.h"
 #include "loadctl.h"
 
 /* The commands, in the order `loadctl --help` lists them. */
@@ -36,7 +38,8 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: loadctl [--db CONNINFO] [--json] COMMAND [ARGS]\n"
-               "       loadctl COMMAND --help\n\ncommands:\n");
+               "       loadctl COMMAND --help\n"
+               "       loadctl --version\n\ncommands:\n");
     for (size_t i = 0; i < N_COMMANDS; i++)
         fprintf(f, "  %-25s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
     fprintf(f,
@@ -106,6 +109,10 @@ int main(int argc, char **argv)
      * for an unreachable server (exit 3 instead of hanging a script). */
     setenv("PGAPPNAME", "loadctl", 0);
     setenv("PGCONNECT_TIMEOUT", "10", 0);
+    /* the shared code's log lines (librdkafka's too: ll_kafka_log_to_json) as JSON on stderr:
+     * stdout is the command's output */
+    ll_log_init("loadctl", LL_INFO);
+    ll_log_output(stderr);
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--db") == 0 && i + 1 < argc)
@@ -116,6 +123,8 @@ int main(int argc, char **argv)
             o.json = true;
         else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
             return usage(stdout), LC_OK;
+        else if (strcmp(argv[i], "--version") == 0)
+            return ll_version_print(stdout, "loadctl"), LC_OK;
         else {
             fprintf(stderr, "loadctl: usage: unknown option '%s'\n", argv[i]);
             return usage(stderr), LC_USAGE;

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ll/kclient.h"
 #include "ll/redrive.h"
 #include "redrive_publish.h"
 
@@ -58,6 +59,7 @@ static rd_kafka_headers_t *new_headers(const item *it, const char *at, const cha
 int lc_redrive_publish(const dl_ctx *c, item *items, int n, const char *reason, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    ll_kafka_log_to_json(conf);
     ll_config_foreach_prefix(c->cfg, "kafka.", copy_kafka, conf);
     char txid[128], host[64] = "host", e[256];
     gethostname(host, sizeof host - 1);

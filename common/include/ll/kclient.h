@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ll/log.h"
+
 /*
  * Why a consumer/producer property given as kafka.<key> = value must be refused at start, or
  * NULL when it is allowed. The reason is a static string naming what the setting would break.
@@ -125,5 +127,21 @@ bool ll_kfetch_wake_due(int64_t run_bytes, int64_t run_msgs, const ll_kfetch *k)
  * another instance took this transactional.id over (fenced), or an authorization failure
  * (kafka-edition.md §3.4). Any other fatal error is survived in-process (docs/design.md §3). */
 bool ll_kafka_fatal_must_exit(rd_kafka_resp_err_t err);
+
+/* The longest librdkafka message copied into a log line (bytes; longer ones are cut, marked "..."). */
+#define LL_KAFKA_LOG_MAX 1024
+
+/* The ll_log level of a librdkafka log line of syslog level `level` (0 emerg ... 7 debug):
+ * 0-3 (emerg, alert, crit, err) error, 4 (warning) warn, 5-6 (notice, info) info, 7 and
+ * anything else debug. Pure. */
+ll_level ll_kafka_log_level(int level);
+
+/* Routes the log lines of the client made from conf into the JSON log (docs/operations.md,
+ * "Versions and logs"): event "librdkafka", its level mapped by ll_kafka_log_level, the fields
+ * fac (librdkafka's facility, e.g. FAIL, CONFWARN) and client (rd_kafka_name), the message cut
+ * at LL_KAFKA_LOG_MAX bytes. It replaces librdkafka's own logger (plain text on stderr). The
+ * callback runs on librdkafka's threads (log.queue is not set): ll_log is thread-safe. Call on
+ * every rd_kafka_conf_t the project makes, before rd_kafka_new. */
+void ll_kafka_log_to_json(rd_kafka_conf_t *conf);
 
 #endif

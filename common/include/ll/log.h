@@ -5,6 +5,9 @@
  * msg; lines about a message carry runId, partitionId, topic, kafkaPartition and offset
  * (contract §10.2, kafka-edition.md). Raw secrets are never logged: callers log conninfo only
  * through ll_log_safe_conninfo.
+ *
+ * Thread-safe: librdkafka's threads write its own lines through ll_kafka_log_to_json (kclient.h)
+ * while the service's thread writes; each line is written whole under the stream's lock.
  */
 #ifndef LL_LOG_H
 #define LL_LOG_H
@@ -12,6 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 typedef enum ll_level { LL_DEBUG = 0, LL_INFO, LL_WARN, LL_ERROR } ll_level;
 
@@ -26,6 +30,9 @@ typedef struct ll_log_ctx {
 
 /* Sets the service name written on every line and the lowest level written. */
 void ll_log_init(const char *service, ll_level min_level);
+/* Where the lines go: stdout (the default, the services) or another stream (loadctl: stderr,
+ * its stdout being its output). Borrowed; call before any line is written. */
+void ll_log_output(FILE *out);
 /* Parses debug/info/warn/error. Returns 0, or -1 for an unknown name. */
 int ll_log_level_parse(const char *name, ll_level *out);
 
@@ -36,6 +43,11 @@ void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_
 
 /* ll_log_json without extra fields. */
 #define ll_log(level, ctx, event, ...) ll_log_json((level), (ctx), (event), NULL, __VA_ARGS__)
+
+/* Makes s (NUL-terminated) valid UTF-8 in place, as a JSON string needs: every byte that does not
+ * belong to a well-formed sequence becomes '?', a sequence cut by the end of s (a bounded
+ * snprintf) is dropped. Returns the length of s. Pure. */
+size_t ll_log_utf8_clean(char *s);
 
 /* Copies a libpq conninfo into out (outlen bytes, NUL-terminated) with every password replaced
  * by "***" (ll_redact_conninfo in redact.h: keyword and URI forms, a URI given as dbname). */

@@ -11,6 +11,7 @@
 #include "ll/obs.h"
 #include "ll/svc.h"
 #include "ll/topics.h"
+#include "ll/version.h"
 
 const ll_config_key LL_DAEMON_CONFIG_KEYS[] = {
     {"service.instance_id", NULL, false, "id of this instance (informational)", LL_CONFIG_NO_RANGE},
@@ -66,6 +67,13 @@ int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const
             path = argv[++i];
             continue;
         }
+        if (strcmp(argv[i], "--version") == 0) {
+            char bin[80];
+            snprintf(bin, sizeof bin, "ll-%s", name);
+            ll_version_print(stdout, bin);
+            ll_daemon_end(d);
+            return 0;
+        }
         if (strcmp(argv[i], "--config-keys") == 0) {
             char *extra = extra_as_comments(extra_help);
             ll_service_write_example(stdout, name, d->keys, extra);
@@ -78,7 +86,7 @@ int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const
         if (!help)
             fprintf(stderr, "ll-%s: unknown argument '%s'\n", name, argv[i]);
         fprintf(out,
-                "ll-%s - %s\nusage: ll-%s [--config FILE] [--config-keys]\nkeys (environment "
+                "ll-%s - %s\nusage: ll-%s [--config FILE] [--config-keys] [--version]\nkeys (environment "
                 "LOADLEDGER_<KEY>, . as __):\n",
                 name, summary, name);
         ll_config_usage(out, d->keys);
@@ -98,6 +106,9 @@ int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const
     if (ll_log_level_parse(ll_config_get(d->cfg, "log.level"), &lvl) != 0)
         return ll_daemon_fail(d, "log.level must be debug, info, warn or error");
     ll_log_init(name, lvl);
+    char bin[80];
+    snprintf(bin, sizeof bin, "ll-%s", name);
+    ll_version_log(bin);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

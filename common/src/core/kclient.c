@@ -1,6 +1,6 @@
 /*
  * kclient.c - Kafka client settings refused at start, the seek with a real wait, and the
- * classification of fatal producer errors (kclient.h).
+ * classification of fatal producer errors, librdkafka's log lines in the JSON log (kclient.h).
  */
 #include "ll/kclient.h"
 
@@ -178,4 +178,36 @@ int ll_kafka_topic_max_message_bytes(rd_kafka_t *rk, const char *topic, int time
     rd_kafka_AdminOptions_destroy(opts);
     rd_kafka_ConfigResource_destroy(res);
     return rc;
+}
+
+ll_level ll_kafka_log_level(int level)
+{
+    if (level >= 0 && level <= 3)
+        return LL_ERROR;
+    if (level == 4)
+        return LL_WARN;
+    if (level == 5 || level == 6)
+        return LL_INFO;
+    return LL_DEBUG;
+}
+
+/* librdkafka's log callback (rd_kafka_conf_set_log_cb): one JSON line per librdkafka line. Runs
+ * on librdkafka's threads. */
+static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+    const char *msg = buf ? buf : "";
+    size_t len = strnlen(msg, LL_KAFKA_LOG_MAX + 1);
+    bool cut = len > LL_KAFKA_LOG_MAX;
+    json_t *fields = json_object();
+    json_t *jfac = json_string(fac ? fac : "");
+    json_t *jname = json_string(rk ? rd_kafka_name(rk) : "");
+    json_object_set_new(fields, "fac", jfac ? jfac : json_string("?"));
+    json_object_set_new(fields, "client", jname ? jname : json_string("?"));
+    ll_log_json(ll_kafka_log_level(level), NULL, "librdkafka", fields, "%.*s%s",
+                (int)(cut ? LL_KAFKA_LOG_MAX : len), msg, cut ? "..." : "");
+}
+
+void ll_kafka_log_to_json(rd_kafka_conf_t *conf)
+{
+    rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
 }

@@ -51,6 +51,7 @@ static int conf_set(rd_kafka_conf_t *conf, const char *k, const char *v, char *e
 static rd_kafka_conf_t *base_conf(ll_loop *l, char *err, size_t errlen)
 {
     rd_kafka_conf_t *conf = rd_kafka_conf_new();
+    ll_kafka_log_to_json(conf);
     struct conf_ctx c = {conf, err, errlen, 0};
     ll_config_foreach_prefix(l->cfg, "kafka.", apply_passthrough, &c);
     if (c.failed) {

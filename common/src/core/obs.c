@@ -22,6 +22,7 @@
 #include "ll/http.h"
 #include "ll/log.h"
 #include "ll/metrics.h"
+#include "ll/version.h"
 
 /* Bounds of the label sets (obs.h). */
 #define OBS_INPUT_SERIES 64
@@ -40,7 +41,7 @@ static struct {
     int64_t stall_ms;
     ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
         *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g, *db_up_g,
-        *active_runs, *runs_idle, *dead_dispatches;
+        *active_runs, *runs_idle, *dead_dispatches, *build_info;
 } g;
 
 static atomic_llong last_turn_ms;
@@ -130,10 +131,14 @@ static int families(void)
     g.start_time =
         ll_metrics_add(r, LL_METRIC_GAUGE, "process_start_time_seconds",
                        "Start time of the process since the Unix epoch in seconds", "", 1, NULL, 0);
-    return g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit && g.kafka_commit &&
-                   g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps && g.reread && g.withheld &&
-                   g.turns && g.ready_g && g.db_up_g && g.active_runs && g.runs_idle && g.dead_dispatches &&
-                   g.rss && g.start_time
+    g.build_info = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_build_info",
+                                  "1, labelled with the version and the commit the binary was built from "
+                                  "(ll/version.h)",
+                                  "version,commit", 1, NULL, 0);
+    return g.build_info && g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit &&
+                   g.kafka_commit && g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps &&
+                   g.reread && g.withheld && g.turns && g.ready_g && g.db_up_g && g.active_runs &&
+                   g.runs_idle && g.dead_dispatches && g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -230,6 +235,8 @@ int ll_obs_start(const char *service, ll_obs_kind kind, const ll_config *cfg, ch
         return -1;
     }
     ll_metric_set(g.start_time, NULL, (double)time(NULL));
+    const char *build[2] = {ll_version(), ll_version_commit()};
+    ll_metric_set(g.build_info, build, 1);
     atomic_store(&last_turn_ms, mono_ms());
     const char *listen = ll_config_get(cfg, "http.listen");
     if (listen && *listen) {

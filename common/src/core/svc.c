@@ -15,6 +15,7 @@
 #include "ll/obs.h"
 #include "ll/schema_gate.h"
 #include "ll/topics.h"
+#include "ll/version.h"
 
 static ll_loop *g_loop;
 static volatile sig_atomic_t g_stopping; /* a stop signal came (also before the loop existed) */
@@ -81,13 +82,13 @@ static const char SVC_EXTRA_KEYS[] =
 
 static void usage(const ll_service *svc, const ll_config_key *keys)
 {
-    printf("ll-%s - %s\n\nusage: ll-%s [--config FILE] [--config-keys]\n\n", svc->name, svc->summary,
-           svc->name);
+    printf("ll-%s - %s\n\nusage: ll-%s [--config FILE] [--config-keys] [--version]\n\n", svc->name,
+           svc->summary, svc->name);
     printf("Configuration keys (file `key = value`, or environment LOADLEDGER_<KEY> with . as __):\n");
     ll_config_usage(stdout, keys);
     printf("  %-32s %s\n", "kafka.<property>", "passed to librdkafka (kafka.bootstrap.servers is required)");
     printf("  %-32s %s\n", "topic.<logical>.name|framing|schema_id", "per-topic overrides");
-    printf("\n--config-keys prints every key as an example configuration file.\n");
+    printf("\n--config-keys prints every key as an example configuration file; --version the version.\n");
     ll_service_schema_help(stdout);
     printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error.\n");
 }
@@ -134,6 +135,12 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
             ll_service_write_example(stdout, svc->name, keys, SVC_EXTRA_KEYS);
             free(keys);
             return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            char bin[80];
+            snprintf(bin, sizeof bin, "ll-%s", svc->name);
+            ll_version_print(stdout, bin);
+            free(keys);
+            return 0;
         } else {
             fprintf(stderr, "ll-%s: unknown argument '%s' (try --help)\n", svc->name, argv[i]);
             free(keys);
@@ -157,6 +164,9 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
         return 1;
     }
     ll_log_init(svc->name, lvl);
+    char bin[80];
+    snprintf(bin, sizeof bin, "ll-%s", svc->name);
+    ll_version_log(bin);
     int rc = 1;
     if (!ll_config_get(cfg, "kafka.bootstrap.servers")) {
         fprintf(stderr, "ll-%s: missing required configuration key 'kafka.bootstrap.servers'\n", svc->name);
