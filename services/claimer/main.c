@@ -1,7 +1,7 @@
 /*
  * ll-claimer - ownership of partitions: PENDING/RETRY -> RUNNING for one claim token, same-token
  * retries, attempt counts, the reissue ACK; and of the publish: STAGING_VALIDATED -> PUBLISHING
- * for one publish token. Contract §5.3, §5.13; kafka-edition.md §2, §6.
+ * for one publish token. docs/contract.md §5.3, §5.13; docs/contract.md K§2, K§6.
  */
 #include "claimer.h"
 #include "ll/svc.h"

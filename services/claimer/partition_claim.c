@@ -1,5 +1,5 @@
 /*
- * partition_claim.c - a worker asks to own a partition (contract §5.3).
+ * partition_claim.c - a worker asks to own a partition (docs/contract.md §5.3).
  *
  * Lock order run -> partition. A claim for a run or partition the ledger does not hold yet
  * (run request or manifest not applied) is deferred; after loop.prerequisite_wait a run that
@@ -44,7 +44,7 @@ static const ll_stmt ST_TOKEN_HISTORY = {
     " ON CONFLICT DO NOTHING",
     5};
 
-/* Contract §3.4: a new claim of a RETRY partition ACKs its reissue dispatches. */
+/* docs/contract.md §3.4: a new claim of a RETRY partition ACKs its reissue dispatches. */
 static const ll_stmt ST_ACK_REISSUE = {
     "claim_ack_reissue",
     "UPDATE nifi_ops.load_dispatch SET status = 'ACKED', acked_at = clock_timestamp()"
@@ -57,7 +57,7 @@ typedef struct claim_in {
     const char *partition_id, *worker;
 } claim_in;
 
-/* The reply; for a granted claim it carries the work order (kafka-edition.md §4). */
+/* The reply; for a granted claim it carries the work order (docs/contract.md K§4). */
 static json_t *claim_reply(const ll_msg *m, const claim_in *c, const char *outcome, const char *code,
                            const char *run_status, const char *part_status, bool claimed, long long attempt,
                            const ll_run_row *run, const PGresult *part)
@@ -84,7 +84,7 @@ static json_t *claim_reply(const ll_msg *m, const claim_in *c, const char *outco
     return r;
 }
 
-/* Contract §5.3 step 5: the grant with its token history, reissue ACK and event; the reply with
+/* docs/contract.md §5.3 step 5: the grant with its token history, reissue ACK and event; the reply with
  * the work order. LL_DB_OK, or the failed statement's result (db->err). */
 static ll_db_rc grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run, PGresult *part,
                       ll_part_status before, ll_apply_out *out)
@@ -123,7 +123,7 @@ static ll_db_rc grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_ru
 }
 
 /* Steps 1-5 over the locked partition: ll_claim_decide decides, with the claim-token history as
- * its input (a superseded token never owns the partition again, kafka-edition.md §6). LL_DB_OK
+ * its input (a superseded token never owns the partition again, docs/contract.md K§6). LL_DB_OK
  * after a grant, LL_DB_ROLLBACK after a refusal or a replay (both write nothing; the reply is
  * set), or the failed statement's result. */
 static ll_db_rc decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_run_row *run,
@@ -156,7 +156,7 @@ static ll_db_rc decide(ll_db *db, const ll_msg *m, const claim_in *c, const ll_r
         break;
     case LL_CLAIM_REPLAY:
         /* the same-token retry writes nothing: the reference refreshes the partition
-         * heartbeat here (contract §5.3 step 3), but a replayed claim of a worker that died
+         * heartbeat here (docs/contract.md §5.3 step 3), but a replayed claim of a worker that died
          * would then make the sweeper take the partition for alive (docs/design.md §5) */
         out->reply = claim_reply(m, c, "REPLAY", NULL, ll_run_status_name(run->status), "RUNNING", true,
                                  attempt, run, part);
@@ -206,9 +206,9 @@ ll_apply claimer_apply_partition_claim(void *svc, ll_db *db, const ll_msg *m, ll
         break;
     case LL_OWN_DEFER_RUN:
     case LL_OWN_DEFER_MANIFEST:
-        /* the run request or the manifest is not applied yet (kafka-edition.md §6); a run still
+        /* the run request or the manifest is not applied yet (docs/contract.md K§6); a run still
          * CREATED after loop.prerequisite_wait is answered by decide(): no partition row,
-         * PARTITION_NOT_FOUND (contract §5.3 step 1) */
+         * PARTITION_NOT_FOUND (docs/contract.md §5.3 step 1) */
         snprintf(out->reason, sizeof out->reason, "run %s %s", c.run_id,
                  run.found ? "has no manifest yet" : "not in the ledger yet");
         a = LL_APPLY_DEFER;

@@ -1,5 +1,5 @@
 /*
- * publish_claim.c - the publish step asks to own the INSERT OVERWRITE of a run (contract §5.13).
+ * publish_claim.c - the publish step asks to own the INSERT OVERWRITE of a run (docs/contract.md §5.13).
  *
  * A run already PUBLISHING answers claimed = (stored token = request token): the same token is a
  * retry after a lost answer, another is a normal race. Otherwise the CAS STAGING_VALIDATED ->
@@ -37,7 +37,7 @@ static json_t *reply(const ll_msg *m, const char *run_id, const char *token, con
     return r;
 }
 
-/* Contract §5.13: STAGING_VALIDATED -> PUBLISHING with the token, its history row and event; the
+/* docs/contract.md §5.13: STAGING_VALIDATED -> PUBLISHING with the token, its history row and event; the
  * reply. LL_DB_OK, or the failed statement's result (db->err). */
 static ll_db_rc grant(ll_db *db, const ll_msg *m, const char *run_id, const char *token, ll_apply_out *out)
 {

@@ -2,7 +2,7 @@
  * chunk_bulk.c - the chunk reports of one database transaction in seven set-based statements
  * (issue 8 §2-§3), instead of a savepoint, two locks and a statement each.
  *
- *   1. lock the batch's runs, in run-id order, SKIP LOCKED (contract §2.8: run first; a run
+ *   1. lock the batch's runs, in run-id order, SKIP LOCKED (docs/contract.md §2.8: run first; a run
  *      someone else holds is left to the per-message path, which waits for it and holds it);
  *   2. lock the partitions of the runs locked in step 1 (none of a skipped run: this transaction
  *      waits for that run later, and must not hold its partition meanwhile), in (run id,
@@ -23,7 +23,7 @@
  *      SUCCESS, run success count, PARTITION_SUCCESS events); the run's heartbeat once per
  *      transaction;
  *   6. the completion CAS of every run whose last open partition passed its gate, with its outbox
- *      row, event and NOTIFY, in one statement (runs_complete.c; contract §5.11-§5.12).
+ *      row, event and NOTIFY, in one statement (runs_complete.c; docs/contract.md §5.11-§5.12).
  * Nothing is written for a report left to the other path, so the answers are the per-message
  * path's (chunk_report.c) for the same state: tests/integration/test_bulk_apply.py compares them.
  *

@@ -71,7 +71,7 @@ typedef struct bulk {
 } bulk;
 
 /* Steps 1-2 (chunk_bulk_read.c): the runs, then their partitions, locked without waiting, each
- * in sorted order (contract §2.8), and the open partitions of the EXTRACTING runs counted after the
+ * in sorted order (docs/contract.md §2.8), and the open partitions of the EXTRACTING runs counted after the
  * run locks; fills k->runs and k->parts (pointing into the results k owns).
  * LL_DB_OK, or LL_DB_ERROR (db->err set). */
 ll_db_rc bulk_lock_rows(bulk *k);
@@ -87,7 +87,7 @@ ll_db_rc bulk_read_files(bulk *k);
 ll_db_rc bulk_write_rows(bulk *k, ll_db_meanwhile_fn meanwhile, void *arg);
 
 /* Step 6 (chunk_bulk_write.c): the completion CAS of every run whose last open partition a gate
- * of this batch passed (contract §5.11, runs_complete.c); sets brun.won. LL_DB_OK, or LL_DB_ERROR
+ * of this batch passed (docs/contract.md §5.11, runs_complete.c); sets brun.won. LL_DB_OK, or LL_DB_ERROR
  * (db->err set). */
 ll_db_rc bulk_complete_runs(bulk *k);
 

@@ -32,7 +32,7 @@ static const ll_stmt ST_BULK_LOCK_RUNS = {
  * and a gate another transaction committed under that lock meanwhile would still count as open:
  * the last two partitions of a run gated at once by two instances would leave it EXTRACTING with
  * every partition SUCCESS (issue 26 item 8). Every writer of a partition's SUCCESS holds its run's
- * row (chunk_report.c, this path's gates, manifest.c; contract §2.8), so this statement, started
+ * row (chunk_report.c, this path's gates, manifest.c; docs/contract.md §2.8), so this statement, started
  * after the run locks, sees every such gate committed before them, and none can follow while this
  * transaction holds the runs.
  */
@@ -81,7 +81,7 @@ static int cmp_pkey(const void *a, const void *b)
 }
 
 /* Steps 1-2: the runs, then the partitions of the runs locked here, each in sorted order without
- * waiting (contract §2.8, docs/design.md §7: run row first). A run someone else holds is skipped,
+ * waiting (docs/contract.md §2.8, docs/design.md §7: run row first). A run someone else holds is skipped,
  * and so are its partitions: this transaction goes on to wait for that run in the per-message
  * path, and a partition row held meanwhile would close a cycle with the run's holder when it asks
  * for the partition next. Step 2 also counts the open partitions of the EXTRACTING runs locked

@@ -9,7 +9,7 @@
 #include "chunk_bulk.h"
 #include "ll/pgarray.h"
 
-/* Contract §5.4 step 6 for every decided report (the per-message statement's upsert). */
+/* docs/contract.md §5.4 step 6 for every decided report (the per-message statement's upsert). */
 static const ll_stmt ST_BULK_WRITE_FILES = {
     "chunk_bulk_write_files",
     "INSERT INTO nifi_ops.load_file (run_id, partition_id, chunk_index, fragment_identifier,"
@@ -34,7 +34,7 @@ static const ll_stmt ST_BULK_PARTITIONS = {
     " $7::bigint[]) AS d(run, pid, f, r, b, s, q) WHERE p.run_id = d.run AND p.partition_id = d.pid",
     7};
 
-/* Contract §5.4 step 10, the gate passed, for every partition a decided report completed (pass_gate
+/* docs/contract.md §5.4 step 10, the gate passed, for every partition a decided report completed (pass_gate
  * of chunk_report.c, less the completion CAS: step 6 does that after this): the partition
  * SUCCESS with its totals, the run's success count and heartbeat, a PARTITION_SUCCESS event each.
  * Returns how many rows each part changed (the caller checks them).
@@ -183,7 +183,7 @@ ll_db_rc bulk_write_rows(bulk *k, ll_db_meanwhile_fn meanwhile, void *arg)
 }
 
 /* Step 6: the completion CAS of every run whose last open partition a gate of this batch passed
- * (contract §5.11; pass_gate of chunk_report.c, for all of them in one statement). LL_DB_OK, or
+ * (docs/contract.md §5.11; pass_gate of chunk_report.c, for all of them in one statement). LL_DB_OK, or
  * LL_DB_ERROR (db->err set). */
 ll_db_rc bulk_complete_runs(bulk *k)
 {

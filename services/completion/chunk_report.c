@@ -1,5 +1,5 @@
 /*
- * chunk_report.c - a worker reports one Parquet file of a partition (contract §5.4).
+ * chunk_report.c - a worker reports one Parquet file of a partition (docs/contract.md §5.4).
  *
  * Checks in the contract's order: chunkIndex < chunkCount (before any lock); lock run and
  * partition; token (CLAIM_MISMATCH, or deferred while its claim may still come); path inside
@@ -31,7 +31,7 @@
 #include "ll/rules.h"
 
 /*
- * Contract §5.4 steps 5-7 in one statement (issue 8 §2-§3): the stored row (to compare), the path
+ * docs/contract.md §5.4 steps 5-7 in one statement (issue 8 §2-§3): the stored row (to compare), the path
  * check (another chunk's path: UNIQUE_VIOLATION without writing), the upsert ($9: may write; an
  * identical report writes nothing), and, only when a row was written, the partition's counters of
  * WRITTEN files (migration 0007: the new row's contribution less the old one's) with its
@@ -75,7 +75,7 @@ static const ll_stmt ST_RECORD_FILE = {
     " FROM (SELECT 1) one LEFT JOIN old o ON true LEFT JOIN part ON true",
     9};
 
-/* Contract §5.4 step 8. */
+/* docs/contract.md §5.4 step 8. */
 static const ll_stmt ST_AGGREGATE = {
     "chunk_aggregate",
     "SELECT count(*), coalesce(min(chunk_index), 0), coalesce(max(chunk_index), 0),"
@@ -197,7 +197,7 @@ static ll_db_rc record_file(ll_db *db, const chunk_in *c, const char *const *key
     return LL_DB_OK;
 }
 
-/* Contract §5.4 step 10, gate passed: partition SUCCESS, then the run's completion CAS. */
+/* docs/contract.md §5.4 step 10, gate passed: partition SUCCESS, then the run's completion CAS. */
 static ll_db_rc pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, bool *won)
 {
     char rows[24], files[24], bytes[24];
@@ -225,7 +225,7 @@ static ll_db_rc pass_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     return rc == LL_DB_OK ? ll_run_complete_extract(db, c->run_id, won) : rc;
 }
 
-/* Contract §5.4 step 10, gate failed: ROW_COUNT_MISMATCH for the partition, and for the run while
+/* docs/contract.md §5.4 step 10, gate failed: ROW_COUNT_MISMATCH for the partition, and for the run while
  * it is EXTRACTING (ll_gate_run_failure decides; a compare-and-set writes it). *after: the run's
  * status afterwards. LL_DB_OK, or the failed statement's result. */
 static ll_db_rc fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate *agg, int64_t expected,
@@ -274,7 +274,7 @@ static ll_db_rc fail_gate(ll_db *db, const chunk_in *c, const ll_chunk_aggregate
     return ll_event_insert(db, &re);
 }
 
-/* Contract §5.4 step 8 from the files themselves. LL_DB_OK, or LL_DB_ERROR (db->err). */
+/* docs/contract.md §5.4 step 8 from the files themselves. LL_DB_OK, or LL_DB_ERROR (db->err). */
 static ll_db_rc aggregate(ll_db *db, const char *const *key, ll_chunk_aggregate *agg)
 {
     PGresult *r = ll_db_exec(db, &ST_AGGREGATE, key);
@@ -309,7 +309,7 @@ static ll_db_rc record_and_judge(ll_db *db, const ll_msg *m, const chunk_in *c, 
         out->reply = chunk_outcome(m, c, "REJECTED", "UNIQUE_VIOLATION",
                                    "hdfsPath already recorded for another chunk (uq_load_file_path)", rs, ps,
                                    0, false);
-        /* contract §4.1: UNIQUE_VIOLATION names its constraint in details */
+        /* docs/contract.md §4.1: UNIQUE_VIOLATION names its constraint in details */
         json_object_set_new(out->reply, "details", json_pack("{s:s}", "constraint", "uq_load_file_path"));
         return LL_DB_ROLLBACK;
     }

@@ -1,5 +1,5 @@
 /*
- * completion.h - every gate decision after a claim: chunk reports (contract §5.4), partition
+ * completion.h - every gate decision after a claim: chunk reports (docs/contract.md §5.4), partition
  * failure reports (§5.5), the completion CAS with its outbox row (§5.11, §5.12).
  */
 #ifndef COMPLETION_H
@@ -24,8 +24,8 @@ typedef struct owned_partition {
 } owned_partition;
 
 /*
- * Locks run then partition (contract §2.8) and reads what ll_ownership_classify needs, the token
- * history only when the token is not the stored one (kafka-edition.md §6). Returns the database
+ * Locks run then partition (docs/contract.md §2.8) and reads what ll_ownership_classify needs, the token
+ * history only when the token is not the stored one (docs/contract.md K§6). Returns the database
  * result: LL_DB_OK with *own set, or the failed statement's (db->err; *own is then meaningless).
  * What the report then does is ll_ownership_answer's. Free op with owned_partition_clear either way.
  */
@@ -34,27 +34,27 @@ ll_db_rc lock_owned_partition(ll_db *db, const char *run_id, const char *partiti
 /* Frees the run row inside. */
 void owned_partition_clear(owned_partition *op);
 
-/* Applies one validation start (topic validation-starts, contract §5.7). */
+/* Applies one validation start (topic validation-starts, docs/contract.md §5.7). */
 ll_apply completion_apply_validation_start(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
-/* Applies one batch of metrics (topic validation-metrics, contract §5.8). */
+/* Applies one batch of metrics (topic validation-metrics, docs/contract.md §5.8). */
 ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
-/* Applies one stage-validated request (topic stage-validations, contract §5.9). */
+/* Applies one stage-validated request (topic stage-validations, docs/contract.md §5.9). */
 ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
-/* Applies one success request (topic run-successes, contract §5.10). */
+/* Applies one success request (topic run-successes, docs/contract.md §5.10). */
 ll_apply completion_apply_run_success(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
-/* Applies one run failure report (topic run-failures, contract §5.6). */
+/* Applies one run failure report (topic run-failures, docs/contract.md §5.6). */
 ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
-/* Applies one publish result (topic publish-results, contract §5.14). */
+/* Applies one publish result (topic publish-results, docs/contract.md §5.14). */
 ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
 
-/* Locks the run of a run-level event (the first lock, contract §2.8) and says how it was found:
+/* Locks the run of a run-level event (the first lock, docs/contract.md §2.8) and says how it was found:
  * LOCKED (the row filled), NONE (not in the ledger yet: out->reason says so) or REFUSED (its run
  * request was refused). The decision is ll_run_event_decide's (rules/run_event.c). Returns the
  * database result: LL_DB_OK with *found set, or the failed statement's (db->err). Free run with
  * ll_run_row_clear either way. */
 ll_db_rc lock_run_event(ll_db *db, const char *run_id, ll_run_row *run, ll_run_found *found,
                         ll_apply_out *out);
-/* Reads the stored metrics of stage and applies the gate (contract §3.5): reasons appended to
+/* Reads the stored metrics of stage and applies the gate (docs/contract.md §3.5): reasons appended to
  * *reasons (none = pass); *count = the newest all-digits value of count_metric, or -1;
  * *n_metrics = the metric rows of the stage stored (gate.c). */
 ll_db_rc read_gate(ll_db *db, const char *run_id, const char *stage, const char *count_metric,
@@ -66,7 +66,7 @@ typedef struct gated_step {
     const ll_stmt *cas;
 } gated_step;
 
-/* Applies the gate (contract §3.5); when it passes, runs the CAS with the count (count_override
+/* Applies the gate (docs/contract.md §3.5); when it passes, runs the CAS with the count (count_override
  * ≥ 0 wins over the metric) and writes the event; *passed says which. Reasons go to *reasons;
  * *none says no metric of the stage is stored at all (the caller defers: docs/design.md §6). */
 ll_db_rc gated_move(ll_db *db, const char *run_id, const gated_step *g, int64_t count_override,

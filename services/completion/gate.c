@@ -1,5 +1,5 @@
 /*
- * gate.c - reads the stored metrics of one stage and applies the gate of contract §3.5
+ * gate.c - reads the stored metrics of one stage and applies the gate of docs/contract.md §3.5
  * (ll_validation_gate): never a verdict sent with a request, always what the ledger holds.
  */
 #include <stdio.h>

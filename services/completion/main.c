@@ -2,7 +2,7 @@
  * ll-completion - every gate decision after a claim: chunk reports, partition completion and the
  * run's extract-completion CAS with its VALIDATE_RUN outbox row, partition and run failure
  * reports, validation start (the ACK), metrics, stage-validated, publish result, success.
- * Contract §5.4-§5.12, §5.14; kafka-edition.md §2, §6.
+ * docs/contract.md §5.4-§5.12, §5.14; docs/contract.md K§2, K§6.
  */
 #include "chunk.h"
 #include "completion.h"

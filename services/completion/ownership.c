@@ -1,6 +1,6 @@
 /*
  * ownership.c - the run and partition locks of a partition report and what the ownership rule
- * needs (contract §5.4 check 3, §5.5 check 2; kafka-edition.md §6): the run, its refusal, the
+ * needs (docs/contract.md §5.4 check 3, §5.5 check 2; docs/contract.md K§6): the run, its refusal, the
  * partition row, the claim-token history. The classification is ll_ownership_classify's
  * (common/src/rules/ownership.c).
  */

@@ -1,8 +1,8 @@
 /*
- * partition_failure.c - a worker reports that its partition failed (contract §5.5).
+ * partition_failure.c - a worker reports that its partition failed (docs/contract.md §5.5).
  *
  * Lock run and partition; the token first (CLAIM_MISMATCH, also for a superseded token, a zombie
- * after a reissue, as the reference answers, contract §12; deferred while its claim may still
+ * after a reissue, as the reference answers, docs/contract.md §12; deferred while its claim may still
  * come, a run without its manifest after loop.prerequisite_wait: PARTITION_NOT_FOUND), then ll_pfail_decide:
  * already FAILED is a replay (changed=false), not RUNNING is PARTITION_STATUS_MISMATCH; otherwise the
  * partition fails and, if the run is EXTRACTING, the run fails too: FAILED_SNAPSHOT_EXPIRED for ORA-01555 /
@@ -74,7 +74,7 @@ static json_t *outcome(const ll_msg *m, const pfail_in *f, const char *result, c
     return r;
 }
 
-/* Contract §5.5 steps 5-7: the partition fails, and the run with it while EXTRACTING
+/* docs/contract.md §5.5 steps 5-7: the partition fails, and the run with it while EXTRACTING
  * (ll_pfail_run_failure decides; a compare-and-set writes it). LL_DB_OK with the reply set, or
  * the failed statement's result. */
 static ll_db_rc apply_failure(ll_db *db, const ll_msg *m, const pfail_in *f, const owned_partition *op,
@@ -152,7 +152,7 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
     } else {
         /* a superseded token (a zombie after a reissue) is not the stored one: CLAIM_MISMATCH
          * (ll_ownership_answer), checked before the partition status, as the reference answers
-         * (contract §12) */
+         * (docs/contract.md §12) */
         switch (ll_pfail_decide(op.status, ans == LL_OWN_PROCEED ? op.stored_token : NULL, f.token)) {
         case LL_PFAIL_APPLY:
             a = ll_apply_of_db(apply_failure(db, m, &f, &op, out));
@@ -166,7 +166,7 @@ ll_apply completion_apply_partition_failure(void *svc, ll_db *db, const ll_msg *
         case LL_PFAIL_STATUS_MISMATCH:
         default:
             out->reply = outcome(m, &f, "REJECTED", "PARTITION_STATUS_MISMATCH", rs, ps, false);
-            /* contract §5.5 check 4: details {partitionStatus} */
+            /* docs/contract.md §5.5 check 4: details {partitionStatus} */
             json_object_set_new(out->reply, "details", json_pack("{s:s}", "partitionStatus", ps));
             break;
         }

@@ -1,5 +1,5 @@
 /*
- * publish_result.c - the publish step reports how its INSERT OVERWRITE ended (contract §5.14).
+ * publish_result.c - the publish step reports how its INSERT OVERWRITE ended (docs/contract.md §5.14).
  *
  * Only the owner of the publish claim is heard: another token, or none stored, is
  * PUBLISH_TOKEN_MISMATCH — unless the run is still on its way to PUBLISHING and the token is one
@@ -32,7 +32,7 @@ static const ll_stmt ST_NOT_PUBLISHED_ENDED = {
     " WHERE run_id = $1::uuid AND status = 'PUBLISHING'",
     4};
 
-/* PUBLISH_UNKNOWN stays active for an operator (contract §3.1, §5.15): no completed_at. */
+/* PUBLISH_UNKNOWN stays active for an operator (docs/contract.md §3.1, §5.15): no completed_at. */
 static const ll_stmt ST_NOT_PUBLISHED_ACTIVE = {
     "presult_not_published_active",
     "UPDATE nifi_ops.load_run SET status = $2::text, error_stage = 'PUBLISH', error_code = $3,"
@@ -71,7 +71,7 @@ static json_t *reply(const ll_msg *m, const presult_in *p, const char *result, c
     return r;
 }
 
-/* Contract §5.14: the run's CAS from PUBLISHING and its event; the reply. LL_DB_OK, or the failed
+/* docs/contract.md §5.14: the run's CAS from PUBLISHING and its event; the reply. LL_DB_OK, or the failed
  * statement's result (db->err). */
 static ll_db_rc record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply_out *out)
 {

@@ -1,6 +1,6 @@
 /*
  * run_event.c - the start of every run-level event (validation, publish result, success, run
- * failure): lock the run row (contract §2.8), or say why the event cannot be judged yet. What the
+ * failure): lock the run row (docs/contract.md §2.8), or say why the event cannot be judged yet. What the
  * event then does is ll_run_event_decide's (common/src/rules/run_event.c).
  */
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * run_failure.c - a flow reports a failure of the run outside a partition (contract §5.6).
+ * run_failure.c - a flow reports a failure of the run outside a partition (docs/contract.md §5.6).
  *
  * Exactly five (expectedStatus, failStatus) pairs are allowed (ll_fail_pair_allowed), checked
  * before the run is looked up: anything else is FAIL_TRANSITION_NOT_ALLOWED. The run already in
@@ -57,7 +57,7 @@ static json_t *outcome(const ll_msg *m, const runfail_in *f, const char *result,
     return r;
 }
 
-/* Contract §5.6: the CAS from expectedStatus to failStatus with its event; the reply. LL_DB_OK, or
+/* docs/contract.md §5.6: the CAS from expectedStatus to failStatus with its event; the reply. LL_DB_OK, or
  * the failed statement's result (db->err). */
 static ll_db_rc fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_apply_out *out)
 {
@@ -81,7 +81,7 @@ static ll_db_rc fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_app
     return LL_DB_OK;
 }
 
-/* Contract §5.6 check 4: RUN_STATUS_MISMATCH, details {runStatus} besides the pair. */
+/* docs/contract.md §5.6 check 4: RUN_STATUS_MISMATCH, details {runStatus} besides the pair. */
 static void mismatch(const ll_msg *m, const runfail_in *f, ll_run_status current, ll_apply_out *out)
 {
     const char *rs = ll_run_status_name(current);

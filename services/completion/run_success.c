@@ -1,5 +1,5 @@
 /*
- * run_success.c - the target validation asks to end the run in SUCCESS (contract §5.10): only
+ * run_success.c - the target validation asks to end the run in SUCCESS (docs/contract.md §5.10): only
  * from PUBLISHED, with at least one TARGET metric stored and none FAIL; target_count from the
  * request, else from the TARGET_COUNT metric. A run still on its way to PUBLISHED defers the
  * request until loop.prerequisite_wait is over; then, like any other status, it is answered

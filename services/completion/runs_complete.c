@@ -1,5 +1,5 @@
 /*
- * runs_complete.c - the completion CAS of many runs in one statement (contract §5.11-§5.12), for
+ * runs_complete.c - the completion CAS of many runs in one statement (docs/contract.md §5.11-§5.12), for
  * the set-based chunk path (chunk_bulk.c): what ll_run_complete_extract (core/ledger.c) does for
  * one run — the run EXTRACTING → EXTRACTED_VALIDATED when its partitions, counted afresh, are all
  * SUCCESS with the source's rows; its VALIDATE_RUN outbox row (one per run, uq_load_dispatch_validate,

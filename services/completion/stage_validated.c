@@ -1,6 +1,6 @@
 /*
  * stage_validated.c - the staging validation asks to move the run to STAGING_VALIDATED
- * (contract §5.9): only with at least one STAGING metric stored and none FAIL; staging_count
+ * (docs/contract.md §5.9): only with at least one STAGING metric stored and none FAIL; staging_count
  * from the STAGE_COUNT metric when its value is all digits. A run still on its way to
  * STAGE_VALIDATING defers the request until loop.prerequisite_wait is over; then, like any other
  * status, it is answered stageValidated=false with reasons ["RUN_STATUS <status>"] (§5.9 step 3).

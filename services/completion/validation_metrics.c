@@ -1,12 +1,12 @@
 /*
- * validation_metrics.c - STAGING or TARGET metrics from the validation flows (contract §5.8).
+ * validation_metrics.c - STAGING or TARGET metrics from the validation flows (docs/contract.md §5.8).
  *
  * The run must be STAGE_VALIDATING for STAGING and PUBLISHED for TARGET (RUN_STATUS_MISMATCH),
  * or is still on its way there (deferred, until loop.prerequisite_wait is over: then
  * RUN_STATUS_MISMATCH too). Every metric is upserted on (run, stage, name, query
  * version); a row whose values did not change is left alone, so a replayed batch changes nothing
  * (not even the run's heartbeat) and writes no second <STAGE>_METRIC_FAILED event. The ledger stores results;
- * it judges them only at stage-validated and success (contract §3.5).
+ * it judges them only at stage-validated and success (docs/contract.md §3.5).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,7 +124,7 @@ static ll_db_rc failed_event(ll_db *db, const metrics_in *mi, PGresult *changed)
     return rc;
 }
 
-/* Contract §5.8 steps 3-4 for a run where the stage applies: the upsert, the heartbeat and the
+/* docs/contract.md §5.8 steps 3-4 for a run where the stage applies: the upsert, the heartbeat and the
  * <STAGE>_METRIC_FAILED event when a metric changed; the reply. LL_APPLY_COMMIT, or LL_APPLY_DB. */
 static ll_apply record_metrics(ll_db *db, const ll_msg *m, const metrics_in *mi, const ll_run_row *run,
                                ll_apply_out *out)
@@ -134,7 +134,8 @@ static ll_apply record_metrics(ll_db *db, const ll_msg *m, const metrics_in *mi,
     const char *p[4] = {mi->run_id, mi->stage, mi->version, metrics};
     PGresult *changed = ll_db_exec(db, &ST_UPSERT, p);
     free(metrics);
-    /* contract §5.8 step 4 refreshes the heartbeat; only when a metric changed (a replay writes nothing) */
+    /* docs/contract.md §5.8 step 4 refreshes the heartbeat; only when a metric changed (a replay writes
+     * nothing) */
     if (!changed || (PQntuples(changed) > 0 && ll_run_touch(db, mi->run_id) != LL_DB_OK) ||
         failed_event(db, mi, changed) != LL_DB_OK) {
         a = LL_APPLY_DB;
@@ -178,7 +179,7 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
     case LL_RUN_EVENT_STATUS_MISMATCH:
     case LL_RUN_EVENT_TOKEN_MISMATCH:
     default: {
-        /* contract §5.8 step 2: details {runStatus, stage} */
+        /* docs/contract.md §5.8 step 2: details {runStatus, stage} */
         const char *rs = ll_run_status_name(run.status);
         out->reply = outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", rs, 0);
         json_object_set_new(out->reply, "details",

@@ -1,6 +1,6 @@
 /*
  * validation_start.c - the validation flow acknowledges a VALIDATE_RUN command and asks to start
- * (contract §5.7).
+ * (docs/contract.md §5.7).
  *
  * Lock order run -> dispatch. The dispatch must be this run's VALIDATE_RUN (else
  * DISPATCH_MISMATCH). The ACK (-> ACKED) is written whether or not this caller wins, so no

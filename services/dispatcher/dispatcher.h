@@ -1,5 +1,5 @@
 /*
- * dispatcher.h - the outbox delivery of contract §6 with a Kafka sink (or an HTTP sink): lease
+ * dispatcher.h - the outbox delivery of docs/contract.md §6 with a Kafka sink (or an HTTP sink): lease
  * due rows with FOR UPDATE SKIP LOCKED, publish or POST the command, then mark SENT, back off,
  * or DEAD.
  */
@@ -16,7 +16,7 @@
 #include "ll/config.h"
 #include "ll/db.h"
 
-/* Settings of contract §9 (dispatch.*), in ms where a duration. */
+/* Settings of docs/contract.md §9 (dispatch.*), in ms where a duration. */
 typedef struct dispatch_settings {
     int64_t batch, lease_ms, poll_ms, max_attempts, backoff_min_ms, backoff_max_ms, delivery_ms;
     /* fault.crash_after_publish: kill -9 self after this many batches the broker acknowledged,
@@ -55,7 +55,7 @@ typedef struct leased {
     char error[512];
 } leased;
 
-/* Leases up to settings->batch due rows (contract §6 lease) with one statement that commits on
+/* Leases up to settings->batch due rows (docs/contract.md §6 lease) with one statement that commits on
  * its own. *n rows into a malloc'd array (the caller frees it with outbox_free). */
 ll_db_rc outbox_lease(ll_db *db, const dispatch_settings *s, leased **rows, size_t *n);
 /* Frees the rows. */
@@ -86,7 +86,7 @@ void sink_deliver(kafka_sink *k, leased *rows, size_t n, int64_t delivery_ms);
 /* Flushes and frees the sink. */
 void sink_close(kafka_sink *k);
 
-/* The HTTP sink (dispatch.sink = http, contract §6): POST to a NiFi receiver with libcurl. */
+/* The HTTP sink (dispatch.sink = http, docs/contract.md §6): POST to a NiFi receiver with libcurl. */
 typedef struct http_sink {
     CURLM *multi;
     char *base_url;                                   /* nifi.receiver_url without trailing '/' */
@@ -108,7 +108,7 @@ typedef struct dispatch_sink {
     http_sink web;
 } dispatch_sink;
 
-/* A LISTEN load_dispatch connection (contract §6 wake-up); NULL conninfo = polling only. */
+/* A LISTEN load_dispatch connection (docs/contract.md §6 wake-up); NULL conninfo = polling only. */
 typedef struct listener {
     PGconn *conn;
     char *conninfo;

@@ -1,5 +1,5 @@
 /*
- * listen.c - the LISTEN load_dispatch wake-up (contract §6): a dedicated connection; after every
+ * listen.c - the LISTEN load_dispatch wake-up (docs/contract.md §6): a dedicated connection; after every
  * (re)connection it wakes once at once; a dropped connection reconnects, waiting 5 s after a
  * failed attempt; polling every dispatch.poll_interval remains the fallback, and the only way
  * when the connection turns out to go through a transaction pooler (no LISTEN there).

@@ -1,7 +1,7 @@
 /*
  * ll-dispatcher - delivers the transactional outbox (load_dispatch): lease due rows with
  * FOR UPDATE SKIP LOCKED, publish the validate-run / reissue-partition command, mark SENT, back
- * off, or DEAD. Woken by LISTEN/NOTIFY, polling as the fallback. Contract §6.
+ * off, or DEAD. Woken by LISTEN/NOTIFY, polling as the fallback. docs/contract.md §6.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -145,7 +145,7 @@ static void close_sink(dispatch_sink *sink)
 /*
  * The crash point of the drills: the broker has acknowledged the batch's commands, the rows are
  * not SENT yet. After a restart the lease runs out and the same rows (same dispatch ids, same
- * keys) are published again: the validation start's CAS keeps one winner (contract §5.7).
+ * keys) are published again: the validation start's CAS keeps one winner (docs/contract.md §5.7).
  */
 static void crash_point(const leased *rows, size_t n, const dispatch_settings *s)
 {
@@ -161,7 +161,7 @@ static void crash_point(const leased *rows, size_t n, const dispatch_settings *s
 }
 
 /*
- * One tick (contract §6 "drain"): lease up to dispatch.batch due rows with one statement,
+ * One tick (docs/contract.md §6 "drain"): lease up to dispatch.batch due rows with one statement,
  * publish them all and wait once for the broker's acknowledgements, mark the delivered ones
  * SENT with one statement; again while a lease comes back full.
  */

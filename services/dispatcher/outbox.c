@@ -1,5 +1,5 @@
 /*
- * outbox.c - the SQL of the outbox (contract §6): the lease, the command's inputs, and the
+ * outbox.c - the SQL of the outbox (docs/contract.md §6): the lease, the command's inputs, and the
  * settlement of each delivery. A lease is one statement (its own transaction) for up to
  * dispatch.batch rows; nothing is held open while the commands travel. The delivered rows of a
  * lease are marked SENT by one statement; a retry or a DEAD row (rare) by one statement each.
@@ -159,7 +159,7 @@ static void build_validate(leased *l)
                            "attempt", l->attempt, "createdAt", l->created_at ? l->created_at : "");
 }
 
-/* REISSUE_PARTITION: the contract §6 payload, read from the run and partition at send time. */
+/* REISSUE_PARTITION: the docs/contract.md §6 payload, read from the run and partition at send time. */
 static ll_db_rc build_reissue(ll_db *db, leased *l)
 {
     const char *p[2] = {l->run_id, l->partition_id};

@@ -1,6 +1,6 @@
 /*
  * sink_http.c - delivers outbox commands by HTTP POST to a NiFi ListenHTTP / HandleHttpRequest
- * receiver, as the reference does (contract §6), with libcurl; the alternative to the Kafka sink
+ * receiver, as the reference does (docs/contract.md §6), with libcurl; the alternative to the Kafka sink
  * (dispatch.sink = http).
  *
  * URL: nifi.receiver_url without its trailing '/' + /validate/<jobKey> (VALIDATE_RUN) or
@@ -64,7 +64,7 @@ static size_t on_answer(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-/* The contract §6 payloads: VALIDATE_RUN {runId, dispatchId}; REISSUE_PARTITION the work order. */
+/* The docs/contract.md §6 payloads: VALIDATE_RUN {runId, dispatchId}; REISSUE_PARTITION the work order. */
 static char *payload(const leased *l)
 {
     static const char *const reissue_fields[] = {

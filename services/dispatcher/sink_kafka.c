@@ -1,5 +1,5 @@
 /*
- * sink_kafka.c - delivers outbox commands to Kafka (the default sink, kafka-edition.md §2).
+ * sink_kafka.c - delivers outbox commands to Kafka (the default sink, docs/contract.md K§2).
  *
  * An idempotent producer with acks=all; a command counts as delivered (SENT) only when the
  * broker acknowledged it. Key = run id; headers jobKey, runId, dispatchId, dispatchType so that

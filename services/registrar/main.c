@@ -1,6 +1,6 @@
 /*
  * ll-registrar - run admission: creates runs (one active run per job key + business key) and
- * registers their manifests. Contract §5.1 and §5.2; kafka-edition.md §2.
+ * registers their manifests. docs/contract.md §5.1 and §5.2; docs/contract.md K§2.
  */
 #include "ll/svc.h"
 #include "registrar.h"

@@ -1,5 +1,5 @@
 /*
- * manifest.c - registering a run's partition plan (contract §5.2).
+ * manifest.c - registering a run's partition plan (docs/contract.md §5.2).
  *
  * Order of the transaction: lock the run (a run request not applied yet: DEFER); a run past
  * CREATED answers from the ledger (REPLAY when the partition ids and source count match, else
@@ -34,7 +34,7 @@ static const ll_stmt ST_FAIL_MANIFEST = {
     " version_no = version_no + 1 WHERE run_id = $1::uuid AND status = 'CREATED'",
     2};
 
-/* Contract §3.2: each partition in the status ll_partition_initial_status gave it (the
+/* docs/contract.md §3.2: each partition in the status ll_partition_initial_status gave it (the
  * registrar's "initialStatus", a value); one that starts SUCCESS (empty) has 0 rows, 0 files and
  * is completed at once. */
 static const ll_stmt ST_INSERT_PARTITIONS = {
@@ -65,7 +65,7 @@ static const ll_stmt ST_START_EXTRACT = {
     " WHERE run_id = $1::uuid AND status = 'CREATED'",
     8};
 
-/* Contract §5.2 step 8: SOURCE metrics stored as PASS without judgement. */
+/* docs/contract.md §5.2 step 8: SOURCE metrics stored as PASS without judgement. */
 static const ll_stmt ST_SOURCE_METRICS = {
     "reg_manifest_source_metrics",
     "INSERT INTO nifi_ops.load_validation (run_id, stage, metric_name, expected_value,"
@@ -184,7 +184,7 @@ static json_t *decision(const ll_msg *m, const char *run_id, const char *outcome
     json_object_set_new(r, "emptyPartitionCount", json_integer(empty));
     json_object_set_new(r, "validationScheduled", json_boolean(scheduled));
     json_object_set_new(r, "violations", violations ? violations : json_array());
-    /* contract §5.2 step 2: RUN_STATUS_MISMATCH carries details {runStatus} */
+    /* docs/contract.md §5.2 step 2: RUN_STATUS_MISMATCH carries details {runStatus} */
     if (code && status && strcmp(code, "RUN_STATUS_MISMATCH") == 0)
         json_object_set_new(r, "details", json_pack("{s:s}", "runStatus", status));
     return r;
@@ -195,7 +195,7 @@ static int cmp_str(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Contract §5.2 step 2: the run is past CREATED; answer from the ledger. LL_DB_ROLLBACK with the
+/* docs/contract.md §5.2 step 2: the run is past CREATED; answer from the ledger. LL_DB_ROLLBACK with the
  * reply set (nothing is written), or LL_DB_ERROR (db->err). */
 static ll_db_rc answer_registered(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_run_row *run,
                                   const ll_strlist *violations, ll_apply_out *out)
@@ -254,7 +254,7 @@ static ll_db_rc answer_registered(ll_db *db, const ll_msg *m, const manifest_in 
     return LL_DB_ROLLBACK;
 }
 
-/* Contract §5.2 step 5: commit FAILED_MANIFEST, then answer MANIFEST_INVALID. LL_DB_OK with the
+/* docs/contract.md §5.2 step 5: commit FAILED_MANIFEST, then answer MANIFEST_INVALID. LL_DB_OK with the
  * reply set, or the failed statement's result (db->err). */
 static ll_db_rc fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi, const ll_strlist *violations,
                               ll_apply_out *out)
@@ -285,7 +285,7 @@ static ll_db_rc fail_manifest(ll_db *db, const ll_msg *m, const manifest_in *mi,
 }
 
 /* The request's partitions, each with the "initialStatus" ll_partition_initial_status gives it
- * (contract §3.2: an empty one is SUCCESS at once), as ST_INSERT_PARTITIONS reads them; a malloc'd
+ * (docs/contract.md §3.2: an empty one is SUCCESS at once), as ST_INSERT_PARTITIONS reads them; a malloc'd
  * JSON text the caller frees. */
 static char *partitions_with_status(const manifest_in *mi)
 {
@@ -299,7 +299,7 @@ static char *partitions_with_status(const manifest_in *mi)
     return text;
 }
 
-/* Contract §5.2 steps 6-10. LL_DB_OK with the reply set, or the failed statement's result. */
+/* docs/contract.md §5.2 steps 6-10. LL_DB_OK with the reply set, or the failed statement's result. */
 static ll_db_rc register_plan(ll_db *db, const ll_msg *m, const manifest_in *mi, ll_apply_out *out)
 {
     int empty = 0;

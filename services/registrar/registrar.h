@@ -1,5 +1,5 @@
 /*
- * registrar.h - run admission: run requests (contract §5.1) and manifests (§5.2).
+ * registrar.h - run admission: run requests (docs/contract.md §5.1) and manifests (§5.2).
  */
 #ifndef REGISTRAR_H
 #define REGISTRAR_H

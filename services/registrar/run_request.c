@@ -1,5 +1,5 @@
 /*
- * run_request.c - creating a run (contract §5.1), idempotent on the run id the caller minted.
+ * run_request.c - creating a run (docs/contract.md §5.1), idempotent on the run id the caller minted.
  *
  *   - a run id already in the ledger with the same job and business key: REPLAY, same answer;
  *     with another job or business key: REJECTED RUN_ID_CONFLICT;
@@ -46,7 +46,7 @@ static const ll_stmt ST_INSERT_REJECTION = {
     " VALUES ($1::uuid, $2, $3, $4, $5) ON CONFLICT (run_id) DO NOTHING",
     5};
 
-/* The request's fields, checked against contract §5.1 formats. */
+/* The request's fields, checked against docs/contract.md §5.1 formats. */
 typedef struct run_request {
     char run_id[37];
     const char *job_key, *business_key, *hdfs_root, *prefix;
@@ -73,7 +73,8 @@ static json_t *reply(const ll_msg *m, const run_request *rq, const char *outcome
     json_object_set_new(r, "businessKey", json_string(rq->business_key));
     json_object_set_new(r, "hdfsRunPath", path ? json_string(path) : json_null());
     json_object_set_new(r, "stageTable", table ? json_string(table) : json_null());
-    /* contract §5.1 step 5: DUPLICATE_ACTIVE_RUN carries details {jobKey, businessKey} (also on replay) */
+    /* docs/contract.md §5.1 step 5: DUPLICATE_ACTIVE_RUN carries details {jobKey, businessKey} (also on
+     * replay) */
     if (code && strcmp(code, "DUPLICATE_ACTIVE_RUN") == 0)
         json_object_set_new(r, "details",
                             json_pack("{s:s,s:s}", "jobKey", rq->job_key, "businessKey", rq->business_key));

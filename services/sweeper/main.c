@@ -1,5 +1,5 @@
 /*
- * ll-sweeper - finds what stalled when nobody reports (contract §7): stale partitions (FAIL, or
+ * ll-sweeper - finds what stalled when nobody reports (docs/contract.md §7): stale partitions (FAIL, or
  * REISSUE with the same SCN), the run deadline, unacknowledged dispatches, stalled validation
  * alerts, stalled publishes. Any number of instances may run: an advisory lock lets one act per
  * tick. Settings are checked at start (recovery.stale > recovery.extract_query_timeout).

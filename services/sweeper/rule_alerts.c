@@ -1,5 +1,5 @@
 /*
- * rule_alerts.c - rule 4, stalled validation alerts (contract §7.4), extended to every status
+ * rule_alerts.c - rule 4, stalled validation alerts (docs/contract.md §7.4), extended to every status
  * that never times out (the gap of §13): a run in EXTRACTED_VALIDATED, STAGE_VALIDATING,
  * STAGING_VALIDATED or PUBLISHED with no progress for recovery.validation_stale gets one
  * RUN_STALE_ALERT event per stale period; its status never changes.

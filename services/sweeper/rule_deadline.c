@@ -1,5 +1,5 @@
 /*
- * rule_deadline.c - rule 2, the run deadline (contract §7.2): CREATED or EXTRACTING runs started
+ * rule_deadline.c - rule 2, the run deadline (docs/contract.md §7.2): CREATED or EXTRACTING runs started
  * longer than recovery.run_timeout ago, oldest first, skip-locked, end TIMED_OUT with their
  * unfinished partitions (RUN_TIMEOUT). Runs rule 1 timed out in this tick no longer match.
  */

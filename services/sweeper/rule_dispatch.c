@@ -1,5 +1,5 @@
 /*
- * rule_dispatch.c - rule 3, unacknowledged dispatches (contract §7.3): a SENT row without ACK
+ * rule_dispatch.c - rule 3, unacknowledged dispatches (docs/contract.md §7.3): a SENT row without ACK
  * after dispatch.ack_timeout whose run still waits for it (VALIDATE_RUN: run
  * EXTRACTED_VALIDATED; REISSUE_PARTITION: run EXTRACTING and the partition still RETRY) goes back
  * to PENDING, or DEAD once dispatch.max_attempts deliveries were made (ll_dispatch_ack_timeout

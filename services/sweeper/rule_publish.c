@@ -1,5 +1,5 @@
 /*
- * rule_publish.c - rule 5, stalled publish (contract §7.5): a run PUBLISHING for longer than
+ * rule_publish.c - rule 5, stalled publish (docs/contract.md §7.5): a run PUBLISHING for longer than
  * recovery.publish_stale becomes PUBLISH_UNKNOWN (skip-locked); never retried, never failed
  * automatically: an operator resolves it with loadctl resolve-publish-unknown.
  */

@@ -1,5 +1,5 @@
 /*
- * rule_stale.c - rule 1, stale partitions (contract §7.1): runs EXTRACTING with a RUNNING
+ * rule_stale.c - rule 1, stale partitions (docs/contract.md §7.1): runs EXTRACTING with a RUNNING
  * partition whose heartbeat is older than recovery.stale, or (closing the gap of §13) a RETRY
  * partition whose reissue nobody claimed within recovery.stale. Runs are taken oldest first with
  * FOR UPDATE SKIP LOCKED (a run being reported on waits for the next tick), then their stale
@@ -89,7 +89,7 @@ ll_db_rc sweep_timeout_run(ll_db *db, const char *run_id, const char *reason, co
     return ll_event_insert(db, &ev);
 }
 
-/* Contract §7.1 REISSUE: one stale RUNNING partition back to RETRY with a new dispatch. */
+/* docs/contract.md §7.1 REISSUE: one stale RUNNING partition back to RETRY with a new dispatch. */
 static ll_db_rc reissue(ll_db *db, const char *run_id, const char *pid, int attempt)
 {
     const char *p[2] = {run_id, pid};

@@ -1,5 +1,5 @@
 /*
- * sweeper.h - what nobody asks for (contract §7): stale partitions, the run deadline,
+ * sweeper.h - what nobody asks for (docs/contract.md §7): stale partitions, the run deadline,
  * unacknowledged dispatches, stalled validation alerts, stalled publishes. One tick is one
  * transaction under a transaction-scoped advisory lock, so one sweeper acts at a time; each
  * rule runs in its own savepoint and is a set of conditional statements with an event per row.
@@ -12,7 +12,7 @@
 #include "ll/db.h"
 #include "ll/rules.h"
 
-/* Settings of contract §9 (recovery.*, dispatch.*): durations in ms, with their configured text
+/* Settings of docs/contract.md §9 (recovery.*, dispatch.*): durations in ms, with their configured text
  * for messages such as "no publish result within PT2H". */
 typedef struct sweep_settings {
     int64_t stale_ms, run_timeout_ms, validation_stale_ms, publish_stale_ms, ack_timeout_ms;
@@ -22,7 +22,7 @@ typedef struct sweep_settings {
     const char *run_timeout_text, *publish_stale_text;
 } sweep_settings;
 
-/* Counts of one tick, by rule (contract §7 result map). */
+/* Counts of one tick, by rule (docs/contract.md §7 result map). */
 typedef struct sweep_counts {
     long reissue_partition, timeout_stale_partition, timeout_run_deadline, requeue_dispatch, dead_dispatch,
         abandon_dispatch, stale_alert, publish_unknown;

@@ -1,5 +1,5 @@
 /*
- * tick.c - one sweeper tick (contract §7): one transaction that first tries the advisory lock
+ * tick.c - one sweeper tick (docs/contract.md §7): one transaction that first tries the advisory lock
  * on the text load_control_sweeper (held only by this transaction); the rules in the fixed order,
  * each in its own savepoint so that a failing rule is rolled back alone and retried next tick.
  */

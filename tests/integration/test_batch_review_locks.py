@@ -3,7 +3,7 @@ database transaction, on the real broker and database, every message of a test o
 partition of its topic.
 
 - item 7: the set-based chunk path locks runs SKIP LOCKED, and must lock partitions only of the
-  runs it locked (contract §2.8, docs/design.md §7: run row first, then partition). An operator's
+  runs it locked (docs/contract.md §2.8, docs/design.md §7: run row first, then partition). An operator's
   session holds run R's row; chunks of R and S come in one batch; once the service waits on R
   (the per-message path), the session locks partition (R, P). That must not close a cycle: the
   session gets the row without a deadlock (40P01), S's chunks are answered while R is still

@@ -1,6 +1,6 @@
-"""Chunk reports (contract §5.4) on the real broker and database: every check in its order, the
+"""Chunk reports (docs/contract.md §5.4) on the real broker and database: every check in its order, the
 file row upsert and its replays, the partition gate, and the deferral of a chunk read before its
-claim (kafka-edition.md §6). Each reply is matched to its request by source topic/partition/offset.
+claim (docs/contract.md K§6). Each reply is matched to its request by source topic/partition/offset.
 """
 import uuid
 
@@ -78,8 +78,8 @@ def test_token_of_another_owner_is_claim_mismatch(stack, flow, db):
 
 def test_superseded_token_is_claim_mismatch_at_once(stack, flow, db):
     """A token the history knows but the partition no longer holds (a zombie after a reissue)
-    is refused at once, not deferred (kafka-edition.md §6). The reissue is what the sweeper
-    will do (contract §3.2 RUNNING -> RETRY), written here by hand."""
+    is refused at once, not deferred (docs/contract.md K§6). The reissue is what the sweeper
+    will do (docs/contract.md §3.2 RUNNING -> RETRY), written here by hand."""
     run = new_run()
     admit(flow, run, claim=["0000"])
     old = run.tokens["0000"]
@@ -148,7 +148,7 @@ def test_same_chunk_twice_is_one_row_and_a_replay(stack, flow, db):
         assert (o["code"], o["recorded"], o["runStatus"], o["partitionStatus"], o["receivedChunks"],
                 o["validationScheduled"]) == (None, True, "EXTRACTING", "RUNNING", 1, False), o
     assert len(files(db, run, "0000")) == 1
-    # before the partition succeeded a changed re-report overwrites the row (contract §3.3)
+    # before the partition succeeded a changed re-report overwrites the row (docs/contract.md §3.3)
     d = ask(flow, "chunks", run.chunk("0000", 0, 3, 4000, byte_count=1234))
     assert (d["outcome"], d["receivedChunks"]) == ("ACCEPTED", 1)
     assert [(f[3], f[4]) for f in files(db, run, "0000")] == [(4000, 1234)]
@@ -265,7 +265,7 @@ def test_replayed_chunk_and_claim_do_not_keep_a_running_partition_alive(stack, f
     worker's old chunk and claim events (a topic replayed after the worker died) answers REPLAY
     and writes nothing: the RUNNING partition's heartbeat_at stays where the worker left it, so
     the sweeper still sees it stale. The reference refreshes both heartbeats on an identical
-    re-report (contract §5.4 step 7, §5.3 step 3); docs/design.md §5 records the deviation."""
+    re-report (docs/contract.md §5.4 step 7, §5.3 step 3); docs/design.md §5 records the deviation."""
     run = new_run()
     admit(flow, run, claim=["0004"])
     first = ask(flow, "chunks", run.chunk("0004", 0, 3, 5000))

@@ -1,4 +1,4 @@
-"""Partition claims (contract §5.3, kafka-edition.md §4 and §6) on the real broker and database:
+"""Partition claims (docs/contract.md §5.3, docs/contract.md K§4 and K§6) on the real broker and database:
 the work order of a granted claim, same-token retries, refusals with their codes, the claim-token
 history, a new claim of a reissued (RETRY) partition, and a claim read before its manifest."""
 import uuid
@@ -119,7 +119,7 @@ def test_claim_on_an_ended_run_is_refused(stack, flow, db):
     refused(out[0], "RUN_STATUS_MISMATCH", "FAILED_EXTRACT", "PENDING", 0)
     refused(out[1], "RUN_STATUS_MISMATCH", "FAILED_EXTRACT", "FAILED", 1)
     refused(out[2], "RUN_STATUS_MISMATCH", "EXTRACTED_VALIDATED", "SUCCESS", 0)
-    # contract §5.3 step 1 locks the partition (404) before step 2 looks at the run: a run that
+    # docs/contract.md §5.3 step 1 locks the partition (404) before step 2 looks at the run: a run that
     # failed its manifest has no partitions
     refused(out[3], "PARTITION_NOT_FOUND", "FAILED_MANIFEST", None, 0)
     assert part(db, failed, "0001")[:4] == ("PENDING", None, None, 0)
@@ -141,10 +141,10 @@ def test_unknown_partition_and_refused_run(stack, flow, db):
 
 
 def test_new_claim_of_a_reissued_partition_and_a_replayed_old_claim(stack, flow, db):
-    """RETRY is what the sweeper's reissue leaves (contract §3.2), written here by hand with a
+    """RETRY is what the sweeper's reissue leaves (docs/contract.md §3.2), written here by hand with a
     REISSUE_PARTITION dispatch already SENT. A new token claims it (attempt 2, ACK of the
     dispatch, started_at kept); the superseded token is refused, also when its claim is replayed
-    while the partition is RETRY (kafka-edition.md §1: a replay never changes a correct ledger)."""
+    while the partition is RETRY (docs/contract.md K§1: a replay never changes a correct ledger)."""
     run = new_run()
     admit(flow, run, claim=["0004"])
     old = run.tokens["0004"]

@@ -1,5 +1,5 @@
 """The last two partitions of a run completing at the same moment, in two concurrent
-transactions on two database connections (contract §2.8: "the run-row lock is what serialises
+transactions on two database connections (docs/contract.md §2.8: "the run-row lock is what serialises
 'last two partitions finish at the same time'"; §5.11: exactly one caller wins the completion
 CAS). Whatever the interleaving: exactly one EXTRACTED_VALIDATED, one load_dispatch row, one
 validate-run command on the topic, and ledger sums that add up.

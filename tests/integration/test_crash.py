@@ -1,5 +1,5 @@
 """kill -9 of the completion service between its database commit and its Kafka commit
-(kafka-edition.md §3.3, the crash point of common/src/core/kloop.c's header comment).
+(docs/contract.md K§3.3, the crash point of common/src/core/kloop.c's header comment).
 
 The fault-injection setting fault.crash_after_db_commits = N makes the loop raise SIGKILL right
 after its Nth database commit, before that message's reply is produced and before the Kafka
@@ -199,7 +199,7 @@ def test_a_zombie_is_fenced_by_its_restarted_self(iso):
     """The other half of "same service.instance_id": the old process is not dead but frozen (a
     long GC-like pause, SIGSTOP) while its replacement starts. The replacement's
     init_transactions fences it; when the zombie wakes up, rejoins the group and applies what it
-    is given, its Kafka transaction fails as fenced, and it exits with 2 (kafka-edition.md §3.4:
+    is given, its Kafka transaction fails as fenced, and it exits with 2 (docs/contract.md K§3.4:
     a fatal Kafka error ends the process for the supervisor). What it applied in the ledger
     meanwhile is answered once, as REPLAY, by the replacement; nothing is answered twice."""
     st = iso.stack

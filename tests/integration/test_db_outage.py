@@ -1,4 +1,4 @@
-"""PostgreSQL unreachable (kafka-edition.md §3.5: "commit nothing, skip nothing, keep polling
+"""PostgreSQL unreachable (docs/contract.md K§3.5: "commit nothing, skip nothing, keep polling
 (so the group does not evict the member) with partitions paused, retry with backoff, resume by
 itself").
 

@@ -1,4 +1,4 @@
-"""Dead letters (kafka-edition.md §4 and §5) on the real broker and database: a message that
+"""Dead letters (docs/contract.md K§4 and K§5) on the real broker and database: a message that
 cannot be applied at all goes to dead-letters with its original key, value and headers plus the
 ll.* headers, the ledger records a DEAD_LETTER event, and the next message of the same Kafka
 partition is still applied. Business rejections are replies, never dead letters.

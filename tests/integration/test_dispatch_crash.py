@@ -1,7 +1,7 @@
 """The dispatcher dies after the broker acknowledged its command and before it marked the row
 SENT (fault.crash_after_publish, a kill -9): restarted, it publishes the command again with the
 same dispatchId and key; of two validation starts carrying that dispatchId exactly one wins
-(contract §5.7), the run still ends in SUCCESS, and `loadctl verify` finds every invariant held."""
+(docs/contract.md §5.7), the run still ends in SUCCESS, and `loadctl verify` finds every invariant held."""
 import pytest
 
 from conftest import close_clean, new_run, one

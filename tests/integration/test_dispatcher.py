@@ -1,4 +1,4 @@
-"""The dispatcher with its Kafka sink (contract §6, §3.4): lease, SENT, backoff, DEAD, several
+"""The dispatcher with its Kafka sink (docs/contract.md §6, §3.4): lease, SENT, backoff, DEAD, several
 dispatchers at once, LISTEN/NOTIFY wake-up.
 
 The outbox rows are written directly with SQL as postgres (runs in EXTRACTED_VALIDATED and their

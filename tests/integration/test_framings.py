@@ -1,4 +1,4 @@
-"""Value framings and schema evolution (kafka-edition.md §5) on the real broker and database.
+"""Value framings and schema evolution (docs/contract.md K§5) on the real broker and database.
 
 The services of this module run on topics of their own (prefix loadledger.t-framing., created
 here), in consumer groups of their own (loadledger.<service>.framing), each input topic in

@@ -1,8 +1,8 @@
-"""The dispatcher's HTTP sink (contract §6, dispatch.sink = http): POSTs to a NiFi
+"""The dispatcher's HTTP sink (docs/contract.md §6, dispatch.sink = http): POSTs to a NiFi
 ListenHTTP / HandleHttpRequest receiver, here an HTTP server this test starts on loopback that
 answers each case: 2xx -> SENT; 408, 425, 429, 5xx, a dropped connection and a timeout -> backoff
 and retry, DEAD after dispatch.max_attempts; other 4xx -> DEAD at once; headers X-Run-Id and
-X-Dispatch-Id; the JSON payloads of contract §6."""
+X-Dispatch-Id; the JSON payloads of docs/contract.md §6."""
 import http.server
 import json
 import socket

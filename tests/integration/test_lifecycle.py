@@ -1,4 +1,4 @@
-"""The run's life after extraction through Kafka events: validation start (contract §5.7),
+"""The run's life after extraction through Kafka events: validation start (docs/contract.md §5.7),
 metrics (§5.8), stage-validated (§5.9), publish claim and result (§5.13, §5.14), success
 (§5.10), run failure pairs (§5.6), PUBLISH_UNKNOWN blocking the job and business key until an
 operator resolves it (§5.15), on the real broker and database."""
@@ -154,7 +154,7 @@ def test_metrics_for_a_stage_the_run_has_passed_are_refused(stack, flow, life, d
 
 
 def test_early_target_metrics_wait_for_the_publish(stack, flow, life, db):
-    """TARGET metrics read before the publish events are applied (kafka-edition.md §6) are
+    """TARGET metrics read before the publish events are applied (docs/contract.md K§6) are
     deferred, not refused: they are applied once the run is PUBLISHED."""
     run, token = publishing(flow, life, db)
     life.nifi.send("validation-metrics", {"runId": run.run_id, "stage": "TARGET", "queryVersion": "v1",

@@ -187,7 +187,7 @@ def test_show_json_sections(lc, cur):
     assert rc == 2 and doc["code"] == "RUN_NOT_FOUND" and "not found: RUN_NOT_FOUND" in err
 
 
-# ---- resolve-publish-unknown (contract §5.15) ---------------------------------------------------
+# ---- resolve-publish-unknown (docs/contract.md §5.15) ---------------------------------------------------
 
 def test_resolve_without_valid_reason_changes_nothing(lc, cur):
     """A malformed command line is usage (1); a reason the contract refuses (§5.15: 5..2000
@@ -283,7 +283,7 @@ def test_resolve_refuses_other_statuses_and_unknown_runs(lc, cur):
     assert rc == 2 and doc["code"] == "RUN_NOT_FOUND"
 
 
-# ---- resend (contract §5.16) --------------------------------------------------------------------
+# ---- resend (docs/contract.md §5.16) --------------------------------------------------------------------
 
 def test_resend_dead_dispatch(stack, lc, cur):
     run = lf.insert_run(cur, "EXTRACTED_VALIDATED", heartbeat_ago=3600)
@@ -358,7 +358,7 @@ def test_resend_not_found(lc, cur):
     assert rc == 1
 
 
-# ---- cleanup-candidates / cleanup (contract §5.17, §5.18) ---------------------------------------
+# ---- cleanup-candidates / cleanup (docs/contract.md §5.17, §5.18) ---------------------------------------
 
 @pytest.fixture
 def retention_job(cur):

@@ -1,4 +1,4 @@
-"""The dead-letter workflow of loadctl on the real broker and database (kafka-edition.md §4,
+"""The dead-letter workflow of loadctl on the real broker and database (docs/contract.md K§4,
 tools/loadctl/README.md): `loadctl dead-letters` lists the dead letters with their source
 coordinates, service, code, reason and time; `dead-letters show` prints one with its value decoded
 when it decodes; `loadctl redrive` republishes a dead letter (here with a corrected value) to its

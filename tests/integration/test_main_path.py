@@ -1,4 +1,4 @@
-"""The reference scenario end to end on the real broker and database (kafka-edition.md §8)."""
+"""The reference scenario end to end on the real broker and database (docs/contract.md K§8)."""
 from conftest import new_run, one
 
 

@@ -1,7 +1,7 @@
-"""Run requests (contract §5.1) and manifests (§5.2) on the real broker and database: every
+"""Run requests (docs/contract.md §5.1) and manifests (§5.2) on the real broker and database: every
 manifest invariant family committing FAILED_MANIFEST with its exact violation strings and no
 partition rows, replays, conflicts, an empty source, and a manifest read before its run request
-(kafka-edition.md §6)."""
+(docs/contract.md K§6)."""
 from conftest import new_run, one, rows
 from llsim.probe import admit, answer, answers, ask, ask_many, log_size, post, post_many, replies_to, wait_log
 from llsim.scenario import SCN
@@ -32,7 +32,7 @@ def null_partition(rows_, **over):
 
 
 def invalid_manifests(run_for):
-    """(name, run, manifest, violations) for every family of contract §5.2 step 4."""
+    """(name, run, manifest, violations) for every family of docs/contract.md §5.2 step 4."""
     cases = []
 
     def case(name, build, violations, **run_kw):

@@ -1,4 +1,4 @@
-"""Partition failure reports (contract §5.5) on the real broker and database: the run's failure
+"""Partition failure reports (docs/contract.md §5.5) on the real broker and database: the run's failure
 status (snapshot errors in any case), replays, token and status checks, a failure after the run
 already ended, and no dispatch ever."""
 import uuid
@@ -49,7 +49,7 @@ def test_failure_reports_fail_the_run_snapshot_errors_expire_it(stack, flow, db)
                     " AND event_name IN ('PARTITION_FAILED', 'RUN_FAILED') ORDER BY event_name", run.run_id) == [
             ("PARTITION_FAILED", "ERROR", "0002", cls, code, msg, "EXTRACT", "1"),
             ("RUN_FAILED", "ERROR", "0002", cls, code, "partition 0002: " + msg, None, None)]
-        # the sibling partitions keep their status (contract §3.2)
+        # the sibling partitions keep their status (docs/contract.md §3.2)
         assert one(db, "SELECT count(*) FROM nifi_ops.load_partition WHERE run_id = %s AND status = 'PENDING'",
                    run.run_id) == 6
         assert one(db, "SELECT count(*) FROM nifi_ops.load_dispatch WHERE run_id = %s", run.run_id) == 0
@@ -110,8 +110,8 @@ def test_wrong_token_and_finished_partition_are_refused(stack, flow, db):
 def test_zombie_failure_report_after_a_reissue_is_claim_mismatch(stack, flow, db):
     """A superseded worker's failure report (its token in the history, the partition reissued and
     claimed again) is refused CLAIM_MISMATCH, like its chunk reports: the token is checked before
-    the partition status (contract §5.5 check 2, §12). The reissue is what the sweeper does
-    (contract §3.2 RUNNING -> RETRY), written here by hand."""
+    the partition status (docs/contract.md §5.5 check 2, §12). The reissue is what the sweeper does
+    (docs/contract.md §3.2 RUNNING -> RETRY), written here by hand."""
     run = new_run()
     admit_many(flow, [run], claims={run.run_id: ["0003"]})
     old = run.tokens["0003"]

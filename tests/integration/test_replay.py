@@ -1,4 +1,4 @@
-"""Replay drill (kafka-edition.md §1: "replaying any topic from any offset must never change a
+"""Replay drill (docs/contract.md K§1: "replaying any topic from any offset must never change a
 correct ledger, and must never double an effect").
 
 After a scenario with the main path to SUCCESS and its usual detours (a refused duplicate run,

@@ -1,4 +1,4 @@
-"""The sweeper (contract §7, §9) with thresholds of seconds on the real broker and database:
+"""The sweeper (docs/contract.md §7, §9) with thresholds of seconds on the real broker and database:
 every rule, REISSUE with the same SCN and the zombie worker, REISSUE up to max_attempts, two
 sweepers acting once, the start-up check of the settings, and a failed chunk report followed by
 a partition failure ending the run at once (not after recovery.stale)."""
@@ -134,7 +134,7 @@ def test_reissue_with_the_same_scn_and_the_zombie_is_refused(stack, flow, db, sw
     z = flow.reply("chunk-outcomes", run.run_id, lambda v: v["claimToken"] == zombie and v["chunkIndex"] == 1)[-1]
     assert z["code"] == "CLAIM_MISMATCH" and z["recorded"] is False
     zf = flow.reply("partition-failure-outcomes", run.run_id, lambda v: v["claimToken"] == zombie)[-1]
-    assert zf["code"] == "CLAIM_MISMATCH" and zf["changed"] is False  # token first (contract §12)
+    assert zf["code"] == "CLAIM_MISMATCH" and zf["changed"] is False  # token first (docs/contract.md §12)
     assert part_row(db, run, stale, "status")[0] == "RUNNING"
     # the new worker finishes; the run completes with the original SCN
     for c in run.chunks(stale, token=fresh):

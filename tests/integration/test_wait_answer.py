@@ -1,4 +1,4 @@
-"""The contract's answer after a wait (issue 7 item 10, kafka-edition.md §6).
+"""The contract's answer after a wait (issue 7 item 10, docs/contract.md K§6).
 
 An event whose run exists but is still earlier on its forward path than the status the event
 needs is deferred (its earlier event may not be applied yet). When loop.prerequisite_wait (3 s

@@ -19,19 +19,19 @@ import sys
 # Upper-case literals that are not codes, each group with its reason. A new literal must go either
 # into the catalogue (codes.h) or here.
 NOT_CODES = {
-    # run, partition, file and dispatch statuses (contract §3; the run and partition ones are
+    # run, partition, file and dispatch statuses (docs/contract.md §3; the run and partition ones are
     # the table of common/src/rules/status.c)
     "status": """CREATED EXTRACTING EXTRACTED_VALIDATED STAGE_VALIDATING STAGING_VALIDATED PUBLISHING PUBLISHED
         SUCCESS FAILED_MANIFEST FAILED_EXTRACT FAILED_STAGE_VALIDATION FAILED_PUBLISH FAILED_TARGET_VALIDATION
         FAILED_SNAPSHOT_EXPIRED TIMED_OUT PENDING RUNNING RETRY FAILED WRITTEN SENT ACKED DEAD""",
-    # validation results and stages (contract §2.4, §3.5), metric names, error stages and classes
+    # validation results and stages (docs/contract.md §2.4, §3.5), metric names, error stages and classes
     "validation": """PASS FAIL WARN SOURCE STAGING TARGET SOURCE_COUNT STAGE_COUNT TARGET_COUNT""",
     "error_stage": """MANIFEST PARTITION_GATE PUBLISH SWEEPER SNAPSHOT""",
-    # event levels and the process group / processor names of load_event (contract §8)
+    # event levels and the process group / processor names of load_event (docs/contract.md §8)
     "event_field": """INFO ERROR LOAD_CONTROL_API LOADLEDGER""",
-    # dispatch types (contract §2.5) and the sweeper's recovery.mode values (contract §9)
+    # dispatch types (docs/contract.md §2.5) and the sweeper's recovery.mode values (docs/contract.md §9)
     "dispatch_type": """VALIDATE_RUN REISSUE_PARTITION REISSUE""",
-    # the NULL partition id (contract §4.1), SQL keywords and time zone, HTTP methods
+    # the NULL partition id (docs/contract.md §4.1), SQL keywords and time zone, HTTP methods
     "syntax": """NULL BEGIN COMMIT ROLLBACK UTC GET HEAD""",
     # the obs.c metric label for an outcome/code outside the known set; a substring loadctl matches
     "label": """OTHER NOT_FOUND""",
@@ -58,7 +58,7 @@ STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 CODE = re.compile(r"[A-Z][A-Z0-9_]{2,}")
 WHERE = {"LL_CW_OUTCOME": "outcome", "LL_CW_REPLY": "reply", "LL_CW_DEAD": "dead letter",
          "LL_CW_EVENT": "event", "LL_CW_ERROR": "error code", "LL_CW_LOADCTL": "loadctl"}
-SECTION = {"C": "contract", "K": "kafka-edition", "D": "design.md"}
+SECTION = {"C": "contract", "K": "contract", "D": "design.md"}
 
 
 def catalogue(root):
@@ -120,7 +120,7 @@ def render(entries):
         "",
         "From: *outcome* / *reply* = a field of the reply record, *dead letter* = the dead-letter topic,",
         "*event* = `load_event.event_name`, *error code* = an `error_code` column, *loadctl* = the tool.",
-        "Section: *contract* = `shared/spec/ledger-contract.md`, *kafka-edition* = `shared/spec/kafka-edition.md`,",
+        "Section: *contract* = `docs/contract.md` (§N the reference's rules, K§N the Kafka edition's),",
         "*design.md* = `docs/design.md`, *loadctl* = `tools/loadctl/README.md`.",
         "",
         "| Code | From | Section | Meaning |",
@@ -130,7 +130,8 @@ def render(entries):
         if name is None:
             lines.append("| **%s** | | | |" % where)
             continue
-        sec = "loadctl" if section == "L" else SECTION[section[0]] + " " + section[1:]
+        # the Kafka edition's sections are docs/contract.md's K§N
+        sec = "loadctl" if section == "L" else SECTION[section[0]] + " " + (section if section[0] == "K" else section[1:])
         lines.append("| `%s` | %s | %s | %s |" % (name, ", ".join(where), sec, meaning.replace("|", "\\|")))
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check_status.py - the run and partition statuses (LL_RUN_STATUSES, LL_PART_STATUSES in
-common/include/ll/status.h, contract §3.1-§3.2) against the SQL that lists them.
+common/include/ll/status.h, docs/contract.md §3.1-§3.2) against the SQL that lists them.
 
 Usage: check_status.py SOURCE_DIR          check; exit 0, or 1 naming every problem
        check_status.py SOURCE_DIR --write  regenerate common/include/ll/status_sql.h (then clang-format it)
@@ -55,11 +55,11 @@ def sql_list(names):
 def generated(run):
     """The macros of status_sql.h: name -> (comment, names)."""
     return {
-        "LL_SQL_RUN_ACTIVE": ("The active statuses, in pipeline order (contract §3.1, uq_load_run_active).",
+        "LL_SQL_RUN_ACTIVE": ("The active statuses, in pipeline order (docs/contract.md §3.1, uq_load_run_active).",
                               [n for n, a, _, _ in run if a]),
-        "LL_SQL_RUN_TERMINAL": ("SUCCESS and the seven failure/timeout statuses (contract §3.1 \"terminal\").",
+        "LL_SQL_RUN_TERMINAL": ("SUCCESS and the seven failure/timeout statuses (docs/contract.md §3.1 \"terminal\").",
                                 [n for n, _, t, _ in run if t]),
-        "LL_SQL_RUN_FAILED": ("The seven failure/timeout statuses (contract §3.1 \"terminal failure\").",
+        "LL_SQL_RUN_FAILED": ("The seven failure/timeout statuses (docs/contract.md §3.1 \"terminal failure\").",
                               [n for n, _, t, _ in run if t and n != "SUCCESS"]),
     }
 
@@ -124,7 +124,7 @@ def check(root):
     run, part = statuses(root)
     names = [n for n, _, _, _ in run]
     if len(names) != 16 or len(part) != 6:
-        problems.append("%s: LL_RUN_STATUSES has %d entries, LL_PART_STATUSES %d (contract §3: 16 and 6)"
+        problems.append("%s: LL_RUN_STATUSES has %d entries, LL_PART_STATUSES %d (docs/contract.md §3: 16 and 6)"
                         % (STATUS_H, len(names), len(part)))
     want = generated(run)
     path = os.path.join(root, STATUS_SQL_H)

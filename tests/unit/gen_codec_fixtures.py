@@ -5,7 +5,7 @@ tests never need Python; rerun only when the schemas or values below change:
 
     /usr/bin/python3 tests/unit/gen_codec_fixtures.py
 
-Every fixture is written in the framings of kafka-edition.md §5:
+Every fixture is written in the framings of docs/contract.md K§5:
   bare      - the datum alone
   confluent - 0x00, 4-byte big-endian schema id (ids.json), datum
   container - an object container file (DataFileWriter, null codec)

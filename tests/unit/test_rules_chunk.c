@@ -1,4 +1,4 @@
-/* test_rules_chunk.c - the partition gate after a chunk report (contract §5.4 steps 9-10). */
+/* test_rules_chunk.c - the partition gate after a chunk report (docs/contract.md §5.4 steps 9-10). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,5 +1,5 @@
 /* test_rules_claim.c - the claim decision over every run and partition status, token and token
- * history (contract §5.3; kafka-edition.md §6 for a superseded token), and its refusal codes. */
+ * history (docs/contract.md §5.3; docs/contract.md K§6 for a superseded token), and its refusal codes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_rules_dispatch.c - backoff and delivery outcome classification (contract §6). */
+/* test_rules_dispatch.c - backoff and delivery outcome classification (docs/contract.md §6). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -114,7 +114,7 @@ static void test_status_matrix(void **state)
     assert_false(ll_dispatch_status_permanent(200));
 }
 
-/* Rule 3 of the sweeper (contract §7.3): an unacknowledged dispatch is DEAD once its attempts
+/* Rule 3 of the sweeper (docs/contract.md §7.3): an unacknowledged dispatch is DEAD once its attempts
  * (deliveries made) reached dispatch.max_attempts, else requeued; the same bound as a failed send. */
 static void test_ack_timeout_matrix(void **state)
 {

@@ -1,5 +1,5 @@
 /* test_rules_extract_fail.c - when a failed partition fails its run, and with what, over every run
- * status (contract §5.4 step 10, §5.5 step 5). */
+ * status (docs/contract.md §5.4 step 10, §5.5 step 5). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,4 +1,5 @@
-/* test_rules_formats.c - shared input formats, UUID text forms, UTF-8 length (contract §4.1, §4.3). */
+/* test_rules_formats.c - shared input formats, UUID text forms, UTF-8 length (docs/contract.md §4.1, §4.3).
+ */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

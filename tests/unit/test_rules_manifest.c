@@ -1,5 +1,5 @@
 /*
- * test_rules_manifest.c - every manifest invariant of contract §5.2 step 4, with each violation
+ * test_rules_manifest.c - every manifest invariant of docs/contract.md §5.2 step 4, with each violation
  * string and the order of the collected list asserted exactly.
  */
 #include <stdarg.h>

@@ -1,5 +1,5 @@
-/* test_rules_ownership.c - who may report on a partition (contract §5.4 check 3, §5.5 check 2;
- * kafka-edition.md §6): the classification over every run and partition status, way the run was
+/* test_rules_ownership.c - who may report on a partition (docs/contract.md §5.4 check 3, §5.5 check 2;
+ * docs/contract.md K§6): the classification over every run and partition status, way the run was
  * found, token and token history, and the answer of every ownership on both sides of
  * loop.prerequisite_wait, as chunk reports and partition failure reports answered before the
  * ladder became a rule. */

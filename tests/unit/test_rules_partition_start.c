@@ -1,4 +1,4 @@
-/* test_rules_partition_start.c - the status a manifest's partition starts in (contract §3.2,
+/* test_rules_partition_start.c - the status a manifest's partition starts in (docs/contract.md §3.2,
  * §5.2 step 6): an empty partition is SUCCESS at once, any other PENDING. */
 #include <stdarg.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* test_rules_pfail.c - partition failure report decision and snapshot errors (contract §5.5). */
+/* test_rules_pfail.c - partition failure report decision and snapshot errors (docs/contract.md §5.5). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

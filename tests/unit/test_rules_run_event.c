@@ -1,5 +1,5 @@
-/* test_rules_run_event.c - the run-event ladder (contract §5.6-§5.10, §5.13, §5.14, §5.7;
- * kafka-edition.md §6) over every run status, every way the run was found and both sides of
+/* test_rules_run_event.c - the run-event ladder (docs/contract.md §5.6-§5.10, §5.13, §5.14, §5.7;
+ * docs/contract.md K§6) over every run status, every way the run was found and both sides of
  * loop.prerequisite_wait, for each run-level event of services/completion and the claimer's
  * publish claim. The expected decision of each event is written out as the services answered
  * before the ladder became a rule. */

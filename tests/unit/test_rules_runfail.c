@@ -1,4 +1,4 @@
-/* test_rules_runfail.c - the five allowed run failure pairs (contract §5.6 check 1). */
+/* test_rules_runfail.c - the five allowed run failure pairs (docs/contract.md §5.6 check 1). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_rules_status.c - run and partition state names and classes (contract §3.1, §3.2). */
+/* test_rules_status.c - run and partition state names and classes (docs/contract.md §3.1, §3.2). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -115,7 +115,7 @@ static void test_active_and_terminal_classes(void **state)
     assert_false(ll_run_status_is_terminal(LL_RUN_STATUS_COUNT));
 }
 
-/* The forward path of contract §3.1 (ll_run_status_rank, from LL_RUN_STATUSES): 0-6 in pipeline
+/* The forward path of docs/contract.md §3.1 (ll_run_status_rank, from LL_RUN_STATUSES): 0-6 in pipeline
  * order, -1 for everything off it and outside the enum. */
 static void test_forward_rank(void **state)
 {

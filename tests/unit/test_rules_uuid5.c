@@ -1,4 +1,4 @@
-/* test_rules_uuid5.c - RFC 4122 version-5 ids (kafka-edition.md §4). */
+/* test_rules_uuid5.c - RFC 4122 version-5 ids (docs/contract.md K§4). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

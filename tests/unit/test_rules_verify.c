@@ -1,4 +1,4 @@
-/* test_rules_verify.c - the decisions of `loadctl verify`: event → run status (contract §3.1,
+/* test_rules_verify.c - the decisions of `loadctl verify`: event → run status (docs/contract.md §3.1,
  * §8), the status a run's events imply, and the accounting of input offsets and chunks. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -108,7 +108,7 @@ static void test_resolution(void **state)
 static void test_implied(void **state)
 {
     (void)state;
-    /* the reference journey (contract §8 "typical event order") ends in SUCCESS */
+    /* the reference journey (docs/contract.md §8 "typical event order") ends in SUCCESS */
     const ll_status_event ok[] = {
         {.name = "RUN_STARTED"},       {.name = "MANIFEST_CREATED"},  {.name = "PARTITION_STARTED"},
         {.name = "PARTITION_SUCCESS"}, {.name = "EXTRACT_VALIDATED"}, {.name = "STAGE_VALIDATION_STARTED"},
@@ -162,7 +162,7 @@ static void test_chunk_accounted(void **state)
     assert_false(ll_chunk_accounted(false, "rejected", false));
 }
 
-/* One input's answers, judged (kafka-edition.md §3, §1; docs/operations.md "Restore from a
+/* One input's answers, judged (docs/contract.md K§3, K§1; docs/operations.md "Restore from a
  * backup"): a later REPLAY agreeing with the original answer is no violation. */
 static void test_input_answers(void **state)
 {

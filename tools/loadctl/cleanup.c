@@ -1,5 +1,5 @@
 /*
- * cleanup.c - retention (contract §5.17, §5.18, §11 "Retention / cleanup"):
+ * cleanup.c - retention (docs/contract.md §5.17, §5.18, §11 "Retention / cleanup"):
  *
  *   `loadctl cleanup-candidates`  the runs whose staging table and run directory may go, oldest
  *                                 ended first (no locks), as NiFi PG-70 or an operator reads them;

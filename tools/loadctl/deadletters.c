@@ -1,6 +1,6 @@
 /*
  * deadletters.c - `loadctl dead-letters [list]` and `loadctl dead-letters show COORD`
- * (kafka-edition.md §4): the records of the dead-letter topic read read_committed, with the ll.*
+ * (docs/contract.md K§4): the records of the dead-letter topic read read_committed, with the ll.*
  * headers the services write (common/src/core/kloop_dlq.c). Read-only: nothing is committed.
  *
  * The list is bounded before it starts (--max-records records read, --timeout wall time); a list

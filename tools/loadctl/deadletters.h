@@ -1,5 +1,5 @@
 /*
- * deadletters.h - the dead-letter workflow of loadctl (kafka-edition.md §4): `dead-letters`
+ * deadletters.h - the dead-letter workflow of loadctl (docs/contract.md K§4): `dead-letters`
  * lists and shows the records of the dead-letter topic, `redrive` republishes chosen ones to
  * their source topic. dl_kafka.c holds what both share: the configuration (a service's file),
  * the read_committed reader of the dead-letter topic with its bounds, one record by its

@@ -44,10 +44,10 @@ typedef struct lc_opts {
 /* A timestamp column as ISO-8601 UTC text with milliseconds, in SQL (NULL stays NULL). */
 #define LC_ISO(col) "to_char((" col ") AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
-/* The seven failure/timeout statuses (contract §3.1 "terminal failure", cleanup "failed" class),
+/* The seven failure/timeout statuses (docs/contract.md §3.1 "terminal failure", cleanup "failed" class),
  * generated from LL_RUN_STATUSES (ll/status_sql.h). */
 #define LC_FAILED_STATUSES LL_SQL_RUN_FAILED
-/* The eight active statuses in pipeline order (contract §3.1, uq_load_run_active), generated from
+/* The eight active statuses in pipeline order (docs/contract.md §3.1, uq_load_run_active), generated from
  * LL_RUN_STATUSES (ll/status_sql.h). */
 #define LC_ACTIVE_STATUSES LL_SQL_RUN_ACTIVE
 
@@ -110,7 +110,7 @@ int lc_args(lc_opts *o, const char *usage, int argc, char **argv, const lc_optsp
 /* Parses a decimal integer in [lo, hi] (the whole string). Returns 0, or -1. */
 int lc_parse_int(const char *s, long lo, long hi, long *out);
 /*
- * Parses a duration (ISO-8601 PnDTnHnMnS or seconds, contract §9) into milliseconds, refusing
+ * Parses a duration (ISO-8601 PnDTnHnMnS or seconds, docs/contract.md §9) into milliseconds, refusing
  * anything longer than 100 years or with digits runs a double could not carry exactly.
  * Returns 0, or -1.
  */
@@ -160,7 +160,7 @@ PGresult *lc_query(const lc_opts *o, ll_db *db, const ll_stmt *st, const char *c
 /* ---- audit (audit.c) ---------------------------------------------------------------------- */
 
 /*
- * The details every operator event carries (kafka-edition §7 "record who and why"):
+ * The details every operator event carries (docs/contract.md K§7 "record who and why"):
  * {"operatorRole": "operator", "operatorUser": <the person>, "host": <host name>}. The person is
  * $SUDO_USER when set (who ran sudo), else the name of the effective uid, else $USER, else
  * "uid:<n>". Returns a new object the caller extends and owns.

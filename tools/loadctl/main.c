@@ -1,5 +1,5 @@
 /*
- * loadctl - the operator's tool over the ledger (kafka-edition.md §2). This file reads the
+ * loadctl - the operator's tool over the ledger (docs/contract.md K§2). This file reads the
  * options given before the command, finds the command in the table below and hands it the rest
  * of the command line; it also opens the database for every command.
  */

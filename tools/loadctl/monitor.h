@@ -4,7 +4,7 @@
  * text or JSON frame for scripts (monitor_text.c). The queries are in monitor_data.c; the column
  * numbers of each result are the enums below.
  *
- * What a frame holds (contract §5.21 "monitor summary" and its alerts):
+ * What a frame holds (docs/contract.md §5.21 "monitor summary" and its alerts):
  *   counts   the active runs per status, the runs ended in the last 24 h per status, the
  *            dispatch backlog (PENDING, SENT, DEAD), the number of cleanup candidates
  *   runs     the active runs in pipeline order with partition progress counted from the
@@ -46,7 +46,7 @@ void lc_services_print_text(const lc_service_probe *p, size_t n);
 /* The services as a JSON array (new reference). */
 json_t *lc_services_json(const lc_service_probe *p, size_t n);
 
-/* The monitor's settings (contract §9 recovery.stale, recovery.validation_stale, monitor.*). */
+/* The monitor's settings (docs/contract.md §9 recovery.stale, recovery.validation_stale, monitor.*). */
 typedef struct lc_monitor_cfg {
     int64_t refresh_ms;          /* --refresh, default 5 s */
     int64_t stale_ms;            /* --stale, default PT90M: CREATED / EXTRACTING */
@@ -123,7 +123,7 @@ const char *lc_snapshot_time(const lc_snapshot *s);
 /* The run statuses in the order a dashboard lists them: the LC_N_ACTIVE active ones first in
  * pipeline order, then the others (generated from LL_RUN_STATUSES, monitor_data.c). Static strings. */
 extern const char *const LC_STATUS_ORDER[LL_RUN_STATUS_COUNT];
-/* How many of LC_STATUS_ORDER are active (ll_run_status_is_active; contract §3.1): counted from
+/* How many of LC_STATUS_ORDER are active (ll_run_status_is_active; docs/contract.md §3.1): counted from
  * LL_RUN_STATUSES. */
 #define LC_ACTIVE_ONE_(name, active, terminal, rank) +(active)
 #define LC_N_ACTIVE                                  (0 LL_RUN_STATUSES(LC_ACTIVE_ONE_))

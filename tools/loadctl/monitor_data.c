@@ -1,5 +1,5 @@
 /*
- * monitor_data.c - the monitor's queries (contract §5.21): read-only, no locks, all of one frame
+ * monitor_data.c - the monitor's queries (docs/contract.md §5.21): read-only, no locks, all of one frame
  * in one REPEATABLE READ READ ONLY transaction so the counts, the run list and the alerts agree.
  * Thresholds and limits are bound parameters (milliseconds, counts); the database clock decides
  * what is stale or recent.
@@ -71,7 +71,7 @@ static const ll_stmt ST_RUNS = {
                                               "  r.started_at DESC, r.run_id LIMIT $1::int",
     2};
 
-/* Contract §5.21 alerts. $1 validation_stale (ms), $2 stale (ms), $3 alert limit, $4 job key or
+/* docs/contract.md §5.21 alerts. $1 validation_stale (ms), $2 stale (ms), $3 alert limit, $4 job key or
  * NULL. Messages are
  * trimmed to 500 chars, empty -> NULL; ERROR before WARN, newest first, NULL times last. */
 static const ll_stmt ST_ALERTS = {

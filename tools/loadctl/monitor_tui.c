@@ -6,7 +6,7 @@
  *   lines 1-2   active runs per status, ended in 24 h, dispatch backlog, cleanup due
  *   runs        the active runs with partition progress; the selected one marked '>'
  *   detail      (Enter) the selected run's partitions and validation metrics
- *   alerts      contract §5.21, ERROR first
+ *   alerts      docs/contract.md §5.21, ERROR first
  *   last line   when the frame was read, or why it could not be
  *
  * Keys: q quit, r refresh now, Up/Down (k/j) select, Enter detail on/off, PgUp/PgDn scroll the

@@ -4,7 +4,7 @@
  * (docs/operations.md "Restore from a backup").
  *
  * Why the recorded offsets are safe: a service commits an input offset only in the Kafka
- * transaction after the database transaction that applied it (kafka-edition.md §3), so offsets
+ * transaction after the database transaction that applied it (docs/contract.md K§3), so offsets
  * read before the backup's snapshot starts are never ahead of what the backup holds; what lies
  * above them is consumed again after the restore, and the ledger's compare-and-set transitions
  * make a replay of what the backup already holds change nothing. The commit metadata (the done

@@ -1,5 +1,5 @@
 /*
- * redrive.c - `loadctl redrive COORD... [--value-file FILE] [--force]` (kafka-edition.md §4):
+ * redrive.c - `loadctl redrive COORD... [--value-file FILE] [--force]` (docs/contract.md K§4):
  * republishes chosen dead letters to their source topic and partition, in one Kafka transaction,
  * each with the header ll.redrive.of = "<dead-letter topic>/<partition>/<offset>" that links the
  * new input to its dead letter. The service then treats it as a new input offset: applied once by
@@ -16,7 +16,7 @@
  * The key and the non-ll.* headers are the original's (as the dead letter kept them); the value is
  * the dead letter's unchanged, or the corrected file's JSON encoded with the source topic's schema
  * and framing as the services' codec does (common/include/ll/codec.h). ll.redrive.at and
- * ll.redrive.by (who, kafka-edition §7) record when and by whom. The publishing is
+ * ll.redrive.by (who, docs/contract.md K§7) record when and by whom. The publishing is
  * redrive_publish.c's.
  */
 #include <inttypes.h>

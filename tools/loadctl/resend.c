@@ -1,5 +1,5 @@
 /*
- * resend.c - `loadctl resend RUN DISPATCH` (contract §5.16, §3.4, §11 "DEAD dispatch"): after the
+ * resend.c - `loadctl resend RUN DISPATCH` (docs/contract.md §5.16, §3.4, §11 "DEAD dispatch"): after the
  * cause of a DEAD (or unacknowledged SENT) dispatch was fixed, put it back in the outbox. One
  * transaction, in the lock order run -> dispatch:
  *

@@ -1,6 +1,6 @@
 /*
  * resolve.c - `loadctl resolve-publish-unknown RUN --as PUBLISHED|FAILED_PUBLISH --reason TEXT`
- * (contract §5.15, §11 "PUBLISH_UNKNOWN"): the operator's verdict on a publish whose answer was
+ * (docs/contract.md §5.15, §11 "PUBLISH_UNKNOWN"): the operator's verdict on a publish whose answer was
  * lost, after checking Hive. One transaction:
  *
  *   lock the run (FOR UPDATE)            missing          -> exit 2 RUN_NOT_FOUND
@@ -22,7 +22,7 @@
 static const char USAGE[] =
     "usage: loadctl resolve-publish-unknown RUN --as PUBLISHED|FAILED_PUBLISH --reason TEXT [--json]\n\n"
     "Resolves a run in PUBLISH_UNKNOWN after the Hive query history and the target were checked\n"
-    "(contract §11). --reason (5..2000 chars) records the evidence; it is stored in the event\n"
+    "(docs/contract.md §11). --reason (5..2000 chars) records the evidence; it is stored in the event\n"
     "PUBLISH_UNKNOWN_RESOLVED with your OS user and host (and as the run's error_message for\n"
     "FAILED_PUBLISH). When in doubt, never resolve to PUBLISHED.\n"
     "Exit 0 resolved or already so (changed=false), 1 usage, 2 RUN_NOT_FOUND,\n"
@@ -154,7 +154,7 @@ int lc_resolve(const lc_opts *go, int argc, char **argv)
             printf("run %s is already %s: nothing changed\n", run_id, as);
         if (changed && strcmp(as, "PUBLISHED") == 0)
             fprintf(stderr, "loadctl: note: target validation does not resume by itself; record the"
-                            " TARGET metrics and drive success or failure (contract §5.15)\n");
+                            " TARGET metrics and drive success or failure (docs/contract.md §5.15)\n");
     }
     ll_db_close(&db);
     return rc;

@@ -1,5 +1,5 @@
 /*
- * retention.c - the cleanup settings as command-line options (contract §9: cleanup.
+ * retention.c - the cleanup settings as command-line options (docs/contract.md §9: cleanup.
  * success_retention P3D, cleanup.failed_retention P14D, cleanup.max_batch 200).
  */
 #include <inttypes.h>

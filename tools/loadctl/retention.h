@@ -1,5 +1,5 @@
 /*
- * retention.h - when a run is due for cleanup (contract §5.17, §5.18, §9 cleanup.*): the one rule
+ * retention.h - when a run is due for cleanup (docs/contract.md §5.17, §5.18, §9 cleanup.*): the one rule
  * shared by `cleanup-candidates`, `cleanup` and the monitor's "cleanup due" count, and the
  * options that set its durations.
  *
@@ -32,7 +32,7 @@
     " * interval '1 millisecond') OR (r.status IN (" LC_FAILED_STATUSES ") AND " LC_ENDED                    \
     " < clock_timestamp() - " F "::bigint * interval '1 millisecond'))"
 
-/* The cleanup settings (contract §9 cleanup.*), as loadctl options. */
+/* The cleanup settings (docs/contract.md §9 cleanup.*), as loadctl options. */
 typedef struct lc_retention {
     const char *success_text; /* --success-retention, default P3D */
     const char *failed_text;  /* --failed-retention, default P14D */

@@ -17,7 +17,7 @@ static const char USAGE[] =
     "--limit defaults to 50. --status is one of the 16 run statuses.\n";
 
 /* Unset filters are NULL parameters, so the SQL text never changes with the input. The
- * progress columns are the run's counters (contract §5.20), PARTS = success/expected. */
+ * progress columns are the run's counters (docs/contract.md §5.20), PARTS = success/expected. */
 static const ll_stmt ST_RUNS = {
     "loadctl_runs",
     "SELECT run_id, job_key, business_key, status, source_count, extracted_count, staging_count,"

@@ -1,5 +1,5 @@
 /*
- * show.c - `loadctl show RUN`: one run in detail (contract §5.19, §5.21): the run, its
+ * show.c - `loadctl show RUN`: one run in detail (docs/contract.md §5.19, §5.21): the run, its
  * partitions (rows, chunks, attempts), validation metrics, dispatches and newest events, as text
  * or --json. Read-only: every query runs in one REPEATABLE READ READ ONLY transaction, so the
  * sections agree with each other; nothing is locked.
@@ -106,7 +106,7 @@ static const char *const PART_NAMES[] = {
     "errorCode",   "lowerBound",     "upperBound",        "heartbeatAt",
     NULL};
 
-/* Contract §5.21: SOURCE, STAGING, TARGET (others last), then metric name. */
+/* docs/contract.md §5.21: SOURCE, STAGING, TARGET (others last), then metric name. */
 static const ll_stmt ST_VALIDATIONS = {
     "show_validations",
     "SELECT stage, metric_name, expected_value, actual_value, result, query_version, " LC_ISO(
@@ -131,7 +131,7 @@ static const char *const DISPATCH_NAMES[] = {"dispatchId",      "dispatchType", 
                                              "#attemptCount",   "nextAttemptAt", "sentAt",      "ackedAt",
                                              "#lastHttpStatus", "lastError",     NULL};
 
-/* Contract §5.21: the newest $2 events, returned oldest first. */
+/* docs/contract.md §5.21: the newest $2 events, returned oldest first. */
 static const ll_stmt ST_EVENTS = {
     "show_events",
     "SELECT " LC_ISO("event_time") ", event_level, event_name, partition_id, process_group,"

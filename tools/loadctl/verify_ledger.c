@@ -1,6 +1,6 @@
 /*
  * verify_ledger.c - the ledger invariants of `loadctl verify`: run status against its events
- * (contract §3.1, §8), one validate-run dispatch and one validation start per run (§5.7, §5.12,
+ * (docs/contract.md §3.1, §8), one validate-run dispatch and one validation start per run (§5.7, §5.12,
  * uq_load_dispatch_validate), a SUCCESS partition's files against its rows (§5.4 steps 8-10)
  * and the partition counters of migration 0007. Read-only; each statement is one snapshot.
  */

@@ -1,5 +1,5 @@
 /*
- * verify_topics.c - the topic invariants of `loadctl verify --topics` (kafka-edition.md §3):
+ * verify_topics.c - the topic invariants of `loadctl verify --topics` (docs/contract.md K§3):
  * every input offset below its group's committed offset has one answer, a reply or a dead letter
  * (read_committed, matched by the reply's sourceTopic/sourcePartition/sourceOffset and the dead
  * letter's ll.source.* headers), later REPLAY replies agreeing with it (ll_input_judge_answers;

@@ -2,7 +2,7 @@
 """The README's first command (scripts/demo.sh runs this): loadledger end to end on a real Kafka
 broker and a real PostgreSQL, with NiFi's part played by this script.
 
-Scenario `reference` (kafka-edition.md §8): the run request, the manifest, one claim per
+Scenario `reference` (docs/contract.md K§8): the run request, the manifest, one claim per
 partition and every chunk report are published as Avro; the run reaches EXTRACTED_VALIDATED
 with exactly one validate-run command, read back with read_committed; then the validation and
 publish flows report (validation start, STAGING metrics, stage-validated, publish claim and

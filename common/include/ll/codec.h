@@ -4,7 +4,7 @@
  * Every input message is untrusted. Before any value of a datum is read, the codec walks it against
  * the writer schema and checks every length (string, bytes, block, fixed) against the remaining buffer
  * and the configured maximum message size, bounds the nesting depth, and requires that the datum
- * consumes the buffer exactly (kafka-edition.md §5: avro-c 1.11.1 trusts lengths, and leftover
+ * consumes the buffer exactly (docs/contract.md K§5: avro-c 1.11.1 trusts lengths, and leftover
  * bytes mean the schema is not the writer's). The codec then reads and writes the binary datum
  * itself; avro-c only parses the schemas (a cross-check of the codec's own parse).
  *
@@ -35,7 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Value framing of a topic (kafka-edition.md §5). Configuration, never guessed from bytes. */
+/* Value framing of a topic (docs/contract.md K§5). Configuration, never guessed from bytes. */
 typedef enum ll_framing {
     LL_FRAMING_BARE = 0,  /* the bare binary datum ("Do Not Write Schema") */
     LL_FRAMING_CONFLUENT, /* 0x00, 4-byte big-endian schema id, datum */

@@ -8,8 +8,8 @@
  * Each entry is X(NAME, WHERE, SECTION, MEANING):
  *   NAME     the code as sent or stored (a C identifier, stringified with #NAME);
  *   WHERE    the LL_CW_* bits naming where it can come from;
- *   SECTION  the contract section: "C§5.4" = shared/spec/ledger-contract.md §5.4,
- *            "K§4" = kafka-edition.md §4, "D§9" = docs/design.md §9 (a project extension),
+ *   SECTION  the contract section: "C§5.4" = docs/contract.md §5.4, "K§4" = docs/contract.md K§4
+ *            (the Kafka edition), "D§9" = docs/design.md §9 (a project extension),
  *            "L" = tools/loadctl/README.md;
  *   MEANING  one line.
  * Pure: no I/O, no storage; expand LL_CODES with a macro of your own.

@@ -12,7 +12,7 @@
  * A key is known when it is in the service's table, or starts with `kafka.` (passed through to
  * librdkafka as is), or is `topic.<logical>.<field>` for a topic of the service.
  *
- * Durations accept ISO-8601 (PT90M, P3D, PT0.5S) or a number of seconds (contract §9).
+ * Durations accept ISO-8601 (PT90M, P3D, PT0.5S) or a number of seconds (docs/contract.md §9).
  */
 #ifndef LL_CONFIG_H
 #define LL_CONFIG_H

@@ -1,7 +1,7 @@
 /*
  * db.h - PostgreSQL access for the services: one connection, prepared statements, and a
  * transaction helper that re-runs the whole transaction on deadlock (40P01) and serialization
- * failure (40001), sleeping 50 ms × 2^i between tries (contract §2.8).
+ * failure (40001), sleeping 50 ms × 2^i between tries (docs/contract.md §2.8).
  *
  * The helper decides nothing about the ledger: the function it runs holds the rules and follows
  * the lock order run -> partition -> file -> dispatch. SQL text lives in visible string constants

@@ -1,7 +1,7 @@
 /*
  * fields.h - reading the fields of a decoded message and checking them against the contract's
  * input formats (§4.3). A message that fails a check cannot be applied at all: the service
- * returns LL_APPLY_DEAD with the reason the first failed check wrote (kafka-edition.md §4).
+ * returns LL_APPLY_DEAD with the reason the first failed check wrote (docs/contract.md K§4).
  */
 #ifndef LL_FIELDS_H
 #define LL_FIELDS_H

@@ -3,7 +3,7 @@
  * librdkafka 2.0.2 (Debian 12) defects worked around where they arise:
  *
  *   - settings that would break the loop's guarantees are refused at start, never overridden in
- *     silence (docs/design.md §3, kafka-edition.md §3): offsets are committed only inside the Kafka
+ *     silence (docs/design.md §3, docs/contract.md K§3): offsets are committed only inside the Kafka
  *     transaction after the database commit, a new consumer group starts at the earliest offset,
  *     replies are read committed, and the assignor is eager (2.0.2 mishandles commits during a
  *     cooperative rebalance, fixed in 2.10.0);
@@ -125,7 +125,7 @@ bool ll_kfetch_wake_due(int64_t run_bytes, int64_t run_msgs, const ll_kfetch *k)
 
 /* True when a fatal producer error must end the process rather than recreate the producer:
  * another instance took this transactional.id over (fenced), or an authorization failure
- * (kafka-edition.md §3.4). Any other fatal error is survived in-process (docs/design.md §3). */
+ * (docs/contract.md K§3.4). Any other fatal error is survived in-process (docs/design.md §3). */
 bool ll_kafka_fatal_must_exit(rd_kafka_resp_err_t err);
 
 /* The longest librdkafka message copied into a log line (bytes; longer ones are cut, marked "..."). */

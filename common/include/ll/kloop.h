@@ -1,5 +1,5 @@
 /*
- * kloop.h - the consumer loop every consuming service shares (kafka-edition.md §3).
+ * kloop.h - the consumer loop every consuming service shares (docs/contract.md K§3).
  *
  *   1. poll a batch; decode and validate each message against its topic's schema;
  *   2. apply the batch in one PostgreSQL transaction (or a few, of at most loop.db_batch_max
@@ -26,7 +26,7 @@
  * its first deferral, not from a database outage) the apply function is called once more with
  * wait_expired set for the contract's business answer (a run that exists but never reached the
  * status the event needs); a prerequisite that never appeared becomes a dead letter
- * (kafka-edition.md §6). A message that cannot be applied at all goes to the dead-letter topic
+ * (docs/contract.md K§6). A message that cannot be applied at all goes to the dead-letter topic
  * with its key, value and headers plus ll.error.* headers, an event DEAD_LETTER is written to
  * load_event, and the partition moves on.
  *

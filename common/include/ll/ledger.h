@@ -1,6 +1,6 @@
 /*
  * ledger.h - ledger operations more than one service performs, as SQL only: the event insert
- * (contract §8), locking a run row, the extract-completion CAS (§5.11) and the VALIDATE_RUN
+ * (docs/contract.md §8), locking a run row, the extract-completion CAS (§5.11) and the VALIDATE_RUN
  * enqueue with its NOTIFY (§5.12). Each runs inside the caller's open transaction and decides
  * nothing beyond the one conditional statement it names.
  */
@@ -48,7 +48,7 @@ typedef struct ll_run_row {
     int64_t extracted_count; /* rows */
 } ll_run_row;
 
-/* SELECT … FOR UPDATE of the run (the first lock of every transaction, contract §2.8).
+/* SELECT … FOR UPDATE of the run (the first lock of every transaction, docs/contract.md §2.8).
  * LL_DB_OK with row->found false when the run does not exist. Free with ll_run_row_clear. */
 ll_db_rc ll_run_lock(ll_db *db, const char *run_id, ll_run_row *row);
 /* Frees the strings of a run row. */
@@ -64,7 +64,7 @@ ll_db_rc ll_run_touch(ll_db *db, const char *run_id);
 ll_db_rc ll_run_request_rejected(ll_db *db, const char *run_id, bool *rejected);
 
 /*
- * Extract-completion CAS (contract §5.11): EXTRACTING -> EXTRACTED_VALIDATED when, counted
+ * Extract-completion CAS (docs/contract.md §5.11): EXTRACTING -> EXTRACTED_VALIDATED when, counted
  * freshly, every expected partition is SUCCESS and Σ actual rows = source count. On success it
  * also enqueues VALIDATE_RUN (§5.12, dispatch id derived from the run id), notifies the
  * dispatcher and writes EXTRACT_VALIDATED. *won tells whether this caller moved the run.
@@ -75,7 +75,7 @@ ll_db_rc ll_run_complete_extract(ll_db *db, const char *run_id, bool *won);
 /* The dispatch id of a run's VALIDATE_RUN: uuid5(namespace, "VALIDATE_RUN/<run id>"). */
 void ll_validate_dispatch_id(const char *run_id, char out[37]);
 
-/* Whether claim_token was ever granted for (run, partition) (the token history, kafka-edition §6). */
+/* Whether claim_token was ever granted for (run, partition) (the token history, docs/contract.md K§6). */
 ll_db_rc ll_claim_token_known(ll_db *db, const char *run_id, const char *partition_id, const char *token,
                               bool *known);
 

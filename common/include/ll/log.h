@@ -3,7 +3,7 @@
  *
  * Every line has ts (UTC, ms), level, service, event (a stable code such as chunk_recorded) and
  * msg; lines about a message carry runId, partitionId, topic, kafkaPartition and offset
- * (contract §10.2, kafka-edition.md). Raw secrets are never logged: callers log conninfo only
+ * (docs/contract.md §10.2, kafka-edition.md). Raw secrets are never logged: callers log conninfo only
  * through ll_log_safe_conninfo.
  *
  * Thread-safe: librdkafka's threads write its own lines through ll_kafka_log_to_json (kclient.h)

@@ -1,5 +1,5 @@
 /*
- * redrive.h - the decisions of `loadctl redrive` (kafka-edition.md §4, tools/loadctl/README.md)
+ * redrive.h - the decisions of `loadctl redrive` (docs/contract.md K§4, tools/loadctl/README.md)
  * as pure functions: the coordinates an operator names, the link a redriven record carries, which
  * original headers it keeps, and whether a dead letter may be redriven.
  */

@@ -14,7 +14,7 @@
 
 #include "ll/status.h"
 
-/* ---- Input formats (contract §4.3) ---------------------------------------------------------- */
+/* ---- Input formats (docs/contract.md §4.3) ---------------------------------------------------------- */
 
 bool ll_is_job_key(const char *s);      /* ^[A-Z0-9_]{1,200}$ */
 bool ll_is_business_key(const char *s); /* ^[0-9A-Za-z_.:\-]{1,200}$ */
@@ -28,14 +28,14 @@ bool ll_is_uuid(const char *s);
 /* Copies a UUID in canonical lower-case hyphenated form into out[37]. Returns 0, or -1 if not a UUID. */
 int ll_uuid_canonical(const char *s, char out[37]);
 /* True when a and b are both UUIDs of the same value, compared case-insensitively (claim and
- * publish tokens, contract §5.3-§5.5); NULL or a malformed string is never equal. */
+ * publish tokens, docs/contract.md §5.3-§5.5); NULL or a malformed string is never equal. */
 bool ll_uuid_equal(const char *a, const char *b);
-/* True when any '/'-separated segment of path equals ".." (contract §5.1 step 2, §5.4 check 4). */
+/* True when any '/'-separated segment of path equals ".." (docs/contract.md §5.1 step 2, §5.4 check 4). */
 bool ll_path_has_dotdot(const char *path);
 /* Length of a UTF-8 string in code points (the contract's "chars"); -1 if not valid UTF-8. */
 long ll_utf8_chars(const char *s);
 
-/* ---- Run creation (contract §5.1) ----------------------------------------------------------- */
+/* ---- Run creation (docs/contract.md §5.1) ----------------------------------------------------------- */
 
 /*
  * hdfsRunPath = hdfsRoot without trailing slashes + "/" + jobKey + "/run_id=" + runId (canonical
@@ -53,7 +53,7 @@ int ll_stage_table(const char *prefix, const char *run_id, char *out, size_t out
 /* Compares two DecimalStr values numerically ("-0" == "0", leading zeros ignored): <0, 0, >0. */
 int ll_decimal_cmp(const char *a, const char *b);
 
-/* ---- Manifest invariants (contract §5.2 step 4) --------------------------------------------- */
+/* ---- Manifest invariants (docs/contract.md §5.2 step 4) --------------------------------------------- */
 
 /* One partition of a manifest; strings are borrowed. lower/upper are DecimalStr or NULL. */
 typedef struct ll_manifest_partition {
@@ -102,13 +102,13 @@ void ll_strlist_clear(ll_strlist *l);
 int ll_manifest_violations(const ll_manifest *m, bool allow_empty_source, ll_strlist *out);
 
 /*
- * The status a manifest's partition starts in (contract §3.2, §5.2 step 6): SUCCESS at once (0 rows,
+ * The status a manifest's partition starts in (docs/contract.md §3.2, §5.2 step 6): SUCCESS at once (0 rows,
  * 0 files, completed) when it expects no rows (expected_rows = 0), else PENDING (its claim comes).
  * The registrar passes it to the partition insert as a value.
  */
 ll_part_status ll_partition_initial_status(int64_t expected_rows);
 
-/* ---- Partition claim (contract §5.3) -------------------------------------------------------- */
+/* ---- Partition claim (docs/contract.md §5.3) -------------------------------------------------------- */
 
 typedef enum ll_claim_decision {
     LL_CLAIM_GRANT = 0,        /* PENDING/RETRY -> RUNNING with the new token, attempt + 1 */
@@ -120,7 +120,7 @@ typedef enum ll_claim_decision {
 } ll_claim_decision;
 
 /*
- * Decides a claim (contract §5.3 steps 2-5; kafka-edition.md §6 for a superseded token).
+ * Decides a claim (docs/contract.md §5.3 steps 2-5; docs/contract.md K§6 for a superseded token).
  * stored_token may be NULL; tokens compared as canonical UUIDs; both borrowed. granted_before:
  * the claim-token history holds request_token for this partition (it was granted once).
  */
@@ -131,9 +131,9 @@ ll_claim_decision ll_claim_decide(ll_run_status run, ll_part_status part, const 
  * any other REFUSE_PARTITION; NULL for GRANT and REPLAY. part: the locked partition's status. */
 const char *ll_claim_refusal_code(ll_claim_decision d, ll_part_status part);
 
-/* ---- Chunk report gate (contract §5.4 steps 8-10) ------------------------------------------- */
+/* ---- Chunk report gate (docs/contract.md §5.4 steps 8-10) ------------------------------------------- */
 
-/* Aggregate of the WRITTEN files of one partition (contract §5.4 step 8). */
+/* Aggregate of the WRITTEN files of one partition (docs/contract.md §5.4 step 8). */
 typedef struct ll_chunk_aggregate {
     int64_t files;           /* WRITTEN rows */
     int64_t lo, hi;          /* min/max chunk index (meaningless when files = 0) */
@@ -167,7 +167,7 @@ typedef struct ll_chunk_counters {
  */
 bool ll_chunk_counters_complete(const ll_chunk_counters *c, int32_t chunk_count, ll_chunk_aggregate *agg);
 
-/* Judges the gate after a chunk report (contract §5.4 steps 9-10). */
+/* Judges the gate after a chunk report (docs/contract.md §5.4 steps 9-10). */
 ll_gate ll_chunk_gate(ll_run_status run, ll_part_status part, const ll_chunk_aggregate *agg,
                       int32_t chunk_count, int64_t expected_rows);
 /*
@@ -177,12 +177,12 @@ ll_gate ll_chunk_gate(ll_run_status run, ll_part_status part, const ll_chunk_agg
 int ll_gate_mismatch_message(const ll_chunk_aggregate *agg, int32_t chunk_count, int64_t expected_rows,
                              char *out, size_t outlen);
 /*
- * Check 4 of contract §5.4: hdfs_path starts with run_path + "/" and has no ".." segment.
+ * Check 4 of docs/contract.md §5.4: hdfs_path starts with run_path + "/" and has no ".." segment.
  * run_path NULL fails (HDFS_PATH_OUTSIDE_RUN).
  */
 bool ll_chunk_path_inside_run(const char *run_path, const char *hdfs_path);
 
-/* A file row as the chunk fast path compares it (contract §5.4 step 5; the fragment id is not
+/* A file row as the chunk fast path compares it (docs/contract.md §5.4 step 5; the fragment id is not
  * compared). */
 typedef struct ll_chunk_file {
     int64_t count;    /* chunkCount (fragment_count) */
@@ -216,7 +216,7 @@ typedef struct ll_chunk_fast_in {
 /*
  * Decides one chunk report for the fast path. Only the plain cases are decided: run EXTRACTING,
  * partition RUNNING, the owner's token, the path inside the run, and, after the write, either fewer
- * WRITTEN files than the report's chunkCount (contract §5.4 steps 9-10 answer WAIT: WRITE) or
+ * WRITTEN files than the report's chunkCount (docs/contract.md §5.4 steps 9-10 answer WAIT: WRITE) or
  * counters that prove the partition complete with the expected rows (ll_chunk_counters_complete,
  * ll_chunk_gate PASS: GATE). *counters (the partition's WRITTEN-file counters, migration 0007) is
  * updated by a WRITE or GATE: the new row's contribution less the old one's, as the per-message
@@ -225,7 +225,7 @@ typedef struct ll_chunk_fast_in {
  */
 ll_chunk_fast ll_chunk_fast_decide(const ll_chunk_fast_in *in, ll_chunk_counters *counters);
 
-/* ---- Partition failure report (contract §5.5) ----------------------------------------------- */
+/* ---- Partition failure report (docs/contract.md §5.5) ----------------------------------------------- */
 
 typedef enum ll_pfail_decision {
     LL_PFAIL_APPLY = 0,      /* partition -> FAILED; run -> FAILED_* if EXTRACTING */
@@ -239,7 +239,7 @@ ll_pfail_decision ll_pfail_decide(ll_part_status part, const char *stored_token,
 /* Snapshot error: errorCode upper-cased in {ORA-01555, ORA-08180} or errorClass upper-cased = SNAPSHOT. */
 bool ll_is_snapshot_error(const char *error_code, const char *error_class);
 
-/* ---- A failed partition ends its run's extraction (contract §5.4 step 10, §5.5 step 5) -------- */
+/* ---- A failed partition ends its run's extraction (docs/contract.md §5.4 step 10, §5.5 step 5) -------- */
 
 /* How a run fails because one of its partitions failed. Strings static or the caller's (borrowed). */
 typedef struct ll_run_fail {
@@ -263,12 +263,12 @@ bool ll_gate_run_failure(ll_run_status current, ll_run_fail *out);
 bool ll_pfail_run_failure(ll_run_status current, const char *error_stage, const char *error_code,
                           const char *error_class, ll_run_fail *out);
 
-/* ---- Run failure report (contract §5.6) ----------------------------------------------------- */
+/* ---- Run failure report (docs/contract.md §5.6) ----------------------------------------------------- */
 
 /* True for exactly the five allowed (expectedStatus, failStatus) pairs. */
 bool ll_fail_pair_allowed(ll_run_status expected, ll_run_status fail);
 
-/* ---- Dispatch (contract §6) ----------------------------------------------------------------- */
+/* ---- Dispatch (docs/contract.md §6) ----------------------------------------------------------------- */
 
 /* backoff_min × 2^(attempt−1), capped at backoff_max; attempt < 1 as 1, exponent capped at 30 (ms). */
 int64_t ll_dispatch_backoff_ms(int attempt, int64_t backoff_min_ms, int64_t backoff_max_ms);
@@ -289,24 +289,24 @@ ll_send_outcome ll_dispatch_classify(int http_status, int attempt, int max_attem
 /* Whether a delivery's status is delivered: 2xx (a Kafka sink's 200). */
 bool ll_dispatch_delivered(int http_status);
 /* Whether a delivery's status is a permanent refusal, DEAD on any attempt: 4xx other than
- * 408/425/429 (contract §6, §12). 0 (transport error), 3xx, 5xx and the three are transient. */
+ * 408/425/429 (docs/contract.md §6, §12). 0 (transport error), 3xx, 5xx and the three are transient. */
 bool ll_dispatch_status_permanent(int http_status);
 
-/* ---- Name-based ids (kafka-edition.md §4) --------------------------------------------------- */
+/* ---- Name-based ids (docs/contract.md K§4) --------------------------------------------------- */
 
 /* The namespace of every id loadledger derives (a fixed UUID). */
 extern const char LL_UUID_NAMESPACE[37];
 /* RFC 4122 version-5 UUID of name in namespace ns, lower-case into out[37]. Returns 0 or -1. */
 int ll_uuid_v5(const char *ns, const char *name, char out[37]);
 
-/* ---- Run lifecycle and validation gates (contract §3.1, §3.5) ------------------------------ */
+/* ---- Run lifecycle and validation gates (docs/contract.md §3.1, §3.5) ------------------------------ */
 
 /*
  * True when a run now in `current` can still reach `target` by its normal forward path
  * (CREATED → EXTRACTING → EXTRACTED_VALIDATED → STAGE_VALIDATING → STAGING_VALIDATED →
  * PUBLISHING → PUBLISHED): `current` is earlier on that path. A failure, SUCCESS or
  * PUBLISH_UNKNOWN never reaches anything. Used to defer an event whose prerequisite event was
- * published earlier but has not been applied yet (kafka-edition.md §6).
+ * published earlier but has not been applied yet (docs/contract.md K§6).
  */
 bool ll_run_may_reach(ll_run_status current, ll_run_status target);
 
@@ -316,12 +316,12 @@ bool ll_run_may_reach(ll_run_status current, ll_run_status target);
  * loop.prerequisite_wait has not passed (wait_expired false). Once the wait is over, the event
  * gets the contract's business answer for the run's current status (RUN_STATUS_MISMATCH,
  * success=false with "RUN_STATUS <status>", claimed=false...), not a dead letter: the run
- * exists, it only never got there (kafka-edition.md §6; contract §5.6, §5.8-§5.10, §5.13, §5.14).
+ * exists, it only never got there (docs/contract.md K§6; docs/contract.md §5.6, §5.8-§5.10, §5.13, §5.14).
  */
 bool ll_run_should_wait(ll_run_status current, ll_run_status needed, bool wait_expired);
 
 /*
- * The gate of /stage-validated and /success (contract §3.5) over the stored metrics of one stage:
+ * The gate of /stage-validated and /success (docs/contract.md §3.5) over the stored metrics of one stage:
  * no metric at all → "NO_METRICS"; one "FAIL <metricName>" per FAIL row; WARN never blocks.
  * names and results are n parallel arrays. Appends the reasons to out; returns their number
  * (0 = the gate passes), or -1 on allocation failure.
@@ -332,12 +332,12 @@ int ll_validation_gate(const char *const *names, const char *const *results, siz
 bool ll_is_metric_result(const char *s);
 
 /* An integer count from a metric's actual value: all digits (1..18) → 0 and *out; else -1
- * (STAGE_COUNT / TARGET_COUNT, contract §3.1 "integer if its actual value is all digits"). */
+ * (STAGE_COUNT / TARGET_COUNT, docs/contract.md §3.1 "integer if its actual value is all digits"). */
 int ll_metric_count(const char *actual, int64_t *out);
 
-/* ---- Run-level events (contract §5.6-§5.10, §5.14; kafka-edition.md §6) ------------------- */
+/* ---- Run-level events (docs/contract.md §5.6-§5.10, §5.14; docs/contract.md K§6) ------------------- */
 
-/* How the first lock of an event (the run row, contract §2.8) found its run. */
+/* How the first lock of an event (the run row, docs/contract.md §2.8) found its run. */
 typedef enum ll_run_found {
     LL_RUN_FOUND_LOCKED = 0, /* the run row is locked: its status is known */
     LL_RUN_FOUND_NONE,       /* no run and no refused request: the run request is not applied yet */
@@ -367,13 +367,13 @@ typedef struct ll_run_event_in {
 /*
  * The run-event ladder: found NONE → DEFER_RUN, REFUSED → RUN_NOT_FOUND; then current = done →
  * REPLAY; current = apply → APPLY; a run still on its way to apply (ll_run_should_wait) → DEFER;
- * anything else → STATUS_MISMATCH (contract §5.6 check 4, §5.8 step 2, §5.9 step 3, §5.10 step 3;
- * kafka-edition.md §6). Never TOKEN_MISMATCH. in is borrowed.
+ * anything else → STATUS_MISMATCH (docs/contract.md §5.6 check 4, §5.8 step 2, §5.9 step 3, §5.10 step 3;
+ * docs/contract.md K§6). Never TOKEN_MISMATCH. in is borrowed.
  */
 ll_run_event ll_run_event_decide(const ll_run_event_in *in);
 
 /*
- * A publish result (contract §5.14): the found steps of ll_run_event_decide; then a token that is
+ * A publish result (docs/contract.md §5.14): the found steps of ll_run_event_decide; then a token that is
  * not the stored publish token (token_matches false) is TOKEN_MISMATCH, except that with no token
  * stored yet and the run still on its way to apply (PUBLISHING) it is DEFER (the claim not applied
  * yet); the owner's report is REPLAY when the run is already done (the reported outcome), APPLY
@@ -381,7 +381,7 @@ ll_run_event ll_run_event_decide(const ll_run_event_in *in);
  */
 ll_run_event ll_publish_result_decide(const ll_run_event_in *in, bool token_stored, bool token_matches);
 
-/* What a validation start does once its run is locked and its dispatch read (contract §5.7). */
+/* What a validation start does once its run is locked and its dispatch read (docs/contract.md §5.7). */
 typedef enum ll_vstart {
     LL_VSTART_ACK = 0,          /* ACK the dispatch, then the CAS EXTRACTED_VALIDATED → STAGE_VALIDATING */
     LL_VSTART_DEFER_RUN,        /* the run is not in the ledger yet */
@@ -391,14 +391,14 @@ typedef enum ll_vstart {
 } ll_vstart;
 
 /*
- * Contract §5.7 checks 1-3 (kafka-edition.md §6 for the wait). dispatch_found: the dispatch row
+ * docs/contract.md §5.7 checks 1-3 (docs/contract.md K§6 for the wait). dispatch_found: the dispatch row
  * exists; dispatch_matches: it is a VALIDATE_RUN of this run (both meaningless unless found is
  * LOCKED, and matches unless dispatch_found).
  */
 ll_vstart ll_validation_start_decide(ll_run_found found, ll_run_status current, bool dispatch_found,
                                      bool dispatch_matches, bool wait_expired);
 
-/* The answer of a validation start after its ACK and CAS (contract §5.7 step 4). */
+/* The answer of a validation start after its ACK and CAS (docs/contract.md §5.7 step 4). */
 typedef enum ll_vstart_answer {
     LL_VSTART_WON = 0,      /* this request won the CAS: ACCEPTED, started=true, the run context */
     LL_VSTART_WINNER_AGAIN, /* the winner's identical request again: REPLAY, started=true, the context */
@@ -413,7 +413,7 @@ typedef enum ll_vstart_answer {
  */
 ll_vstart_answer ll_validation_start_answer(bool won, bool same_winner, ll_run_status locked, bool acked_now);
 
-/* ---- Who may report on a partition (contract §5.4 check 3, §5.5 check 2; kafka-edition.md §6) - */
+/* ---- Who may report on a partition (docs/contract.md §5.4 check 3, §5.5 check 2; docs/contract.md K§6) - */
 
 /* How a reporter's claim token relates to the partition it reports on. */
 typedef enum ll_ownership {
@@ -428,7 +428,7 @@ typedef enum ll_ownership {
 } ll_ownership;
 
 /* What the ledger holds about a report's run, partition and token, read under the run and
- * partition locks (contract §2.8). Strings borrowed. */
+ * partition locks (docs/contract.md §2.8). Strings borrowed. */
 typedef struct ll_ownership_in {
     ll_run_found run;         /* how the run lock found the run; the rest counts only when LOCKED */
     ll_run_status run_status; /* the locked run's status */
@@ -449,7 +449,7 @@ typedef struct ll_ownership_in {
 ll_ownership ll_ownership_classify(const ll_ownership_in *in);
 
 /* The answer of a partition report given its ownership (the ladder of chunk reports and partition
- * failure reports, contract §5.4 check 3, §5.5 check 2). */
+ * failure reports, docs/contract.md §5.4 check 3, §5.5 check 2). */
 typedef enum ll_own_answer {
     LL_OWN_PROCEED = 0,         /* the reporter owns the partition: the service judges the report */
     LL_OWN_DEFER_RUN,           /* the loop defers: the run request is not applied yet */
@@ -457,7 +457,7 @@ typedef enum ll_own_answer {
     LL_OWN_DEFER_TOKEN,         /* the loop defers: the claim is not applied yet */
     LL_OWN_RUN_NOT_FOUND,       /* RUN_NOT_FOUND: the run request was refused */
     LL_OWN_PARTITION_NOT_FOUND, /* PARTITION_NOT_FOUND: no such partition, or no manifest after the wait */
-    LL_OWN_CLAIM_MISMATCH       /* CLAIM_MISMATCH: another token, or a superseded one (contract §12) */
+    LL_OWN_CLAIM_MISMATCH /* CLAIM_MISMATCH: another token, or a superseded one (docs/contract.md §12) */
 } ll_own_answer;
 
 /* The ladder: NO_RUN, NOT_YET and (until loop.prerequisite_wait is over, wait_expired) NO_MANIFEST
@@ -467,21 +467,21 @@ ll_own_answer ll_ownership_answer(ll_ownership own, bool wait_expired);
 /* Why a deferred report waits (static; "" for an answer that does not defer). */
 const char *ll_own_defer_reason(ll_own_answer a);
 /*
- * The run step of a partition claim (contract §5.3 step 1; kafka-edition.md §6), before its
+ * The run step of a partition claim (docs/contract.md §5.3 step 1; docs/contract.md K§6), before its
  * partition is locked: NONE → DEFER_RUN, REFUSED → RUN_NOT_FOUND, a run still CREATED (its manifest
  * not applied) → DEFER_MANIFEST until loop.prerequisite_wait is over; else PROCEED (the partition
  * lookup then answers, PARTITION_NOT_FOUND for a run that never got its manifest).
  */
 ll_own_answer ll_claim_lookup(ll_run_found found, ll_run_status current, bool wait_expired);
 
-/* What an unacknowledged SENT dispatch becomes after dispatch.ack_timeout (contract §7.3, rule 3):
+/* What an unacknowledged SENT dispatch becomes after dispatch.ack_timeout (docs/contract.md §7.3, rule 3):
  * LL_SEND_DEAD once attempts (deliveries made, its attempt_count) reached max_attempts, else
  * LL_SEND_RETRY (back to PENDING, due at once). The sweeper passes the status to SQL as a value. */
 ll_send_outcome ll_dispatch_ack_timeout(int attempts, int max_attempts);
 
-/* ---- Sweeper (contract §7) ---------------------------------------------------------------- */
+/* ---- Sweeper (docs/contract.md §7) ---------------------------------------------------------------- */
 
-/* recovery.mode (contract §9). */
+/* recovery.mode (docs/contract.md §9). */
 typedef enum ll_recovery_mode { LL_RECOVERY_FAIL = 0, LL_RECOVERY_REISSUE } ll_recovery_mode;
 
 /* What rule 1 does with a run that has stale partitions. */
@@ -491,7 +491,7 @@ typedef enum ll_stale_action {
 } ll_stale_action;
 
 /*
- * Contract §7.1: REISSUE only in mode REISSUE while no stale partition has used up
+ * docs/contract.md §7.1: REISSUE only in mode REISSUE while no stale partition has used up
  * max_attempts claims and none is a RETRY partition whose reissue was never claimed (the gap of
  * §13, closed here); otherwise the run is abandoned, never partially reissued. attempts[i] is
  * the attempt_count of stale partition i, retry[i] whether it is a stale RETRY partition.
@@ -500,7 +500,7 @@ typedef enum ll_stale_action {
 ll_stale_action ll_stale_decide(ll_recovery_mode mode, int max_attempts, const int *attempts,
                                 const bool *retry, size_t n, const char **reason);
 
-/* Checks recovery settings at start (contract §9): stale must exceed extract_query_timeout.
+/* Checks recovery settings at start (docs/contract.md §9): stale must exceed extract_query_timeout.
  * Returns 0, or -1 with a message in err. Durations in ms. */
 int ll_recovery_settings_check(int64_t stale_ms, int64_t extract_query_timeout_ms, int max_attempts,
                                char *err, size_t errlen);

@@ -1,5 +1,5 @@
 /*
- * status.h - the run and partition state names of the contract (ledger-contract.md §3).
+ * status.h - the run and partition state names of the contract (docs/contract.md §3).
  * Pure: no I/O. The names are the strings stored in the ledger's status columns.
  */
 #ifndef LL_STATUS_H
@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 /*
- * Every run status of contract §3.1 (check ck_load_run_status), once: X(NAME, ACTIVE, TERMINAL, RANK)
+ * Every run status of docs/contract.md §3.1 (check ck_load_run_status), once: X(NAME, ACTIVE, TERMINAL, RANK)
  * with NAME the stored string, ACTIVE 1 for the statuses that block a new run of the same
  * job/business key (uq_load_run_active), TERMINAL 1 for SUCCESS and the seven failure/timeout
  * statuses, RANK the position on the forward path CREATED → … → PUBLISHED (0-6), -1 off it.
@@ -35,7 +35,7 @@
     X(FAILED_SNAPSHOT_EXPIRED, 0, 1, -1)                                                                     \
     X(TIMED_OUT, 0, 1, -1)
 
-/* Every partition status of contract §3.2 (check ck_load_partition_status), in enum order. */
+/* Every partition status of docs/contract.md §3.2 (check ck_load_partition_status), in enum order. */
 #define LL_PART_STATUSES(X) X(PENDING) X(RUNNING) X(RETRY) X(SUCCESS) X(FAILED) X(TIMED_OUT)
 
 /* LL_STATUS_IF_<flag>(...) keeps its arguments when the flag token is 1, LL_STATUS_IFNOT_<flag>
@@ -45,7 +45,7 @@
 #define LL_STATUS_IFNOT_0(...) __VA_ARGS__
 #define LL_STATUS_IFNOT_1(...)
 
-/* Run status (contract §3.1): LL_RUN_<NAME> for every entry of LL_RUN_STATUSES, in its order. */
+/* Run status (docs/contract.md §3.1): LL_RUN_<NAME> for every entry of LL_RUN_STATUSES, in its order. */
 typedef enum ll_run_status {
 #define LL_RUN_ENUM_(name, active, terminal, rank) LL_RUN_##name,
     LL_RUN_STATUSES(LL_RUN_ENUM_)
@@ -53,7 +53,7 @@ typedef enum ll_run_status {
         LL_RUN_STATUS_COUNT
 } ll_run_status;
 
-/* Partition status (contract §3.2): LL_PART_<NAME> for every entry of LL_PART_STATUSES. */
+/* Partition status (docs/contract.md §3.2): LL_PART_<NAME> for every entry of LL_PART_STATUSES. */
 typedef enum ll_part_status {
 #define LL_PART_ENUM_(name) LL_PART_##name,
     LL_PART_STATUSES(LL_PART_ENUM_)
@@ -65,12 +65,13 @@ typedef enum ll_part_status {
 const char *ll_run_status_name(ll_run_status s);
 /* Parses a stored name. Returns 0, or -1 for an unknown name. */
 int ll_run_status_parse(const char *name, ll_run_status *out);
-/* Active statuses block a new run of the same job/business key (contract §3.1, uq_load_run_active). */
+/* Active statuses block a new run of the same job/business key (docs/contract.md §3.1, uq_load_run_active).
+ */
 bool ll_run_status_is_active(ll_run_status s);
-/* SUCCESS and the seven failure/timeout statuses (contract §3.1 classification). */
+/* SUCCESS and the seven failure/timeout statuses (docs/contract.md §3.1 classification). */
 bool ll_run_status_is_terminal(ll_run_status s);
 /* Position on the forward path CREATED (0) → … → PUBLISHED (6); -1 for a status off it (a failure,
- * SUCCESS, PUBLISH_UNKNOWN) or outside the enum (contract §3.1). */
+ * SUCCESS, PUBLISH_UNKNOWN) or outside the enum (docs/contract.md §3.1). */
 int ll_run_status_rank(ll_run_status s);
 
 /* The stored name of a partition status (static string; NULL for a value outside the enum). */

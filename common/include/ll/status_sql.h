@@ -7,15 +7,15 @@
 #ifndef LL_STATUS_SQL_H
 #define LL_STATUS_SQL_H
 
-/* The active statuses, in pipeline order (contract §3.1, uq_load_run_active). */
+/* The active statuses, in pipeline order (docs/contract.md §3.1, uq_load_run_active). */
 #define LL_SQL_RUN_ACTIVE                                                                                    \
     "'CREATED', 'EXTRACTING', 'EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'STAGING_VALIDATED', "              \
     "'PUBLISHING', 'PUBLISHED', 'PUBLISH_UNKNOWN'"
-/* SUCCESS and the seven failure/timeout statuses (contract §3.1 "terminal"). */
+/* SUCCESS and the seven failure/timeout statuses (docs/contract.md §3.1 "terminal"). */
 #define LL_SQL_RUN_TERMINAL                                                                                  \
     "'SUCCESS', 'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH', "          \
     "'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT'"
-/* The seven failure/timeout statuses (contract §3.1 "terminal failure"). */
+/* The seven failure/timeout statuses (docs/contract.md §3.1 "terminal failure"). */
 #define LL_SQL_RUN_FAILED                                                                                    \
     "'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH', "                     \
     "'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT'"

@@ -1,7 +1,7 @@
 /*
  * verify.h - the decisions of `loadctl verify` as pure functions: which run status a ledger
- * event leads to (contract §3.1, §8), what a run's events imply, and how one input offset is
- * accounted for on the topics (kafka-edition.md §3: one reply or one dead letter per input; §1: a
+ * event leads to (docs/contract.md §3.1, §8), what a run's events imply, and how one input offset is
+ * accounted for on the topics (docs/contract.md K§3: one reply or one dead letter per input; §1: a
  * replay answers REPLAY and changes nothing, so a later agreeing REPLAY is no second answer).
  * No I/O: loadctl reads the ledger and the topics and hands the facts to these.
  */
@@ -33,7 +33,7 @@ typedef enum ll_event_effect {
 } ll_event_effect;
 
 /*
- * The run status an event leads to (contract §3.1 transitions with the §8 events they write):
+ * The run status an event leads to (docs/contract.md §3.1 transitions with the §8 events they write):
  * RUN_STARTED → CREATED; MANIFEST_CREATED → EXTRACTING; MANIFEST_INVALID → FAILED_MANIFEST;
  * EXTRACT_VALIDATED → EXTRACTED_VALIDATED; STAGE_VALIDATION_STARTED → STAGE_VALIDATING;
  * STAGE_VALIDATED → STAGING_VALIDATED; PUBLISH_STARTED → PUBLISHING; PUBLISH_FINISHED →
@@ -83,7 +83,7 @@ typedef struct ll_answer {
 
 /*
  * Judges an input offset below its group's committed offset from every answer naming it, in
- * topic order (kafka-edition.md §3: one answer per input; §1: a replay never changes a correct
+ * topic order (docs/contract.md K§3: one answer per input; §1: a replay never changes a correct
  * ledger; docs/operations.md "Restore from a backup"). restored: the input was replayed after a
  * restore (at or above the offset recorded with the backup), so two ledgers answered it.
  * Returns LL_INPUT_OK, LL_INPUT_MISSING (no answer), LL_INPUT_DUPLICATE or
@@ -92,7 +92,7 @@ typedef struct ll_answer {
 ll_input_verdict ll_input_judge_answers(const ll_answer *a, size_t n, bool restored);
 
 /* Judges an input offset below the group's committed offset from the committed replies and
- * dead letters naming it (kafka-edition.md §3: the reply and the offset commit are one Kafka
+ * dead letters naming it (docs/contract.md K§3: the reply and the offset commit are one Kafka
  * transaction). Negative counts are treated as 0. */
 ll_input_verdict ll_input_judge(long replies, long dead_letters);
 

@@ -1,6 +1,6 @@
 /*
  * validate.c - the bounded pre-validator: walks a binary datum against the writer schema
- * before any value of it is read (kafka-edition.md §5; decode_project.c reads it afterwards).
+ * before any value of it is read (docs/contract.md K§5; decode_project.c reads it afterwards).
  *
  * Checked: varints at most 10 bytes without bits beyond 64 (ints: at most 5 bytes and within
  * 32 bits), booleans 0 or 1, string/bytes lengths >= 0 and within the buffer, map keys without

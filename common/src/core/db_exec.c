@@ -1,7 +1,7 @@
 /*
  * db_exec.c - running SQL on the connection: a statement (ll_db_exec: prepared by name once per
  * connection, or unnamed behind a transaction pooler), a plain command (ll_db_command), and the
- * retrying transaction helper of contract §2.8 (deadlock and serialization failures re-run the
+ * retrying transaction helper of docs/contract.md §2.8 (deadlock and serialization failures re-run the
  * whole transaction). Every answer is awaited at most db.response_timeout (db_wait.c).
  */
 #include "db_int.h"

@@ -1,5 +1,5 @@
 /*
- * fields.c - field access and format checks for decoded messages (contract §4.3).
+ * fields.c - field access and format checks for decoded messages (docs/contract.md §4.3).
  */
 #include "ll/fields.h"
 

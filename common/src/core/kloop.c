@@ -1,5 +1,5 @@
 /*
- * kloop.c - the consume / apply / produce-and-commit loop of kafka-edition.md §3: the turn (poll →
+ * kloop.c - the consume / apply / produce-and-commit loop of docs/contract.md K§3: the turn (poll →
  * batch → stage → Kafka commit → recover) and the rebalance callback, top to bottom. The parts
  * below report and never recover themselves: the batch (kloop_batch.c) returns how it ended, the
  * Kafka commit (kloop_commit.c) returns its failure, the partitions (kloop_parts.c) a failed seek;

@@ -1,5 +1,5 @@
 /*
- * kloop_dlq.c - dead letters of the loop (kafka-edition.md §4): a message that cannot be applied
+ * kloop_dlq.c - dead letters of the loop (docs/contract.md K§4): a message that cannot be applied
  * at all gets a DEAD_LETTER event in load_event, written in the batch's database transaction
  * (its id is a name-based UUID of topic/partition/offset, so a replay writes it once), and after
  * that transaction commits, a record on the dead-letter topic with the original key, value and

@@ -5,7 +5,7 @@
  * and a broken producer recreated in the same process. The parts below the loop (the batch, the
  * Kafka commit, the partitions) report a failure by their result; the loop hands it here.
  *
- * Error classes, where they arise (kafka-edition.md §3.4, docs/design.md §3): an abortable error
+ * Error classes, where they arise (docs/contract.md K§3.4, docs/design.md §3): an abortable error
  * aborts the Kafka transaction and rewinds to the committed offsets; a fatal producer error
  * recreates the producer (same transactional.id: its init_transactions settles the open
  * transaction) and then rewinds; fenced or unauthorised ends the process (exit 2). A rewind that

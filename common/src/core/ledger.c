@@ -1,6 +1,6 @@
 /*
  * ledger.c - SQL shared by several services: events, the run lock, the extract-completion CAS
- * with its outbox row and NOTIFY (contract §5.11, §5.12), the token history lookup.
+ * with its outbox row and NOTIFY (docs/contract.md §5.11, §5.12), the token history lookup.
  */
 #include "ll/ledger.h"
 
@@ -129,7 +129,7 @@ ll_db_rc ll_run_request_rejected(ll_db *db, const char *run_id, bool *rejected)
     return LL_DB_OK;
 }
 
-/* Contract §5.11: counted freshly from load_partition; conditional on EXTRACTING. */
+/* docs/contract.md §5.11: counted freshly from load_partition; conditional on EXTRACTING. */
 static const ll_stmt ST_COMPLETE = {
     "ledger_complete_extract",
     "WITH p AS (SELECT count(*) AS n, count(*) FILTER (WHERE status = 'SUCCESS') AS ok,"
@@ -145,7 +145,7 @@ static const ll_stmt ST_COMPLETE = {
     " RETURNING r.source_count",
     1};
 
-/* Contract §5.12: at most one VALIDATE_RUN per run (uq_load_dispatch_validate). */
+/* docs/contract.md §5.12: at most one VALIDATE_RUN per run (uq_load_dispatch_validate). */
 static const ll_stmt ST_ENQUEUE_VALIDATE = {
     "ledger_enqueue_validate",
     "INSERT INTO nifi_ops.load_dispatch (dispatch_id, run_id, dispatch_type, status,"

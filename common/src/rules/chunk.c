@@ -1,7 +1,7 @@
 /*
  * chunk.c - the partition gate judged after every chunk report.
  *
- * Contract §5.4 steps 9-10. The caller aggregates the WRITTEN files of the partition (step 8)
+ * docs/contract.md §5.4 steps 9-10. The caller aggregates the WRITTEN files of the partition (step 8)
  * under the run and partition locks, then asks:
  *   - step 9: run not EXTRACTING, partition not RUNNING, or fewer files than chunkCount
  *     -> WAIT (the file is recorded, nothing is judged);

@@ -4,7 +4,7 @@
  * The completion service reads the rows of a whole batch of chunk reports in a few statements,
  * decides here, then writes every decided file row in one statement. Only the common case is
  * decided: the owner reports a new or changed file of a RUNNING partition of an EXTRACTING run and
- * the partition is not complete yet (contract §5.4 steps 1-9, WAIT), or its counters prove it
+ * the partition is not complete yet (docs/contract.md §5.4 steps 1-9, WAIT), or its counters prove it
  * complete with the expected rows (step 10, PASS), or the owner repeats a WRITTEN file (REPLAY).
  * Every other case, and every gate the counters cannot prove or that fails, goes to the
  * per-message path, which applies the contract in full. A report equal in chunkCount, path, recordCount and

@@ -1,13 +1,13 @@
 /*
  * claim.c - who may own a partition: the claim decision and its refusal codes.
  *
- * Contract §5.3 steps 2-5, taken under the run and partition locks by the caller:
+ * docs/contract.md §5.3 steps 2-5, taken under the run and partition locks by the caller:
  *   1. run not EXTRACTING                       -> REFUSE_RUN   (claimed=false; checked first)
  *   2. partition RUNNING and same claim token   -> REPLAY       (claimed=true, nothing written)
  *   3. partition neither PENDING nor RETRY      -> REFUSE_PARTITION (claimed=false)
  *   4. the token was granted here before        -> REFUSE_SUPERSEDED (claimed=false, CLAIM_MISMATCH)
  *   5. otherwise                                -> GRANT        (RUNNING, new token, attempt+1)
- * Step 4 is the Kafka edition's (kafka-edition.md §1, §6; migration 0003): the ledger keeps every
+ * Step 4 is the Kafka edition's (docs/contract.md K§1, K§6; migration 0003): the ledger keeps every
  * token it granted, and one that was superseded (a zombie worker's, or a claim replayed over a
  * partition the sweeper reissued) never owns the partition again, even while it is claimable.
  * Tokens are compared as UUIDs (case-insensitive); a NULL or malformed token never matches.

@@ -1,7 +1,7 @@
 /*
  * decimal.c - numeric comparison of DecimalStr values without converting them.
  *
- * SCNs and split bounds are Oracle NUMBERs of up to 38 digits (contract §1 "SCN", §4.3
+ * SCNs and split bounds are Oracle NUMBERs of up to 38 digits (docs/contract.md §1 "SCN", §4.3
  * DecimalStr), beyond any C integer type, so they are compared as digit strings: sign, then
  * the count of significant digits, then the digits. "-0", "0" and "000" are all zero, as
  * Python's Decimal (the reference's type) has them. Used by the manifest invariants (§5.2).

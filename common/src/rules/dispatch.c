@@ -1,7 +1,7 @@
 /*
  * dispatch.c - outbox delivery decisions: how long to back off, and what a send's result means.
  *
- * Contract §6 ("Backoff" and the "Outcome handling" table; §12 records that 408/425/429 are
+ * docs/contract.md §6 ("Backoff" and the "Outcome handling" table; §12 records that 408/425/429 are
  * retried and that the backoff exponent is attempt-1). The dispatcher leases a row (attempt
  * count + 1), sends it, and then asks ll_dispatch_classify what to write; for a RETRY it waits
  * ll_dispatch_backoff_ms before the row is due again.

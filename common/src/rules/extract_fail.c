@@ -1,5 +1,5 @@
 /*
- * extract_fail.c - when a failed partition fails its run, and with what (contract §5.4 step 10,
+ * extract_fail.c - when a failed partition fails its run, and with what (docs/contract.md §5.4 step 10,
  * §5.5 step 5).
  *
  * A partition fails by the chunk gate (ROW_COUNT_MISMATCH) or by its worker's report. Either way

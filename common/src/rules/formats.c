@@ -1,7 +1,7 @@
 /*
  * formats.c - the shared input formats of the contract, checked by hand (no regex library).
  *
- * Contract §4.3 (JobKey, BusinessKey, PartitionId, DecimalStr, TablePrefix, HdfsPath), §4.1
+ * docs/contract.md §4.3 (JobKey, BusinessKey, PartitionId, DecimalStr, TablePrefix, HdfsPath), §4.1
  * (identifiers in paths are UUIDs; metric names), and the "chars" of ShortText/Message, which
  * count Unicode code points. Character classes are ASCII and locale-independent on purpose:
  * <ctype.h> would follow the process locale. Every check takes NULL as "does not match".

@@ -1,6 +1,6 @@
 /*
- * lifecycle.c - where a run is on its forward path (contract §3.1), and the validation gate of
- * /stage-validated and /success (contract §3.5). Pure functions.
+ * lifecycle.c - where a run is on its forward path (docs/contract.md §3.1), and the validation gate of
+ * /stage-validated and /success (docs/contract.md §3.5). Pure functions.
  */
 #include <string.h>
 

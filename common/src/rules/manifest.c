@@ -1,7 +1,7 @@
 /*
  * manifest.c - the manifest invariants: every violation of a partition plan, as strings.
  *
- * Contract §5.2 step 4. All violations are collected (none short-circuits another) in the
+ * docs/contract.md §5.2 step 4. All violations are collected (none short-circuits another) in the
  * contract's table order: counts and sums, then null-partition rules, then range rules.
  * Where one rule yields a string per partition, the order follows the reference
  * implementation's check_invariants(), which the table restates:

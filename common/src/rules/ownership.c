@@ -1,6 +1,6 @@
 /*
  * ownership.c - who may report on a partition: the token check with the claim-token history and
- * the answer it gives (contract §5.4 check 3, §5.5 check 2; kafka-edition.md §6).
+ * the answer it gives (docs/contract.md §5.4 check 3, §5.5 check 2; docs/contract.md K§6).
  *
  * Topics are consumed by different services, so a report can arrive before the claim that
  * allowed it is applied. A token the history knows but the partition no longer holds is a

@@ -1,5 +1,5 @@
 /*
- * partition_start.c - the status a manifest's partition starts in (contract §3.2, §5.2 step 6):
+ * partition_start.c - the status a manifest's partition starts in (docs/contract.md §3.2, §5.2 step 6):
  * an empty partition is SUCCESS at once. Pure.
  */
 #include "ll/rules.h"

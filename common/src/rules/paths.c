@@ -1,7 +1,7 @@
 /*
  * paths.c - the names a run derives and the path checks on HDFS locations.
  *
- * Contract §5.1 step 2 (no ".." segment in hdfsRoot), §5.1 step 4 (hdfsRunPath and stageTable)
+ * docs/contract.md §5.1 step 2 (no ".." segment in hdfsRoot), §5.1 step 4 (hdfsRunPath and stageTable)
  * and §5.4 check 4 (a chunk's hdfsPath must lie below the run path: HDFS_PATH_OUTSIDE_RUN).
  * Paths are compared byte for byte, as the reference's str.startswith and str.split("/") do.
  */

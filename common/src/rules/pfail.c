@@ -1,7 +1,7 @@
 /*
  * pfail.c - a worker's partition failure report: may it apply, and is it a snapshot error.
  *
- * Contract §5.5. Checks in the contract's order, under the run and partition locks:
+ * docs/contract.md §5.5. Checks in the contract's order, under the run and partition locks:
  *   2. stored token differs from the reporter's (a NULL stored token, cleared by a reissue,
  *      always differs)                           -> CLAIM_MISMATCH (409), checked first, so a
  *                                                   zombie worker after a reissue gets this;

@@ -3,7 +3,7 @@
  * success, run failure, publish result, validation start): how the run was found, then replay,
  * apply, defer or RUN_STATUS_MISMATCH from its locked status.
  *
- * Contract §5.6-§5.10, §5.14 and kafka-edition.md §6: topics are consumed by different services,
+ * docs/contract.md §5.6-§5.10, §5.14 and docs/contract.md K§6: topics are consumed by different services,
  * so an event can arrive before the one that takes its run to where it applies; it waits while
  * the run may still get there (ll_run_should_wait), then gets the contract's answer for the
  * status the run is in. Pure: the services read under the run lock and write what this decides.

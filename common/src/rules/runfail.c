@@ -1,7 +1,7 @@
 /*
  * runfail.c - the run (non-partition) failure report: which failures a caller may declare.
  *
- * Contract §5.6 check 1: exactly five (expectedStatus, failStatus) pairs are allowed; any
+ * docs/contract.md §5.6 check 1: exactly five (expectedStatus, failStatus) pairs are allowed; any
  * other pair is 422 FAIL_TRANSITION_NOT_ALLOWED, decided before the run is even looked up.
  * The later checks (replay when already failStatus, RUN_STATUS_MISMATCH) compare statuses the
  * caller reads under the run lock and need no rule of their own.

@@ -1,7 +1,7 @@
 /*
  * status.c - the run and partition state names and their classification.
  *
- * Contract §3.1 (run status, active/terminal classes) and §3.2 (partition status). The names
+ * docs/contract.md §3.1 (run status, active/terminal classes) and §3.2 (partition status). The names
  * are the exact strings stored in load_run.status and load_partition.status; the tables are
  * expansions of LL_RUN_STATUSES and LL_PART_STATUSES (ll/status.h). Pure: static tables, no state.
  */

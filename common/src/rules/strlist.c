@@ -1,7 +1,7 @@
 /*
  * strlist.c - a growable list of malloc'd strings, the carrier of violations and reasons.
  *
- * The manifest invariants (contract §5.2 step 4) produce one string per violation, which the
+ * The manifest invariants (docs/contract.md §5.2 step 4) produce one string per violation, which the
  * caller joins with "; " into error_message and also returns as details.violations; the
  * validation gates (§3.5) produce "FAIL <metricName>" reasons the same way. The list owns its
  * strings; ll_strlist_clear frees them. A zero-initialised ll_strlist is an empty list.

@@ -1,5 +1,5 @@
 /*
- * sweep.c - the sweeper's decisions (contract §7.1, §9): reissue or time out a run with stale
+ * sweep.c - the sweeper's decisions (docs/contract.md §7.1, §9): reissue or time out a run with stale
  * partitions; the start-up check of the recovery settings. Pure functions.
  */
 #include <stdio.h>

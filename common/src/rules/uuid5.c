@@ -1,7 +1,7 @@
 /*
  * uuid5.c - name-based ids: RFC 4122 version-5 UUIDs under loadledger's own namespace.
  *
- * kafka-edition.md §4: ids the ledger mints (dispatch ids) must be reproducible on a replay,
+ * docs/contract.md K§4: ids the ledger mints (dispatch ids) must be reproducible on a replay,
  * so they are derived from natural keys with SHA-1 name-based UUIDs instead of drawn at random.
  * The SHA-1 and the version/variant bits come from libuuid (util-linux >= 2.31,
  * uuid_generate_sha1); this file only fixes the namespace and the text forms.

@@ -1,13 +1,13 @@
 /*
  * verify.c - the decisions of `loadctl verify` (see ll/verify.h): the event → run status table
- * of contract §3.1 and §8, and the accounting of one input offset (kafka-edition.md §3).
+ * of docs/contract.md §3.1 and §8, and the accounting of one input offset (docs/contract.md K§3).
  */
 #include <string.h>
 
 #include "ll/rules.h"
 #include "ll/verify.h"
 
-/* Events written by exactly one run transition, with its target (contract §8). */
+/* Events written by exactly one run transition, with its target (docs/contract.md §8). */
 static const struct {
     const char *name;
     ll_run_status to;
@@ -120,7 +120,7 @@ static bool fresh_agrees(const ll_answer *o, const ll_answer *r)
 
 /*
  * A REPLAY restates the original answer: never of a dead letter (the ledger never held it); of
- * a REJECTED one only with its code (a refusal replayed names the same refusal, contract §5.1,
+ * a REJECTED one only with its code (a refusal replayed names the same refusal, docs/contract.md §5.1,
  * §5.2); of an applied one (ACCEPTED, or REPLAY when every answer is one) with any code (a
  * notable replay's, e.g. RUN_STATUS_MISMATCH of a publish claim past PUBLISHING, §5.13). In
  * every case it grants nothing the original refused. runStatus and partitionStatus are the

@@ -8,7 +8,7 @@ here too: tests/integration/test_restore_drill.py (pg_dump) and test_pitr_drill.
 point-in-time recovery of a cluster of its own, llsim.pitr) share them.
 
 Why the recorded offsets are safe: a service commits an input offset only after the database
-transaction that applied it (kafka-edition §3), so offsets read before the dump's snapshot starts
+transaction that applied it (docs/contract.md K§3), so offsets read before the dump's snapshot starts
 are never ahead of what the dump holds; everything above them is replayed, and a replay of what
 the dump already holds changes nothing (CAS, REPLAY answers).
 """
