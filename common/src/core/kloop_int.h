@@ -186,6 +186,7 @@ struct ll_loop {
     rd_kafka_t *producer;
     ll_db db;
     ll_schema_ids *ids;
+    struct ll_registry *registry; /* schema.registry.url set: the schema registry client, else NULL */
     char dlq_topic[256];
     volatile sig_atomic_t stop;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;

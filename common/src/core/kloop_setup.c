@@ -16,6 +16,7 @@
 #include "ll/kclient.h"
 #include "ll/log.h"
 #include "ll/obs.h"
+#include "ll/registry.h"
 #include "ll/rules.h"
 #include "ll/topics.h"
 
@@ -26,6 +27,25 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     LL_DB_TX_ATTEMPTS_KEY,
     LL_TOPIC_KEYS,
     {"schema.ids_file", NULL, false, "JSON id->.avsc table for the Confluent framing", LL_CONFIG_NO_RANGE},
+    {"schema.registry.url", NULL, false,
+     "Confluent-compatible schema registry URL(s), comma-separated: writer schemas of the Confluent framing"
+     " fetched by id, reply schemas registered under <topic>-value; unset: no registry",
+     LL_CONFIG_NO_RANGE},
+    {"schema.registry.basic.auth.user.info", NULL, false, "user:password for the registry's basic auth",
+     LL_CONFIG_NO_RANGE},
+    {"schema.registry.ssl.ca.location", NULL, false,
+     "PEM file of the CAs that sign the registry's certificate", LL_CONFIG_NO_RANGE},
+    {"schema.registry.connect_timeout", "PT1S", false, "connect timeout per registry URL", LL_CONFIG_DURATION,
+     1, 60000},
+    {"schema.registry.timeout", "PT2S", false,
+     "a whole registry request per URL (the loop's thread waits at most this per URL)", LL_CONFIG_DURATION, 1,
+     60000},
+    {"schema.registry.backoff_max", "PT10S", false,
+     "longest pause before an id whose fetch failed is asked for again (from 0.5 s, doubling)",
+     LL_CONFIG_DURATION, 500, 3600000},
+    {"schema.registry.cache_entries", "1000", false, "schema texts cached by id", LL_CONFIG_INT, 1, 100000},
+    {"schema.registry.cache_bytes", "8388608", false, "schema text cached by id in total (bytes)",
+     LL_CONFIG_INT, 1, 1LL << 30},
     {"loop.batch_max", "240", false,
      "messages per poll batch, held in memory: each holds about 4 KiB while its batch runs", LL_CONFIG_INT, 1,
      LL_BATCH_MAX},
@@ -106,6 +126,53 @@ static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, 
     return 0;
 }
 
+/*
+ * The schema registry client when schema.registry.url is set (l->registry; none otherwise: the
+ * loop is then as without this feature, issue 30). 0, or -1 with err.
+ */
+static int open_registry(ll_loop *l, char *err, size_t errlen)
+{
+    const char *url = ll_config_get(l->cfg, "schema.registry.url");
+    if (!url || !*url)
+        return 0;
+    ll_registry_opts o = {.urls = url,
+                          .user_info = ll_config_get(l->cfg, "schema.registry.basic.auth.user.info"),
+                          .ca_location = ll_config_get(l->cfg, "schema.registry.ssl.ca.location")};
+    int64_t entries = 0, bytes = 0;
+    if (ll_config_duration_ms(l->cfg, "schema.registry.connect_timeout", &o.connect_timeout_ms, err,
+                              errlen) ||
+        ll_config_duration_ms(l->cfg, "schema.registry.timeout", &o.timeout_ms, err, errlen) ||
+        ll_config_duration_ms(l->cfg, "schema.registry.backoff_max", &o.backoff_max_ms, err, errlen) ||
+        ll_config_int(l->cfg, "schema.registry.cache_entries", &entries, err, errlen) ||
+        ll_config_int(l->cfg, "schema.registry.cache_bytes", &bytes, err, errlen))
+        return -1;
+    o.cache_entries = (size_t)entries;
+    o.cache_bytes = (size_t)bytes;
+    return (l->registry = ll_registry_new(&o, err, errlen)) ? 0 : -1;
+}
+
+/*
+ * A Confluent-framed reply topic's schema registered (or found) under "<topic>-value"
+ * (TopicNameStrategy); the id the registry gives is the one the replies carry. 0, or -1 with err
+ * (the registry must answer at start).
+ */
+static int register_reply(ll_loop *l, topic_io *io, char *err, size_t errlen)
+{
+    char subject[300], why[600];
+    int32_t id = 0;
+    snprintf(subject, sizeof subject, "%s-value", io->reply_topic);
+    ll_registry_status st =
+        ll_registry_register(l->registry, subject, ll_schema_text(io->reply_schema), &id, why, sizeof why);
+    if (st != LL_REGISTRY_OK) {
+        snprintf(err, errlen, "schema registry: %s", why);
+        return -1;
+    }
+    ll_log(LL_INFO, NULL, "registry_subject", "reply schema of %s under %s: id %d", io->reply_topic, subject,
+           (int)id);
+    io->eopts.schema_id = id;
+    return 0;
+}
+
 static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size_t errlen)
 {
     int64_t maxb = 0, cb[6];
@@ -121,6 +188,8 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
     const char *ids_file = ll_config_get(l->cfg, "schema.ids_file");
     if (ids_file && *ids_file && !(l->ids = ll_schema_ids_load(ids_file, err, errlen)))
         return -1;
+    if (open_registry(l, err, errlen))
+        return -1;
     l->io = calloc(n, sizeof *l->io);
     l->n_io = n;
     for (size_t i = 0; i < n; i++) {
@@ -134,8 +203,9 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
         if (ll_topic_framing(l->cfg, inputs[i].logical, &io->dopts.framing, err, errlen) ||
             ll_topic_framing(l->cfg, inputs[i].reply_logical, &io->eopts.framing, err, errlen))
             return -1;
-        if (io->dopts.framing == LL_FRAMING_CONFLUENT && !l->ids) {
-            snprintf(err, errlen, "topic %s uses the confluent framing: set schema.ids_file",
+        if (io->dopts.framing == LL_FRAMING_CONFLUENT && !l->ids && !l->registry) {
+            snprintf(err, errlen,
+                     "topic %s uses the confluent framing: set schema.ids_file or schema.registry.url",
                      inputs[i].logical);
             return -1;
         }
@@ -155,6 +225,12 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
         if (ll_config_get(l->cfg, key) && ll_config_int(l->cfg, key, &sid, err, errlen))
             return -1;
         io->eopts.schema_id = (int32_t)sid;
+        if (l->registry) {
+            io->dopts.source = ll_registry_source;
+            io->dopts.source_ctx = l->registry;
+            if (io->eopts.framing == LL_FRAMING_CONFLUENT && register_reply(l, io, err, errlen))
+                return -1;
+        }
     }
     ll_topic_name(l->cfg, "dead-letters", l->dlq_topic, sizeof l->dlq_topic);
     return 0;
@@ -270,6 +346,7 @@ void ll_loop_free(ll_loop *l)
     ll_loop_forget_parts(l);
     free(l->parts);
     ll_schema_ids_free(l->ids);
+    ll_registry_free(l->registry);
     ll_db_close(&l->db);
     if (l->commit_err) /* a commit that failed while the consumer closed */
         rd_kafka_error_destroy(l->commit_err);
