@@ -276,8 +276,8 @@ ll_registry_status ll_registry_schema(ll_registry *r, int32_t id, char **text, s
     if (f &&
         !ll_registry_retry_due(now_ms(), f->last_ms, f->failures, r->o.backoff_min_ms, r->o.backoff_max_ms)) {
         ll_registry_status st = f->status;
-        snprintf(err, errlen, "schema id %d: %s (backing off after %u failed fetches)", id, f->reason,
-                 f->failures);
+        snprintf(err, errlen, "schema id %d: %s: %s (backing off after %u failed fetches)", id,
+                 ll_registry_status_name(st), f->reason, f->failures);
         pthread_mutex_unlock(&r->lock);
         return st;
     }

@@ -1,0 +1,234 @@
+"""The schema registry (issue 30) on the real broker and database, against the registry STAND-IN
+tests/registry_standin.py (the documented Confluent endpoints; no real Confluent-compatible
+registry could be installed from this machine's package registries: docs/design.md "Schema
+registry" says what was tried).
+
+The services of this module run on topics of their own (prefix loadledger.t-registry.), every
+input and the replies of the first four inputs Confluent-framed, with schema.registry.url set and
+no schema.ids_file: writer ids are fetched from the registry, reply schemas registered under
+<topic>-value at start.
+
+    reference scenario to EXTRACTED_VALIDATED through the registry, an older Manifest writer
+        registered mid-run; the replies carry the ids of their subjects
+    registry answering 503: the message is held (no reply, no dead letter, run_held logged)
+        while another run whose writer id is cached flows; answered once the registry is back
+    an id the registry does not know: a dead letter naming it, after loop.prerequisite_wait
+    a schema over codec.max_schema_bytes: a dead letter at once
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import new_run, one
+from llsim import avroframe
+from llsim.kafkaio import SCHEMAS, Nifi
+from llsim.probe import (FramedFlow, answers, dead_letter, dead_letters_of, ensure_topics, header, log_events,
+                         post_many, schema_with, schema_without, start_sides, stop_checked)
+from llsim.stack import Stack
+
+PREFIX = "loadledger.t-registry."
+TAG = "registry"
+INPUTS = ("run-requests", "manifests", "partition-claims", "chunks", "partition-failures")
+REPLIES = ("run-decisions", "manifest-decisions", "claim-decisions", "chunk-outcomes")
+PREREQ_WAIT_S = 4
+MAX_SCHEMA_BYTES = 32768
+STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "registry_standin.py")
+
+OLD_MANIFEST = schema_without("Manifest", "sourceNullSplitCount", "sourceMetrics", "sourceMetricsVersion")
+_items = OLD_MANIFEST["fields"][-1]["type"]["items"]
+_items["fields"] = [f for f in _items["fields"] if f["name"] != "isNullPartition"]
+NEW_RUN_REQUEST = schema_with("RunRequest", {"name": "requestedBy", "type": "string", "default": ""})
+
+
+class Registry:
+    """The stand-in, started on a free loopback port."""
+
+    def __init__(self, run_dir):
+        os.makedirs(run_dir, exist_ok=True)
+        port_file = os.path.join(run_dir, "registry.port")
+        if os.path.exists(port_file):
+            os.unlink(port_file)
+        self.log = open(os.path.join(run_dir, "registry.log"), "w")
+        self.proc = subprocess.Popen([sys.executable, STANDIN, "--port-file", port_file], stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.time() + 15
+        while not os.path.exists(port_file):
+            assert self.proc.poll() is None and time.time() < deadline, "registry stand-in did not start"
+            time.sleep(0.05)
+        with open(port_file) as f:
+            self.url = "http://127.0.0.1:%s" % f.read().strip()
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def register(self, subject, schema):
+        text = schema if isinstance(schema, str) else json.dumps(schema)
+        st, body = self.call("POST", "/subjects/%s/versions" % subject, {"schema": text})
+        assert st == 200, (st, body)
+        return body["id"]
+
+    def latest_id(self, subject):
+        st, body = self.call("GET", "/subjects/%s/versions/latest" % subject)
+        assert st == 200, (st, body)
+        return body["id"]
+
+    def requests(self, path):
+        return self.call("GET", "/_standin/requests")[1].get(path, 0)
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.log.close()
+
+
+def avsc(logical):
+    with open(os.path.join(avroframe.SCHEMA_DIR, SCHEMAS[logical] + ".avsc")) as f:
+        return f.read()
+
+
+@pytest.fixture(scope="module")
+def rstack():
+    s = Stack(prefix=PREFIX)
+    s.migrate()
+    ensure_topics(s.bootstrap, PREFIX)
+    reg = Registry(os.path.join(s.run_dir, "t-registry"))
+    # the writers' side (NiFi's registry-backed AvroRecordSetWriter): each input's schema under its subject
+    ids = {t: reg.register(PREFIX + t + "-value", avsc(t)) for t in INPUTS}
+    conf = {"topic.%s.framing" % t: "confluent" for t in INPUTS + REPLIES}
+    conf.update({"schema.registry.url": reg.url + "/", "loop.prerequisite_wait": "PT%dS" % PREREQ_WAIT_S,
+                 "codec.max_schema_bytes": str(MAX_SCHEMA_BYTES), "schema.registry.backoff_max": "PT1S"})
+    try:
+        start_sides(s, ("registrar", "claimer", "completion"), TAG, conf)
+    except Exception:
+        stop_checked(s)
+        reg.stop()
+        raise
+    s.registry, s.ids = reg, ids
+    yield s
+    bad = stop_checked(s)
+    reg.stop()
+    assert not bad, "services did not exit cleanly (sanitizer report or crash): %s; logs in %s" % (bad, s.log_dir)
+
+
+@pytest.fixture
+def rflow(rstack):
+    f = FramedFlow(Nifi(rstack.bootstrap, PREFIX), {t: "confluent" for t in REPLIES})
+    yield f
+    f.close()
+
+
+@pytest.fixture
+def rdb(rstack):
+    c = rstack.db()
+    yield c.cursor()
+    c.close()
+
+
+def item(rstack, logical, record, **kw):
+    d = dict(logical=logical, record=record, framing="confluent", schema_id=rstack.ids[logical])
+    d.update(kw)
+    return d
+
+
+def test_reference_scenario_through_the_registry_with_a_writer_registered_mid_run(rstack, rflow, rdb):
+    reg, run, nifi = rstack.registry, new_run(), rflow.nifi
+    [d] = answers(rflow, post_many(nifi, [item(rstack, "run-requests", run.run_request())]))
+    assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
+    assert reg.requests("/schemas/ids/%d" % rstack.ids["run-requests"]) >= 1
+    # an older Manifest writer registered now, mid-run, under the manifests' subject: a new id
+    old_id = reg.register(PREFIX + "manifests-value", OLD_MANIFEST)
+    assert old_id not in rstack.ids.values()
+    man = run.manifest()
+    man = {k: v for k, v in man.items() if k in {f["name"] for f in OLD_MANIFEST["fields"]}}
+    man["partitions"] = [{k: v for k, v in p.items() if k != "isNullPartition"} for p in man["partitions"]]
+    [m] = answers(rflow, post_many(nifi, [item(rstack, "manifests", man, schema=OLD_MANIFEST, schema_id=old_id)]))
+    assert (m["outcome"], m["runStatus"], m["emptyPartitionCount"]) == ("ACCEPTED", "EXTRACTING", 1), m
+    assert reg.requests("/schemas/ids/%d" % old_id) == 1  # fetched once, then from the cache
+    claims = answers(rflow, post_many(nifi, [item(rstack, "partition-claims", run.claim(p)) for p in run.nonempty()]))
+    assert all(c["claimed"] for c in claims), claims
+    chunks = [c for p in run.nonempty() for c in run.chunks(p)]
+    outcomes = answers(rflow, post_many(nifi, [item(rstack, "chunks", c) for c in chunks]))
+    assert all(o["outcome"] == "ACCEPTED" and o["recorded"] for o in outcomes)
+    assert [o["runStatus"] for o in outcomes if o["validationScheduled"]] == ["EXTRACTED_VALIDATED"]
+    assert one(rdb, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", run.run_id) == "EXTRACTED_VALIDATED"
+    assert one(rdb, "SELECT count(*) FROM nifi_ops.load_event WHERE run_id = %s AND event_name = 'DEAD_LETTER'",
+               run.run_id) == 0
+    # the replies carry the ids the services registered their schemas under (<topic>-value)
+    for t in REPLIES:
+        want = reg.latest_id(PREFIX + t + "-value")
+        got = {r["schema_id"] for r in rflow.r[t].records}
+        assert got == {want}, (t, got, want)
+        st, body = reg.call("GET", "/schemas/ids/%d" % want)
+        assert json.loads(body["schema"])["name"] == SCHEMAS[t]
+
+
+def test_registry_down_holds_the_message_while_other_runs_flow(rstack, rflow, rdb):
+    reg, nifi = rstack.registry, rflow.nifi
+    dlq = nifi.reader("dead-letters")
+    new_id = reg.register(PREFIX + "run-requests-value", NEW_RUN_REQUEST)  # not fetched by anyone yet
+    assert reg.call("POST", "/_standin/fault", {"status": 503, "count": -1, "path": "/schemas/ids/"})[0] == 200
+    try:
+        since = os.path.getsize(rstack.log_path("registrar-" + TAG))
+        waiting, other = new_run(), new_run()
+        req = dict(waiting.run_request(), requestedBy="coordinator-7")
+        [held] = post_many(nifi, [item(rstack, "run-requests", req, schema=NEW_RUN_REQUEST, schema_id=new_id)])
+        # another run, its writer id cached: answered while the registry is down
+        [o] = answers(rflow, post_many(nifi, [item(rstack, "run-requests", other.run_request())]))
+        assert (o["outcome"], o["runStatus"]) == ("ACCEPTED", "CREATED"), o
+        time.sleep(PREREQ_WAIT_S + 2)  # past the prerequisite wait: a registry fault is no prerequisite
+        assert not dead_letters_of(dlq, held)
+        assert one(rdb, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == 0
+        held_logs = [e for e in log_events(rstack, "registrar-" + TAG, "run_held", since=since)
+                     if "schema id %d" % new_id in e.get("msg", "")]
+        assert held_logs and "unavailable" in held_logs[0]["msg"], held_logs
+        assert reg.requests("/schemas/ids/%d" % new_id) >= 2  # tried again (with backoff)
+    finally:
+        reg.call("POST", "/_standin/fault", {})
+    [d] = answers(rflow, [held])
+    assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
+    assert one(rdb, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == "CREATED"
+    assert not dead_letters_of(dlq, held)
+    dlq.close()
+
+
+def test_unknown_id_is_a_dead_letter_naming_it_after_the_wait(rstack, rflow):
+    nifi = rflow.nifi
+    dlq = nifi.reader("dead-letters")
+    t0 = time.time()
+    [sent] = post_many(nifi, [item(rstack, "run-requests", new_run().run_request(), schema_id=999999)])
+    d = dead_letter(dlq, sent, timeout=PREREQ_WAIT_S + 40)
+    elapsed = time.time() - t0
+    assert header(d, "ll.error.code") == "DECODE_FAILED"
+    msg = header(d, "ll.error.message")
+    assert "schema id 999999" in msg and "not in the registry after %d ms" % (PREREQ_WAIT_S * 1000) in msg, msg
+    assert elapsed >= PREREQ_WAIT_S - 0.5, elapsed
+    dlq.close()
+
+
+def test_schema_over_the_budget_is_a_dead_letter_at_once(rstack, rflow):
+    reg, nifi = rstack.registry, rflow.nifi
+    dlq = nifi.reader("dead-letters")
+    big = json.loads(avsc("run-requests"))
+    big["doc"] = "x" * (MAX_SCHEMA_BYTES + 100)
+    assert reg.call("POST", "/_standin/schema", {"id": 777777, "schema": json.dumps(big)})[0] == 200
+    t0 = time.time()
+    [sent] = post_many(nifi, [item(rstack, "run-requests", new_run().run_request(), schema_id=777777)])
+    d = dead_letter(dlq, sent, timeout=30)
+    elapsed = time.time() - t0
+    assert header(d, "ll.error.code") == "DECODE_FAILED"
+    msg = header(d, "ll.error.message")
+    assert "schema id 777777" in msg and "codec.max_schema_bytes" in msg, msg
+    assert elapsed < PREREQ_WAIT_S, elapsed  # not held: refused at once
+    dlq.close()
