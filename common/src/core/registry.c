@@ -185,7 +185,10 @@ static void cache_drop(ll_registry_cache *c, size_t i)
 {
     c->bytes -= c->v[i].len;
     free(c->v[i].text);
-    c->v[i] = c->v[--c->n];
+    c->n--;
+    if (i != c->n)
+        c->v[i] = c->v[c->n];
+    memset(&c->v[c->n], 0, sizeof c->v[c->n]); /* the vacated slot keeps no pointer */
 }
 
 int ll_registry_cache_put(ll_registry_cache *c, int32_t id, const char *text, size_t len)
