@@ -6,7 +6,8 @@ registry" says what was tried).
 The services of this module run on topics of their own (prefix loadledger.t-registry.), every
 input and the replies of the first four inputs Confluent-framed, with schema.registry.url set and
 no schema.ids_file: writer ids are fetched from the registry, reply schemas registered under
-<topic>-value at start.
+<topic>-value at start; schema.registry.url names a dead URL first, so every request also
+passes over a URL that refuses it.
 
     reference scenario to EXTRACTED_VALIDATED through the registry, an older Manifest writer
         registered mid-run; the replies carry the ids of their subjects
@@ -14,9 +15,13 @@ no schema.ids_file: writer ids are fetched from the registry, reply schemas regi
         while another run whose writer id is cached flows; answered once the registry is back
     an id the registry does not know: a dead letter naming it, after loop.prerequisite_wait
     a schema over codec.max_schema_bytes: a dead letter at once
+    basic auth (schema.registry.basic.auth.user.info): refused without it at start (the service
+        exits naming the 401), registered with it (topics of their own, nothing consumed)
 """
+import base64
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -28,7 +33,7 @@ from conftest import new_run, one
 from llsim import avroframe
 from llsim.kafkaio import SCHEMAS, Nifi
 from llsim.probe import (FramedFlow, answers, dead_letter, dead_letters_of, ensure_topics, header, log_events,
-                         post_many, schema_with, schema_without, start_sides, stop_checked)
+                         post_many, schema_with, schema_without, start_sides, stop_checked, wait_log)
 from llsim.stack import Stack
 
 PREFIX = "loadledger.t-registry."
@@ -48,14 +53,15 @@ NEW_RUN_REQUEST = schema_with("RunRequest", {"name": "requestedBy", "type": "str
 class Registry:
     """The stand-in, started on a free loopback port."""
 
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, user_info=None):
         os.makedirs(run_dir, exist_ok=True)
         port_file = os.path.join(run_dir, "registry.port")
         if os.path.exists(port_file):
             os.unlink(port_file)
         self.log = open(os.path.join(run_dir, "registry.log"), "w")
-        self.proc = subprocess.Popen([sys.executable, STANDIN, "--port-file", port_file], stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        args = [sys.executable, STANDIN, "--port-file", port_file] + (["--user-info", user_info] if user_info else [])
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        self.user_info = user_info
         deadline = time.time() + 15
         while not os.path.exists(port_file):
             assert self.proc.poll() is None and time.time() < deadline, "registry stand-in did not start"
@@ -65,8 +71,10 @@ class Registry:
 
     def call(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+        headers = {"Content-Type": "application/vnd.schemaregistry.v1+json"}
+        if self.user_info:
+            headers["Authorization"] = "Basic " + base64.b64encode(self.user_info.encode()).decode()
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=10) as r:
                 return r.status, json.loads(r.read() or b"null")
@@ -93,6 +101,13 @@ class Registry:
         self.log.close()
 
 
+def dead_port():
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        return so.getsockname()[1]
+
+
 def avsc(logical):
     with open(os.path.join(avroframe.SCHEMA_DIR, SCHEMAS[logical] + ".avsc")) as f:
         return f.read()
@@ -107,7 +122,8 @@ def rstack():
     # the writers' side (NiFi's registry-backed AvroRecordSetWriter): each input's schema under its subject
     ids = {t: reg.register(PREFIX + t + "-value", avsc(t)) for t in INPUTS}
     conf = {"topic.%s.framing" % t: "confluent" for t in INPUTS + REPLIES}
-    conf.update({"schema.registry.url": reg.url + "/", "loop.prerequisite_wait": "PT%dS" % PREREQ_WAIT_S,
+    # two URLs, the first refusing connections: each request tries them in order
+    conf.update({"schema.registry.url": "http://127.0.0.1:%d, %s/" % (dead_port(), reg.url), "loop.prerequisite_wait": "PT%dS" % PREREQ_WAIT_S,
                  "codec.max_schema_bytes": str(MAX_SCHEMA_BYTES), "schema.registry.backoff_max": "PT1S"})
     try:
         start_sides(s, ("registrar", "claimer", "completion"), TAG, conf)
@@ -232,3 +248,32 @@ def test_schema_over_the_budget_is_a_dead_letter_at_once(rstack, rflow):
     assert "schema id 777777" in msg and "codec.max_schema_bytes" in msg, msg
     assert elapsed < PREREQ_WAIT_S, elapsed  # not held: refused at once
     dlq.close()
+
+
+def test_basic_auth_at_start(tmp_path):
+    prefix = "loadledger.t-registry-auth."
+    s = Stack(prefix=prefix)
+    ensure_topics(s.bootstrap, prefix)
+    reg = Registry(str(tmp_path), user_info="svc-registrar:s3cret")
+    conf = {"topic.run-decisions.framing": "confluent", "schema.registry.url": reg.url,
+            "kafka.group.id": "loadledger.registrar.registry-auth"}
+    try:
+        s.start("registrar", instance="registrar-registry-noauth", settings=conf)
+        code = s.wait_exit("registrar-registry-noauth", timeout=60)
+        assert code != 0
+        with open(s.log_path("registrar-registry-noauth")) as f:
+            log = f.read()
+        assert "run-decisions-value" in log and "HTTP 401" in log, log[-2000:]
+        assert reg.call("GET", "/subjects")[1] == []
+        conf["schema.registry.basic.auth.user.info"] = "svc-registrar:s3cret"
+        s.start("registrar", instance="registrar-registry-auth", settings=conf)
+        wait_log(s, "registrar-registry-auth", "registry_subject", timeout=60,
+                 pred=lambda r: "run-decisions-value" in r.get("msg", ""))
+        assert prefix + "run-decisions-value" in reg.call("GET", "/subjects")[1]
+        # the credentials are not logged
+        with open(s.log_path("registrar-registry-auth")) as f:
+            assert "s3cret" not in f.read()
+    finally:
+        bad = stop_checked(s)
+        reg.stop()
+    assert not bad, bad
