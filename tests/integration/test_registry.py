@@ -33,7 +33,7 @@ from conftest import new_run, one
 from llsim import avroframe
 from llsim.kafkaio import SCHEMAS, Nifi
 from llsim.probe import (FramedFlow, answers, dead_letter, dead_letters_of, ensure_topics, header, log_events,
-                         post_many, schema_with, schema_without, start_sides, stop_checked, wait_log)
+                         log_size, post_many, schema_with, schema_without, start_sides, stop_checked, wait_log)
 from llsim.stack import Stack
 
 PREFIX = "loadledger.t-registry."
@@ -108,6 +108,15 @@ def dead_port():
         return so.getsockname()[1]
 
 
+def registry_requests(rstack, instance, result):
+    """loadledger_schema_registry_requests_total{result} on the instance's /metrics."""
+    [line] = [json.loads(l) for l in open(rstack.log_path(instance)) if '"http_listening"' in l][-1:]
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % line["port"], timeout=10) as r:
+        text = r.read().decode()
+    pat = 'loadledger_schema_registry_requests_total{result="%s"} ' % result
+    return sum(float(l[len(pat):]) for l in text.splitlines() if l.startswith(pat))
+
+
 def avsc(logical):
     with open(os.path.join(avroframe.SCHEMA_DIR, SCHEMAS[logical] + ".avsc")) as f:
         return f.read()
@@ -123,8 +132,10 @@ def rstack():
     ids = {t: reg.register(PREFIX + t + "-value", avsc(t)) for t in INPUTS}
     conf = {"topic.%s.framing" % t: "confluent" for t in INPUTS + REPLIES}
     # two URLs, the first refusing connections: each request tries them in order
-    conf.update({"schema.registry.url": "http://127.0.0.1:%d, %s/" % (dead_port(), reg.url), "loop.prerequisite_wait": "PT%dS" % PREREQ_WAIT_S,
-                 "codec.max_schema_bytes": str(MAX_SCHEMA_BYTES), "schema.registry.backoff_max": "PT1S"})
+    conf.update({"schema.registry.url": "http://127.0.0.1:%d, %s/" % (dead_port(), reg.url),
+                 "loop.prerequisite_wait": "PT%dS" % PREREQ_WAIT_S,
+                 "codec.max_schema_bytes": str(MAX_SCHEMA_BYTES), "schema.registry.backoff_max": "PT1S",
+                 "http.listen": "127.0.0.1:0"})
     try:
         start_sides(s, ("registrar", "claimer", "completion"), TAG, conf)
     except Exception:
@@ -172,6 +183,7 @@ def test_reference_scenario_through_the_registry_with_a_writer_registered_mid_ru
     [m] = answers(rflow, post_many(nifi, [item(rstack, "manifests", man, schema=OLD_MANIFEST, schema_id=old_id)]))
     assert (m["outcome"], m["runStatus"], m["emptyPartitionCount"]) == ("ACCEPTED", "EXTRACTING", 1), m
     assert reg.requests("/schemas/ids/%d" % old_id) == 1  # fetched once, then from the cache
+    assert registry_requests(rstack, "registrar-" + TAG, "ok") >= 2  # the run request's id and this one
     claims = answers(rflow, post_many(nifi, [item(rstack, "partition-claims", run.claim(p)) for p in run.nonempty()]))
     assert all(c["claimed"] for c in claims), claims
     chunks = [c for p in run.nonempty() for c in run.chunks(p)]
@@ -210,6 +222,7 @@ def test_registry_down_holds_the_message_while_other_runs_flow(rstack, rflow, rd
                      if "schema id %d" % new_id in e.get("msg", "")]
         assert held_logs and "unavailable" in held_logs[0]["msg"], held_logs
         assert reg.requests("/schemas/ids/%d" % new_id) >= 2  # tried again (with backoff)
+        assert registry_requests(rstack, "registrar-" + TAG, "unavailable") >= 2
     finally:
         reg.call("POST", "/_standin/fault", {})
     [d] = answers(rflow, [held])
@@ -258,16 +271,18 @@ def test_basic_auth_at_start(tmp_path):
     conf = {"topic.run-decisions.framing": "confluent", "schema.registry.url": reg.url,
             "kafka.group.id": "loadledger.registrar.registry-auth"}
     try:
+        since = {i: log_size(s, i) for i in ("registrar-registry-noauth", "registrar-registry-auth")}
         s.start("registrar", instance="registrar-registry-noauth", settings=conf)
         code = s.wait_exit("registrar-registry-noauth", timeout=60)
         assert code != 0
         with open(s.log_path("registrar-registry-noauth")) as f:
+            f.seek(since["registrar-registry-noauth"])
             log = f.read()
         assert "run-decisions-value" in log and "HTTP 401" in log, log[-2000:]
         assert reg.call("GET", "/subjects")[1] == []
         conf["schema.registry.basic.auth.user.info"] = "svc-registrar:s3cret"
         s.start("registrar", instance="registrar-registry-auth", settings=conf)
-        wait_log(s, "registrar-registry-auth", "registry_subject", timeout=60,
+        wait_log(s, "registrar-registry-auth", "registry_subject", since=since["registrar-registry-auth"], timeout=60,
                  pred=lambda r: "run-decisions-value" in r.get("msg", ""))
         assert prefix + "run-decisions-value" in reg.call("GET", "/subjects")[1]
         # the credentials are not logged

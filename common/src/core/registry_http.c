@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "ll/codec.h"
+#include "ll/obs.h"
 #include "ll/registry.h"
 
 /* Ids whose last fetch failed, remembered for their backoff (the oldest one forgotten). */
@@ -303,6 +304,8 @@ ll_registry_status ll_registry_schema(ll_registry *r, int32_t id, char **text, s
             snprintf(why, sizeof why, "%s", perr);
     }
     free(b.p);
+    static const char *const results[] = {"ok", "not_found", "unavailable", "invalid"};
+    ll_obs_registry(results[st]);
     pthread_mutex_lock(&r->lock);
     if (st == LL_REGISTRY_OK) {
         note_success(r, id);
