@@ -15,6 +15,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ll/config.h"
+
+struct ll_schema;
+
 /* At most this many URLs in schema.registry.url (comma-separated). */
 #define LL_REGISTRY_MAX_URLS 8
 /* The longest URL accepted (bytes, without the NUL). */
@@ -130,6 +134,65 @@ ll_registry_status ll_registry_register(ll_registry *r, const char *subject, con
  * LL_DECODE_UNKNOWN_ID, UNAVAILABLE -> LL_DECODE_UNAVAILABLE, INVALID -> -1 (codec.h).
  */
 int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *err, size_t errlen);
+
+/*
+ * The schema.registry.* keys of a service's key table (the consumer loop's and the
+ * dispatcher's): all optional, nothing happens without schema.registry.url.
+ */
+#define LL_REGISTRY_CONFIG_KEYS                                                                              \
+    {"schema.registry.url", NULL, false,                                                                     \
+     "Confluent-compatible schema registry URL(s), comma-separated: writer schemas of the Confluent framing" \
+     " fetched by id, Confluent-framed output schemas registered under <topic>-value; unset: no registry",   \
+     LL_CONFIG_NO_RANGE},                                                                                    \
+        {"schema.registry.basic.auth.user.info", NULL, false, "user:password for the registry's basic auth", \
+         LL_CONFIG_NO_RANGE},                                                                                \
+        {"schema.registry.ssl.ca.location", NULL, false,                                                     \
+         "PEM file of the CAs that sign the registry's certificate", LL_CONFIG_NO_RANGE},                    \
+        {"schema.registry.connect_timeout",                                                                  \
+         "PT1S",                                                                                             \
+         false,                                                                                              \
+         "connect timeout per registry URL",                                                                 \
+         LL_CONFIG_DURATION,                                                                                 \
+         1,                                                                                                  \
+         60000},                                                                                             \
+        {"schema.registry.timeout",                                                                          \
+         "PT2S",                                                                                             \
+         false,                                                                                              \
+         "a whole registry request per URL (the loop's thread waits at most this per URL)",                  \
+         LL_CONFIG_DURATION,                                                                                 \
+         1,                                                                                                  \
+         60000},                                                                                             \
+        {"schema.registry.backoff_max",                                                                      \
+         "PT10S",                                                                                            \
+         false,                                                                                              \
+         "longest pause before an id whose fetch failed is asked for again (from 0.5 s, doubling)",          \
+         LL_CONFIG_DURATION,                                                                                 \
+         500,                                                                                                \
+         3600000},                                                                                           \
+        {"schema.registry.cache_entries",                                                                    \
+         "1000",                                                                                             \
+         false,                                                                                              \
+         "schema texts cached by id",                                                                        \
+         LL_CONFIG_INT,                                                                                      \
+         1,                                                                                                  \
+         100000},                                                                                            \
+    {                                                                                                        \
+        "schema.registry.cache_bytes", "8388608", false, "schema text cached by id in total (bytes)",        \
+            LL_CONFIG_INT, 1, 1LL << 30                                                                      \
+    }
+
+/*
+ * The client of the schema.registry.* settings of cfg: 0 with *out NULL when schema.registry.url
+ * is unset (no registry: nothing else is read), 0 with *out a client, or -1 with err.
+ */
+int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, size_t errlen);
+
+/*
+ * The id of an output topic's schema: registered (or found) under "<topic>-value"
+ * (TopicNameStrategy, issue 30), logged. 0 with *id, or -1 with err (the registry must answer).
+ */
+int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
+                         char *err, size_t errlen);
 
 /* Requests made and failed so far (for metrics and tests). */
 uint64_t ll_registry_requests(const ll_registry *r);

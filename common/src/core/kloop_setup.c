@@ -27,25 +27,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     LL_DB_TX_ATTEMPTS_KEY,
     LL_TOPIC_KEYS,
     {"schema.ids_file", NULL, false, "JSON id->.avsc table for the Confluent framing", LL_CONFIG_NO_RANGE},
-    {"schema.registry.url", NULL, false,
-     "Confluent-compatible schema registry URL(s), comma-separated: writer schemas of the Confluent framing"
-     " fetched by id, reply schemas registered under <topic>-value; unset: no registry",
-     LL_CONFIG_NO_RANGE},
-    {"schema.registry.basic.auth.user.info", NULL, false, "user:password for the registry's basic auth",
-     LL_CONFIG_NO_RANGE},
-    {"schema.registry.ssl.ca.location", NULL, false,
-     "PEM file of the CAs that sign the registry's certificate", LL_CONFIG_NO_RANGE},
-    {"schema.registry.connect_timeout", "PT1S", false, "connect timeout per registry URL", LL_CONFIG_DURATION,
-     1, 60000},
-    {"schema.registry.timeout", "PT2S", false,
-     "a whole registry request per URL (the loop's thread waits at most this per URL)", LL_CONFIG_DURATION, 1,
-     60000},
-    {"schema.registry.backoff_max", "PT10S", false,
-     "longest pause before an id whose fetch failed is asked for again (from 0.5 s, doubling)",
-     LL_CONFIG_DURATION, 500, 3600000},
-    {"schema.registry.cache_entries", "1000", false, "schema texts cached by id", LL_CONFIG_INT, 1, 100000},
-    {"schema.registry.cache_bytes", "8388608", false, "schema text cached by id in total (bytes)",
-     LL_CONFIG_INT, 1, 1LL << 30},
+    LL_REGISTRY_CONFIG_KEYS,
     {"loop.batch_max", "240", false,
      "messages per poll batch, held in memory: each holds about 4 KiB while its batch runs", LL_CONFIG_INT, 1,
      LL_BATCH_MAX},
@@ -127,50 +109,13 @@ static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, 
 }
 
 /*
- * The schema registry client when schema.registry.url is set (l->registry; none otherwise: the
- * loop is then as without this feature, issue 30). 0, or -1 with err.
- */
-static int open_registry(ll_loop *l, char *err, size_t errlen)
-{
-    const char *url = ll_config_get(l->cfg, "schema.registry.url");
-    if (!url || !*url)
-        return 0;
-    ll_registry_opts o = {.urls = url,
-                          .user_info = ll_config_get(l->cfg, "schema.registry.basic.auth.user.info"),
-                          .ca_location = ll_config_get(l->cfg, "schema.registry.ssl.ca.location")};
-    int64_t entries = 0, bytes = 0;
-    if (ll_config_duration_ms(l->cfg, "schema.registry.connect_timeout", &o.connect_timeout_ms, err,
-                              errlen) ||
-        ll_config_duration_ms(l->cfg, "schema.registry.timeout", &o.timeout_ms, err, errlen) ||
-        ll_config_duration_ms(l->cfg, "schema.registry.backoff_max", &o.backoff_max_ms, err, errlen) ||
-        ll_config_int(l->cfg, "schema.registry.cache_entries", &entries, err, errlen) ||
-        ll_config_int(l->cfg, "schema.registry.cache_bytes", &bytes, err, errlen))
-        return -1;
-    o.cache_entries = (size_t)entries;
-    o.cache_bytes = (size_t)bytes;
-    return (l->registry = ll_registry_new(&o, err, errlen)) ? 0 : -1;
-}
-
-/*
- * A Confluent-framed reply topic's schema registered (or found) under "<topic>-value"
- * (TopicNameStrategy); the id the registry gives is the one the replies carry. 0, or -1 with err
- * (the registry must answer at start).
+ * A Confluent-framed reply topic's schema registered (or found) under "<topic>-value"; the id the
+ * registry gives is the one the replies carry (issue 30). 0, or -1 with err.
  */
 static int register_reply(ll_loop *l, topic_io *io, char *err, size_t errlen)
 {
-    char subject[300], why[600];
-    int32_t id = 0;
-    snprintf(subject, sizeof subject, "%s-value", io->reply_topic);
-    ll_registry_status st =
-        ll_registry_register(l->registry, subject, ll_schema_text(io->reply_schema), &id, why, sizeof why);
-    if (st != LL_REGISTRY_OK) {
-        snprintf(err, errlen, "schema registry: %s", why);
-        return -1;
-    }
-    ll_log(LL_INFO, NULL, "registry_subject", "reply schema of %s under %s: id %d", io->reply_topic, subject,
-           (int)id);
-    io->eopts.schema_id = id;
-    return 0;
+    return ll_registry_topic_id(l->registry, io->reply_topic, io->reply_schema, &io->eopts.schema_id, err,
+                                errlen);
 }
 
 static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size_t errlen)
@@ -188,7 +133,7 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
     const char *ids_file = ll_config_get(l->cfg, "schema.ids_file");
     if (ids_file && *ids_file && !(l->ids = ll_schema_ids_load(ids_file, err, errlen)))
         return -1;
-    if (open_registry(l, err, errlen))
+    if (ll_registry_from_config(l->cfg, &l->registry, err, errlen))
         return -1;
     l->io = calloc(n, sizeof *l->io);
     l->n_io = n;
