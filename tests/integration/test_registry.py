@@ -5,12 +5,12 @@ registry" says what was tried).
 
 The services of this module run on topics of their own (prefix loadledger.t-registry.), every
 input and the replies of the first four inputs Confluent-framed, with schema.registry.url set and
-no schema.ids_file: writer ids are fetched from the registry, reply schemas registered under
-<topic>-value at start; schema.registry.url names a dead URL first, so every request also
+no schema.ids_file: writer ids are fetched from the registry, reply schemas (and the
+dispatcher's validate-run command schema) registered under <topic>-value at start; schema.registry.url names a dead URL first, so every request also
 passes over a URL that refuses it.
 
     reference scenario to EXTRACTED_VALIDATED through the registry, an older Manifest writer
-        registered mid-run; the replies carry the ids of their subjects
+        registered mid-run; the replies and the validate-run command carry the ids of their subjects
     registry answering 503: the message is held (no reply, no dead letter, run_held logged)
         while another run whose writer id is cached flows; answered once the registry is back
     an id the registry does not know: a dead letter naming it, after loop.prerequisite_wait
@@ -40,6 +40,7 @@ PREFIX = "loadledger.t-registry."
 TAG = "registry"
 INPUTS = ("run-requests", "manifests", "partition-claims", "chunks", "partition-failures")
 REPLIES = ("run-decisions", "manifest-decisions", "claim-decisions", "chunk-outcomes")
+COMMANDS = ("validate-run-commands",)  # the dispatcher's
 PREREQ_WAIT_S = 4
 MAX_SCHEMA_BYTES = 32768
 STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "registry_standin.py")
@@ -130,7 +131,7 @@ def rstack():
     reg = Registry(os.path.join(s.run_dir, "t-registry"))
     # the writers' side (NiFi's registry-backed AvroRecordSetWriter): each input's schema under its subject
     ids = {t: reg.register(PREFIX + t + "-value", avsc(t)) for t in INPUTS}
-    conf = {"topic.%s.framing" % t: "confluent" for t in INPUTS + REPLIES}
+    conf = {"topic.%s.framing" % t: "confluent" for t in INPUTS + REPLIES + COMMANDS}
     # two URLs, the first refusing connections: each request tries them in order
     conf.update({"schema.registry.url": "http://127.0.0.1:%d, %s/" % (dead_port(), reg.url),
                  "loop.prerequisite_wait": "PT%dS" % PREREQ_WAIT_S,
@@ -138,6 +139,8 @@ def rstack():
                  "http.listen": "127.0.0.1:0"})
     try:
         start_sides(s, ("registrar", "claimer", "completion"), TAG, conf)
+        start_sides(s, ("dispatcher",), TAG, {k: v for k, v in conf.items()
+                                              if k.startswith(("topic.", "schema.registry."))})
     except Exception:
         stop_checked(s)
         reg.stop()
@@ -151,7 +154,7 @@ def rstack():
 
 @pytest.fixture
 def rflow(rstack):
-    f = FramedFlow(Nifi(rstack.bootstrap, PREFIX), {t: "confluent" for t in REPLIES})
+    f = FramedFlow(Nifi(rstack.bootstrap, PREFIX), {t: "confluent" for t in REPLIES + COMMANDS})
     yield f
     f.close()
 
@@ -193,6 +196,10 @@ def test_reference_scenario_through_the_registry_with_a_writer_registered_mid_ru
     assert one(rdb, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", run.run_id) == "EXTRACTED_VALIDATED"
     assert one(rdb, "SELECT count(*) FROM nifi_ops.load_event WHERE run_id = %s AND event_name = 'DEAD_LETTER'",
                run.run_id) == 0
+    # the validate-run command, Confluent-framed by the dispatcher with its subject's id
+    [cmd] = rflow.r["validate-run-commands"].wait_for(lambda r: (r["value"] or {}).get("runId") == run.run_id,
+                                                       timeout=60)
+    assert cmd["schema_id"] == reg.latest_id(PREFIX + "validate-run-commands-value")
     # the replies carry the ids the services registered their schemas under (<topic>-value)
     for t in REPLIES:
         want = reg.latest_id(PREFIX + t + "-value")
