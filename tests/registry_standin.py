@@ -21,6 +21,7 @@ and, for the fault tests only (prefix /_standin/):
     GET  /_standin/requests                 {"<path>": count, ...}
 
 Usage: registry_standin.py [--port 0] [--port-file FILE] [--user-info user:password]
+                           [--tls-cert PEM --tls-key PEM]  (HTTPS instead of HTTP)
 The port it listens on (127.0.0.1) is written to --port-file once it listens.
 """
 import argparse
@@ -187,10 +188,17 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--user-info")
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
     a = ap.parse_args()
     Handler.user_info = a.user_info
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     srv.daemon_threads = True
+    if a.tls_cert:
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls_cert, a.tls_key)
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:
             f.write(str(srv.server_address[1]))

@@ -17,11 +17,14 @@ passes over a URL that refuses it.
     a schema over codec.max_schema_bytes: a dead letter at once
     basic auth (schema.registry.basic.auth.user.info): refused without it at start (the service
         exits naming the 401), registered with it (topics of their own, nothing consumed)
+    HTTPS with a self-signed certificate: refused without schema.registry.ssl.ca.location,
+        registered with it
 """
 import base64
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -54,13 +57,15 @@ NEW_RUN_REQUEST = schema_with("RunRequest", {"name": "requestedBy", "type": "str
 class Registry:
     """The stand-in, started on a free loopback port."""
 
-    def __init__(self, run_dir, user_info=None):
+    def __init__(self, run_dir, user_info=None, tls=None):
         os.makedirs(run_dir, exist_ok=True)
         port_file = os.path.join(run_dir, "registry.port")
         if os.path.exists(port_file):
             os.unlink(port_file)
         self.log = open(os.path.join(run_dir, "registry.log"), "w")
         args = [sys.executable, STANDIN, "--port-file", port_file] + (["--user-info", user_info] if user_info else [])
+        if tls:
+            args += ["--tls-cert", tls[0], "--tls-key", tls[1]]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.user_info = user_info
         deadline = time.time() + 15
@@ -68,7 +73,8 @@ class Registry:
             assert self.proc.poll() is None and time.time() < deadline, "registry stand-in did not start"
             time.sleep(0.05)
         with open(port_file) as f:
-            self.url = "http://127.0.0.1:%s" % f.read().strip()
+            self.url = "%s://127.0.0.1:%s" % ("https" if tls else "http", f.read().strip())
+        self.ca = tls[0] if tls else None
 
     def call(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -76,8 +82,9 @@ class Registry:
         if self.user_info:
             headers["Authorization"] = "Basic " + base64.b64encode(self.user_info.encode()).decode()
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        ctx = ssl.create_default_context(cafile=self.ca) if self.ca else None
         try:
-            with urllib.request.urlopen(req, timeout=10) as r:
+            with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
                 return r.status, json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
@@ -295,6 +302,39 @@ def test_basic_auth_at_start(tmp_path):
         # the credentials are not logged
         with open(s.log_path("registrar-registry-auth")) as f:
             assert "s3cret" not in f.read()
+    finally:
+        bad = stop_checked(s)
+        reg.stop()
+    assert not bad, bad
+
+
+def test_https_with_a_ca_file(tmp_path):
+    prefix = "loadledger.t-registry-auth."
+    key, cert = str(tmp_path / "key.pem"), str(tmp_path / "cert.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    s = Stack(prefix=prefix)
+    ensure_topics(s.bootstrap, prefix)
+    reg = Registry(str(tmp_path), tls=(cert, key))
+    assert reg.url.startswith("https://")
+    conf = {"topic.run-decisions.framing": "confluent", "schema.registry.url": reg.url,
+            "kafka.group.id": "loadledger.registrar.registry-tls"}
+    names = ("registrar-registry-noca", "registrar-registry-ca")
+    since = {i: log_size(s, i) for i in names}
+    try:
+        s.start("registrar", instance=names[0], settings=conf)
+        assert s.wait_exit(names[0], timeout=60) != 0
+        with open(s.log_path(names[0])) as f:
+            f.seek(since[names[0]])
+            log = f.read()
+        assert "unavailable" in log and "certificate" in log.lower(), log[-2000:]
+        assert reg.call("GET", "/subjects")[1] == []
+        conf["schema.registry.ssl.ca.location"] = cert
+        s.start("registrar", instance=names[1], settings=conf)
+        wait_log(s, names[1], "registry_subject", since=since[names[1]], timeout=60,
+                 pred=lambda r: "run-decisions-value" in r.get("msg", ""))
+        assert prefix + "run-decisions-value" in reg.call("GET", "/subjects")[1]
     finally:
         bad = stop_checked(s)
         reg.stop()
