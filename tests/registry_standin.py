@@ -15,7 +15,9 @@ Endpoints (Confluent Schema Registry API reference; errors as {"error_code", "me
     GET  /subjects/{subject}/versions/latest, .../versions/{n}
 and, for the fault tests only (prefix /_standin/):
     POST /_standin/fault {"status": 503, "count": N, "path": "/schemas/ids/"}  the next N requests
-         whose path starts with "path" answer "status" (count -1: until cleared; {} clears)
+         whose path starts with "path" answer "status" (count -1: until cleared; {} clears);
+         status "drop": the connection is closed without an answer; "hang": no answer for
+         "seconds" (default 30), then the connection is closed
     POST /_standin/schema {"id": N, "schema": "<text>"}  puts a raw text under an id (no check:
          for a schema over the services' budgets)
     GET  /_standin/requests                 {"<path>": count, ...}
@@ -28,8 +30,10 @@ import argparse
 import base64
 import json
 import re
+import socket
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -109,6 +113,12 @@ class Handler(BaseHTTPRequestHandler):
         if status is not None:
             if self.command == "POST":
                 self.body()
+            if status in ("drop", "hang"):
+                if status == "hang":
+                    time.sleep(f.get("seconds", 30))
+                self.close_connection = True
+                self.connection.shutdown(socket.SHUT_RDWR)
+                return True
             self.error(status, status * 100, "injected fault")
             return True
         if self.user_info and not path.startswith("/_standin/"):
@@ -158,8 +168,10 @@ class Handler(BaseHTTPRequestHandler):
             return self.error(422, 42201, "invalid JSON")
         if path == "/_standin/fault":
             with STORE.lock:
-                STORE.fault = ({"status": int(req["status"]), "count": int(req.get("count", -1)),
-                                "path": req.get("path", "/")} if req else None)
+                st = req.get("status")
+                STORE.fault = ({"status": st if st in ("drop", "hang") else int(st),
+                                "count": int(req.get("count", -1)), "path": req.get("path", "/"),
+                                "seconds": float(req.get("seconds", 30))} if req else None)
             return self.reply(200, {})
         if path == "/_standin/schema":
             with STORE.lock:

@@ -13,6 +13,9 @@ passes over a URL that refuses it.
         registered mid-run; the replies and the validate-run command carry the ids of their subjects
     registry answering 503: the message is held (no reply, no dead letter, run_held logged)
         while another run whose writer id is cached flows; answered once the registry is back
+    registry unreachable (connections closed unanswered) or hanging past schema.registry.timeout:
+        held the same way; the hang costs the loop's thread at most the timeout per try, so the
+        other run is answered long before the registry would have answered
     an id the registry does not know: a dead letter naming it, after loop.prerequisite_wait
     a schema over codec.max_schema_bytes: a dead letter at once
     basic auth (schema.registry.basic.auth.user.info): refused without it at start (the service
@@ -242,6 +245,37 @@ def test_registry_down_holds_the_message_while_other_runs_flow(rstack, rflow, rd
     [d] = answers(rflow, [held])
     assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
     assert one(rdb, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == "CREATED"
+    assert not dead_letters_of(dlq, held)
+    dlq.close()
+
+
+@pytest.mark.parametrize("fault", ["drop", "hang"])
+def test_registry_unreachable_or_hanging_holds_the_message(rstack, rflow, rdb, fault):
+    reg, nifi = rstack.registry, rflow.nifi
+    dlq = nifi.reader("dead-letters")
+    writer = schema_with("RunRequest", {"name": "fault_" + fault, "type": "string", "default": ""})
+    new_id = reg.register(PREFIX + "run-requests-value", writer)
+    assert reg.call("POST", "/_standin/fault", {"status": fault, "count": -1, "path": "/schemas/ids/",
+                                                "seconds": 30})[0] == 200
+    try:
+        since = os.path.getsize(rstack.log_path("registrar-" + TAG))
+        waiting, other = new_run(), new_run()
+        req = dict(waiting.run_request(), **{"fault_" + fault: "x"})
+        [held] = post_many(nifi, [item(rstack, "run-requests", req, schema=writer, schema_id=new_id)])
+        t0 = time.time()
+        [o] = answers(rflow, post_many(nifi, [item(rstack, "run-requests", other.run_request())]))
+        assert (o["outcome"], o["runStatus"]) == ("ACCEPTED", "CREATED"), o
+        assert time.time() - t0 < 15, time.time() - t0  # a 30 s hang is cut at schema.registry.timeout (2 s)
+        time.sleep(3)
+        assert not dead_letters_of(dlq, held)
+        assert one(rdb, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == 0
+        held_logs = [e for e in log_events(rstack, "registrar-" + TAG, "run_held", since=since)
+                     if "schema id %d" % new_id in e.get("msg", "")]
+        assert held_logs and "unavailable" in held_logs[0]["msg"], held_logs
+    finally:
+        reg.call("POST", "/_standin/fault", {})
+    [d] = answers(rflow, [held], timeout=60)
+    assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
     assert not dead_letters_of(dlq, held)
     dlq.close()
 
