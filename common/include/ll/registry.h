@@ -194,8 +194,4 @@ int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, 
 int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
                          char *err, size_t errlen);
 
-/* Requests made and failed so far (for metrics and tests). */
-uint64_t ll_registry_requests(const ll_registry *r);
-uint64_t ll_registry_failures(const ll_registry *r);
-
 #endif

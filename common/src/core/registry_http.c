@@ -32,11 +32,10 @@ struct ll_registry {
     int n_urls;
     char *user_info, *ca_location;
     ll_registry_opts o;
-    pthread_mutex_t lock; /* the cache, the failed ids, the counters */
+    pthread_mutex_t lock; /* the cache and the failed ids */
     ll_registry_cache *cache;
     failed_id failed[FAILED_IDS];
     size_t n_failed;
-    uint64_t requests, failures;
     int locked; /* lock initialised */
 };
 
@@ -182,9 +181,6 @@ static void request(ll_registry *r, const char *path, const char *post_body, lon
             curl_easy_setopt(c, CURLOPT_CAINFO, r->ca_location);
         if (post_body)
             curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body);
-        pthread_mutex_lock(&r->lock);
-        r->requests++;
-        pthread_mutex_unlock(&r->lock);
         CURLcode rc = curl_easy_perform(c);
         long st = 0;
         if (rc == CURLE_OK)
@@ -245,7 +241,6 @@ static void note_failure(ll_registry *r, int32_t id, ll_registry_status st, cons
     f->last_ms = now_ms();
     f->status = st;
     snprintf(f->reason, sizeof f->reason, "%s", why);
-    r->failures++;
 }
 
 /* Forgets id's failures (r->lock held). */
@@ -352,26 +347,6 @@ ll_registry_status ll_registry_register(ll_registry *r, const char *subject, con
     if (st != LL_REGISTRY_OK)
         snprintf(err, errlen, "subject %s: %s: %s", subject, ll_registry_status_name(st), why);
     return st;
-}
-
-/* A counter read under the lock (the lock is internal: a const client is still locked). */
-static uint64_t counter(const ll_registry *r, const uint64_t *v)
-{
-    pthread_mutex_t *lock = (pthread_mutex_t *)&r->lock;
-    pthread_mutex_lock(lock);
-    uint64_t n = *v;
-    pthread_mutex_unlock(lock);
-    return n;
-}
-
-uint64_t ll_registry_requests(const ll_registry *r)
-{
-    return counter(r, &r->requests);
-}
-
-uint64_t ll_registry_failures(const ll_registry *r)
-{
-    return counter(r, &r->failures);
 }
 
 int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *err, size_t errlen)
