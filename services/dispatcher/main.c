@@ -17,6 +17,7 @@
 #include "ll/obs.h"
 #include "ll/rules.h"
 #include "ll/svc.h"
+#include "ll/registry.h"
 #include "ll/topics.h"
 
 static const ll_config_key keys[] = {
@@ -25,6 +26,7 @@ static const ll_config_key keys[] = {
      "transaction pooler); default db.conninfo; 'none' = polling only",
      LL_CONFIG_NO_RANGE},
     LL_TOPIC_KEYS,
+    LL_REGISTRY_CONFIG_KEYS,
     {"dispatch.batch", "20", false,
      "rows per lease, leased, published and marked SENT together (bounds the size of its statements)",
      LL_CONFIG_INT, 1, 1000},

@@ -14,6 +14,7 @@
 #include "ll/kclient.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
+#include "ll/registry.h"
 #include "ll/topics.h"
 
 struct pass_ctx {
@@ -31,6 +32,27 @@ static void pass(const char *key, const char *value, void *arg)
         snprintf(c->err, c->errlen, "kafka.%s: %s", key, e);
         c->failed = 1;
     }
+}
+
+/*
+ * With schema.registry.url set, each Confluent-framed command topic's schema is registered (or
+ * found) under "<topic>-value" and the commands carry that id (issue 30: NiFi's registry-backed
+ * AvroReader reads them); without it, topic.<commands>.schema_id as before. 0, or -1 with err.
+ */
+static int command_ids(kafka_sink *k, const ll_config *cfg, char *err, size_t errlen)
+{
+    ll_registry *r = NULL;
+    if (ll_registry_from_config(cfg, &r, err, errlen))
+        return -1;
+    int rc = 0;
+    if (r && k->validate_enc.framing == LL_FRAMING_CONFLUENT)
+        rc = ll_registry_topic_id(r, k->validate_topic, k->validate_schema, &k->validate_enc.schema_id, err,
+                                  errlen);
+    if (r && rc == 0 && k->reissue_enc.framing == LL_FRAMING_CONFLUENT)
+        rc = ll_registry_topic_id(r, k->reissue_topic, k->reissue_schema, &k->reissue_enc.schema_id, err,
+                                  errlen);
+    ll_registry_free(r);
+    return rc;
 }
 
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
@@ -83,7 +105,7 @@ int sink_open(kafka_sink *k, const ll_config *cfg, char *err, size_t errlen)
     if (ll_config_get(cfg, "topic.reissue-partition-commands.schema_id") &&
         ll_config_int(cfg, "topic.reissue-partition-commands.schema_id", &id, err, errlen) == 0)
         k->reissue_enc.schema_id = (int32_t)id;
-    return 0;
+    return command_ids(k, cfg, err, errlen);
 }
 
 static void publish(kafka_sink *k, leased *l)

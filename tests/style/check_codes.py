@@ -31,6 +31,8 @@ NOT_CODES = {
     "event_field": """INFO ERROR LOAD_CONTROL_API LOADLEDGER""",
     # dispatch types (docs/contract.md §2.5) and the sweeper's recovery.mode values (docs/contract.md §9)
     "dispatch_type": """VALIDATE_RUN REISSUE_PARTITION REISSUE""",
+    # the schema registry's schemaType of an Avro schema (Confluent REST API; registry.c)
+    "registry": """AVRO""",
     # the NULL partition id (docs/contract.md §4.1), SQL keywords and time zone, HTTP methods
     "syntax": """NULL BEGIN COMMIT ROLLBACK UTC GET HEAD""",
     # the obs.c metric label for an outcome/code outside the known set; a substring loadctl matches

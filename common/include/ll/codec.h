@@ -79,6 +79,9 @@ void ll_schema_free(ll_schema *s);
  * unnamed schema, its type name ("string", "array", "map", "union"); "" for NULL.
  */
 const char *ll_schema_fullname(const ll_schema *s);
+/* The schema's compact JSON text (as embedded in container files; registered with a schema
+ * registry); borrowed, valid with s; "" for NULL. */
+const char *ll_schema_text(const ll_schema *s);
 
 /*
  * A local schema-id table for the Confluent framing at sites without a registry: a JSON file
@@ -99,6 +102,18 @@ int ll_schema_ids_put(ll_schema_ids *ids, int32_t id, ll_schema *s);
 ll_schema_ids *ll_schema_ids_new(void);
 
 /*
+ * Where a Confluent schema id that the ids table lacks is looked up (a schema registry,
+ * registry.h; docs/design.md "Schema registry"): returns 0 with *text (malloc'd, *len bytes,
+ * the caller frees), LL_DECODE_UNKNOWN_ID when the source does not know the id, or
+ * LL_DECODE_UNAVAILABLE when it cannot be asked now (a wait); err says why.
+ */
+typedef int (*ll_schema_source_fn)(void *ctx, int32_t id, char **text, size_t *len, char *err, size_t errlen);
+
+/* ll_decode's answers besides 0 and -1, only with a schema source (ll_decode_opts.source). */
+#define LL_DECODE_UNAVAILABLE (-2) /* the writer schema's source cannot be reached: wait, try again */
+#define LL_DECODE_UNKNOWN_ID  (-3) /* the source does not know the writer schema's id (yet) */
+
+/*
  * How one topic's messages are read. All pointers are borrowed. The budgets bound the work one
  * message can cause and are checked before that work (docs/design.md "Input safety"); 0 takes
  * the default. A refusal names the budget and its configuration key in the error.
@@ -116,6 +131,10 @@ typedef struct ll_decode_opts {
     size_t max_default_values;   /* values built checking an embedded schema's defaults; 0 = 10,000 */
     size_t writer_cache_entries; /* embedded writer schemas cached per reader; 0 = 32 (max 256) */
     size_t writer_cache_bytes;   /* their schema text in total (bytes); 0 = 1 MiB */
+    /* for LL_FRAMING_CONFLUENT: ids the table lacks are looked up here (NULL: none); the text
+     * found is checked and cached as an embedded writer schema (the budgets above) */
+    ll_schema_source_fn source;
+    void *source_ctx;
 } ll_decode_opts;
 
 /*
@@ -138,7 +157,10 @@ typedef struct ll_decode_opts {
  * the reader's text needs no projection; other embedded schemas are parsed with the same
  * checks as ll_schema_from_json within the budgets and cached in the reader by fingerprint
  * (bounded by writer_cache_entries and writer_cache_bytes; thread-safe).
- * Concurrent calls may share opts, reader and ids.
+ * Concurrent calls may share opts, reader and ids. With opts->source set, a Confluent id that
+ * ids lacks is looked up there; its text is parsed like an embedded schema (the same checks and
+ * budgets, cached in the reader); the source's waits are returned as LL_DECODE_UNAVAILABLE or
+ * LL_DECODE_UNKNOWN_ID (err names the id). Without a source, the answer is 0 or -1 only.
  */
 int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **out, char *err,
               size_t errlen);

@@ -5,6 +5,7 @@
  * schemas (schema.c); it reads no datum.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decode_int.h"
@@ -69,6 +70,36 @@ static int unframe_container(const ll_schema *reader, const unsigned char *b, si
     return 0;
 }
 
+/*
+ * The writer schema of a Confluent id from opts->source (*owned, the caller's reference): its
+ * text checked and cached like an embedded schema. 0, -1 (the text is refused), or the
+ * source's wait (LL_DECODE_UNAVAILABLE, LL_DECODE_UNKNOWN_ID).
+ */
+static int from_source(const ll_decode_opts *opts, const ll_schema *reader, int32_t id,
+                       const ll_budgets *budgets, ll_schema **owned, char *err, size_t errlen)
+{
+    char *text = NULL, why[400] = "";
+    size_t tlen = 0;
+    int rc = opts->source(opts->source_ctx, id, &text, &tlen, why, sizeof why);
+    if (rc == LL_DECODE_UNAVAILABLE || rc == LL_DECODE_UNKNOWN_ID) {
+        ll_codec_err(err, errlen, "%s", why);
+        return rc;
+    }
+    if (rc != 0 || text == NULL) {
+        free(text);
+        ll_codec_err(err, errlen, "schema id %d: %s", id, why[0] ? why : "no schema");
+        return -1;
+    }
+    char serr[200];
+    *owned = ll_schema_embedded(reader, text, tlen, budgets, serr, sizeof serr);
+    free(text);
+    if (*owned == NULL) {
+        ll_codec_err(err, errlen, "schema id %d from the registry: %s", id, serr);
+        return -1;
+    }
+    return 0;
+}
+
 int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **out, char *err, size_t errlen)
 {
     static const unsigned char empty[1];
@@ -107,11 +138,17 @@ int ll_decode(const ll_decode_opts *opts, const void *buf, size_t len, json_t **
         }
         int32_t id = (int32_t)(((uint32_t)b[1] << 24) | ((uint32_t)b[2] << 16) | ((uint32_t)b[3] << 8) |
                                (uint32_t)b[4]);
-        if (opts->ids == NULL) {
+        if (opts->ids == NULL && opts->source == NULL) {
             ll_codec_err(err, errlen, "no schema id table for confluent framing (id %d)", id);
             return -1;
         }
         writer = ll_schema_ids_get(opts->ids, id);
+        if (writer == NULL && opts->source != NULL) {
+            int src = from_source(opts, reader, id, &budgets, &owned, err, errlen);
+            if (src != 0)
+                return src;
+            writer = owned;
+        }
         if (writer == NULL) {
             ll_codec_err(err, errlen, "unknown schema id %d", id);
             return -1;

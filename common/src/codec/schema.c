@@ -282,3 +282,8 @@ int ll_schema_same(const ll_schema *a, const ll_schema *b)
         return 1;
     return json_equal(a->json, b->json);
 }
+
+const char *ll_schema_text(const ll_schema *s)
+{
+    return s && s->text ? s->text : "";
+}

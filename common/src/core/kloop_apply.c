@@ -61,10 +61,12 @@ json_t *ll_batch_decode(batch *b, lmsg *m, const char **err)
         why[0] = '\0';
         json_t *v = NULL;
         b->n_decodes++;
-        if (ll_decode(&m->io->dopts, m->value, m->len, &v, why, sizeof why) == 0 && v)
+        int rc = ll_decode(&m->io->dopts, m->value, m->len, &v, why, sizeof why);
+        if (rc == 0 && v)
             m->decoded = v;
         else if (!(m->decode_err = strdup(why)))
             abort();
+        m->decode_wait = rc == LL_DECODE_UNAVAILABLE || rc == LL_DECODE_UNKNOWN_ID ? rc : 0;
         b->n_kept++;
     }
     *err = m->decode_err;
@@ -79,6 +81,7 @@ void ll_batch_decoded_drop(batch *b, lmsg *m)
     free(m->decode_err);
     m->decoded = NULL;
     m->decode_err = NULL;
+    m->decode_wait = 0;
     b->n_kept--;
 }
 
@@ -88,6 +91,34 @@ ll_loop_fault ll_batch_fault(const batch *b)
     if (!b->l->kio->db_connected(db) || ll_db_err_state_is_unavailable(db))
         return LL_FAULT_UNAVAILABLE;
     return ll_db_err_is_input(db) ? LL_FAULT_INPUT : LL_FAULT_OTHER;
+}
+
+/*
+ * A message whose writer schema the registry could not give (issue 30): unreachable or 5xx, the
+ * run is held and retried with backoff (no dead letter: a fault, like a busy database); an id
+ * the registry does not know, held like a missing prerequisite and after loop.prerequisite_wait
+ * dead-lettered (DECODE_FAILED, naming the id).
+ */
+static w_result registry_wait(batch *b, lmsg *m, const char *why)
+{
+    const char *run = m->run[0] ? m->run : NULL;
+    if (m->decode_wait == LL_DECODE_UNAVAILABLE) {
+        w_result r = ll_batch_hold(b, m, 0, NULL, why);
+        ll_batch_decoded_drop(b, m);
+        return r;
+    }
+    ll_msg view = ll_batch_msg_view(b, m, NULL, ll_loop_now_ms());
+    w_result r;
+    if (view.wait_expired) {
+        char err[1024];
+        snprintf(err, sizeof err, "writer schema not in the registry after %lld ms: %s",
+                 (long long)b->l->prereq_wait_ms, why);
+        r = ll_batch_dead(b, m, run, "DECODE_FAILED", err);
+    } else {
+        r = ll_batch_hold(b, m, 1, NULL, why);
+    }
+    ll_batch_decoded_drop(b, m);
+    return r;
 }
 
 /* Applies one message inside the open transaction. */
@@ -101,6 +132,8 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
      * per-message path is its last use in the batch, whatever the answer */
     const char *why = NULL;
     json_t *value = ll_batch_decode(b, m, &why);
+    if (!value && m->decode_wait)
+        return registry_wait(b, m, why);
     if (!value) {
         w_result r = ll_batch_dead(b, m, m->run[0] ? m->run : NULL, "DECODE_FAILED", why);
         ll_batch_decoded_drop(b, m); /* the reason is copied into the dead letter */

@@ -106,6 +106,8 @@ typedef struct lmsg {
                                * retries it */
     char *decode_err;         /* in the current batch: why its value did not decode (owned likewise),
                                * NULL: none */
+    int decode_wait;          /* with decode_err: the schema registry's wait (LL_DECODE_UNAVAILABLE,
+                               * LL_DECODE_UNKNOWN_ID: the message is held, issue 30), 0: none */
     int64_t defer_since_ms;   /* first DEFER of its run on its partition (the prerequisite clock,
                                * shared by the run's held messages there), 0 none */
     int64_t retry_at_ms;      /* when a held message is tried again */
@@ -186,6 +188,7 @@ struct ll_loop {
     rd_kafka_t *producer;
     ll_db db;
     ll_schema_ids *ids;
+    struct ll_registry *registry; /* schema.registry.url set: the schema registry client, else NULL */
     char dlq_topic[256];
     volatile sig_atomic_t stop;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;

@@ -16,6 +16,7 @@
 #include "ll/kclient.h"
 #include "ll/log.h"
 #include "ll/obs.h"
+#include "ll/registry.h"
 #include "ll/rules.h"
 #include "ll/topics.h"
 
@@ -26,6 +27,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     LL_DB_TX_ATTEMPTS_KEY,
     LL_TOPIC_KEYS,
     {"schema.ids_file", NULL, false, "JSON id->.avsc table for the Confluent framing", LL_CONFIG_NO_RANGE},
+    LL_REGISTRY_CONFIG_KEYS,
     {"loop.batch_max", "240", false,
      "messages per poll batch, held in memory: each holds about 4 KiB while its batch runs", LL_CONFIG_INT, 1,
      LL_BATCH_MAX},
@@ -106,6 +108,16 @@ static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, 
     return 0;
 }
 
+/*
+ * A Confluent-framed reply topic's schema registered (or found) under "<topic>-value"; the id the
+ * registry gives is the one the replies carry (issue 30). 0, or -1 with err.
+ */
+static int register_reply(ll_loop *l, topic_io *io, char *err, size_t errlen)
+{
+    return ll_registry_topic_id(l->registry, io->reply_topic, io->reply_schema, &io->eopts.schema_id, err,
+                                errlen);
+}
+
 static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size_t errlen)
 {
     int64_t maxb = 0, cb[6];
@@ -121,6 +133,8 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
     const char *ids_file = ll_config_get(l->cfg, "schema.ids_file");
     if (ids_file && *ids_file && !(l->ids = ll_schema_ids_load(ids_file, err, errlen)))
         return -1;
+    if (ll_registry_from_config(l->cfg, &l->registry, err, errlen))
+        return -1;
     l->io = calloc(n, sizeof *l->io);
     l->n_io = n;
     for (size_t i = 0; i < n; i++) {
@@ -134,8 +148,9 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
         if (ll_topic_framing(l->cfg, inputs[i].logical, &io->dopts.framing, err, errlen) ||
             ll_topic_framing(l->cfg, inputs[i].reply_logical, &io->eopts.framing, err, errlen))
             return -1;
-        if (io->dopts.framing == LL_FRAMING_CONFLUENT && !l->ids) {
-            snprintf(err, errlen, "topic %s uses the confluent framing: set schema.ids_file",
+        if (io->dopts.framing == LL_FRAMING_CONFLUENT && !l->ids && !l->registry) {
+            snprintf(err, errlen,
+                     "topic %s uses the confluent framing: set schema.ids_file or schema.registry.url",
                      inputs[i].logical);
             return -1;
         }
@@ -155,6 +170,12 @@ static int load_io(ll_loop *l, const ll_input *inputs, size_t n, char *err, size
         if (ll_config_get(l->cfg, key) && ll_config_int(l->cfg, key, &sid, err, errlen))
             return -1;
         io->eopts.schema_id = (int32_t)sid;
+        if (l->registry) {
+            io->dopts.source = ll_registry_source;
+            io->dopts.source_ctx = l->registry;
+            if (io->eopts.framing == LL_FRAMING_CONFLUENT && register_reply(l, io, err, errlen))
+                return -1;
+        }
     }
     ll_topic_name(l->cfg, "dead-letters", l->dlq_topic, sizeof l->dlq_topic);
     return 0;
@@ -270,6 +291,7 @@ void ll_loop_free(ll_loop *l)
     ll_loop_forget_parts(l);
     free(l->parts);
     ll_schema_ids_free(l->ids);
+    ll_registry_free(l->registry);
     ll_db_close(&l->db);
     if (l->commit_err) /* a commit that failed while the consumer closed */
         rd_kafka_error_destroy(l->commit_err);

@@ -41,7 +41,7 @@ static struct {
     int64_t stall_ms;
     ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
         *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g, *db_up_g,
-        *active_runs, *runs_idle, *dead_dispatches, *build_info;
+        *active_runs, *runs_idle, *dead_dispatches, *build_info, *registry;
 } g;
 
 static atomic_llong last_turn_ms;
@@ -126,6 +126,10 @@ static int families(void)
                        "Outbox rows (load_dispatch) in status DEAD whose run is still active, "
                        "by dispatch type (sweeper)",
                        "type", OBS_TYPE_SERIES, NULL, 0);
+    g.registry = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_schema_registry_requests_total",
+                                "Schema registry lookups of a writer schema id that asked the registry, by "
+                                "result (ok, not_found, unavailable, invalid; issue 30)",
+                                "result", 4, NULL, 0);
     g.rss = ll_metrics_add(r, LL_METRIC_GAUGE, "process_resident_memory_bytes",
                            "Resident memory size in bytes", "", 1, NULL, 0);
     g.start_time =
@@ -138,7 +142,7 @@ static int families(void)
     return g.build_info && g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit &&
                    g.kafka_commit && g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps &&
                    g.reread && g.withheld && g.turns && g.ready_g && g.db_up_g && g.active_runs &&
-                   g.runs_idle && g.dead_dispatches && g.rss && g.start_time
+                   g.runs_idle && g.dead_dispatches && g.registry && g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -352,6 +356,13 @@ void ll_obs_dispatch(const char *result, long n)
     const char *v[1] = {result};
     if (n > 0)
         ll_metric_add(g.dispatches, v, (double)n);
+}
+
+void ll_obs_registry(const char *result)
+{
+    const char *v[1] = {result};
+    if (g.reg)
+        ll_metric_add(g.registry, v, 1);
 }
 
 void ll_obs_reread(const char *behind, int64_t offsets)

@@ -1,0 +1,197 @@
+/*
+ * registry.h - a Confluent-compatible schema registry client (issue 30, docs/design.md
+ * "Schema registry"): writer schemas of the Confluent framing fetched by id
+ * (GET /schemas/ids/{id}) and cached, reply schemas registered under their subject
+ * (POST /subjects/{subject}/versions, TopicNameStrategy "<topic>-value").
+ *
+ * Off unless schema.registry.url is set. Two parts: a pure one (URL list, response parsing, the
+ * bounded id cache; unit-tested without I/O) and the HTTP calls on libcurl (bounded connect and
+ * total timeouts, the URLs tried in order, TLS CA and basic auth as the Confluent clients'
+ * schema.registry.* settings).
+ */
+#ifndef LL_REGISTRY_H
+#define LL_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ll/config.h"
+
+struct ll_schema;
+
+/* At most this many URLs in schema.registry.url (comma-separated). */
+#define LL_REGISTRY_MAX_URLS 8
+/* The longest URL accepted (bytes, without the NUL). */
+#define LL_REGISTRY_URL_MAX 255
+
+/* What a fetch found. */
+typedef enum ll_registry_status {
+    LL_REGISTRY_OK = 0,      /* the schema text */
+    LL_REGISTRY_NOT_FOUND,   /* the registry answered 404 for the id (or the subject) */
+    LL_REGISTRY_UNAVAILABLE, /* unreachable, timed out, 5xx, 429, or backing off after one: a wait */
+    LL_REGISTRY_INVALID      /* an answer that is no schema (4xx other than 404, bad JSON, not Avro) */
+} ll_registry_status;
+
+/* The status's name for logs and reasons ("not found"); static string. */
+const char *ll_registry_status_name(ll_registry_status st);
+
+/* ---- pure part ---------------------------------------------------------------------------- */
+
+/*
+ * Splits schema.registry.url ("http://a:8081,https://b:8081/path") into at most max URLs of at
+ * most LL_REGISTRY_URL_MAX bytes each, copied into urls (blanks around commas dropped, a trailing
+ * '/' removed). Each must start with http:// or https://. Returns the count (>= 1), or -1 with
+ * err naming the bad entry.
+ */
+int ll_registry_parse_urls(const char *text, char urls[][LL_REGISTRY_URL_MAX + 1], int max, char *err,
+                           size_t errlen);
+
+/*
+ * The schema text of a GET /schemas/ids/{id} answer body ({"schema": "<json text>"}, with
+ * "schemaType" absent or "AVRO"). Returns a malloc'd NUL-terminated copy (its length in *len), or
+ * NULL with err. The body is at most max_body bytes (else refused unparsed).
+ */
+char *ll_registry_parse_schema(const char *body, size_t len, size_t max_body, size_t *text_len, char *err,
+                               size_t errlen);
+
+/* The "id" of a POST /subjects/{subject}/versions answer ({"id": N}, 0..2^31-1): 0, or -1 with err. */
+int ll_registry_parse_id(const char *body, size_t len, int32_t *id, char *err, size_t errlen);
+
+/*
+ * The request body registering an Avro schema text: {"schema": "<text>"} (schemaType left to
+ * its default, AVRO). malloc'd, or NULL when out of memory.
+ */
+char *ll_registry_register_body(const char *schema_text);
+
+/*
+ * A bounded cache of schema texts by id: at most max_entries texts and max_bytes of text in
+ * total, the least recently used evicted; a text larger than max_bytes is not cached. Not
+ * thread-safe by itself (the client locks around it).
+ */
+typedef struct ll_registry_cache ll_registry_cache;
+
+/* A new cache (NULL when out of memory or a bound is 0). Free with ll_registry_cache_free. */
+ll_registry_cache *ll_registry_cache_new(size_t max_entries, size_t max_bytes);
+/* Frees the cache and its texts (NULL allowed). */
+void ll_registry_cache_free(ll_registry_cache *c);
+/* The cached text of id (borrowed, valid until the next put), its length in *len; NULL if absent. */
+const char *ll_registry_cache_get(ll_registry_cache *c, int32_t id, size_t *len);
+/* Caches a copy of text (len bytes) under id, evicting as needed. 0, or -1 (not cached). */
+int ll_registry_cache_put(ll_registry_cache *c, int32_t id, const char *text, size_t len);
+/* Entries and bytes held now. */
+size_t ll_registry_cache_count(const ll_registry_cache *c);
+size_t ll_registry_cache_bytes(const ll_registry_cache *c);
+
+/*
+ * The backoff after a failed fetch of one id: the next try is not before
+ * last_failure_ms + min(backoff_min_ms << (failures - 1), backoff_max_ms). 1 when a try is due
+ * at now_ms (always for failures == 0).
+ */
+int ll_registry_retry_due(int64_t now_ms, int64_t last_failure_ms, unsigned failures, int64_t backoff_min_ms,
+                          int64_t backoff_max_ms);
+
+/* ---- the client ---------------------------------------------------------------------------- */
+
+/* The client's settings; strings are copied by ll_registry_new. */
+typedef struct ll_registry_opts {
+    const char *urls;           /* schema.registry.url (required) */
+    const char *user_info;      /* schema.registry.basic.auth.user.info "user:password", or NULL */
+    const char *ca_location;    /* schema.registry.ssl.ca.location (a PEM file), or NULL */
+    int64_t connect_timeout_ms; /* per URL; 0 = 1000 */
+    int64_t timeout_ms;         /* a whole request per URL; 0 = 2000 */
+    int64_t backoff_min_ms;     /* after a failed fetch of an id, 0 = 500 */
+    int64_t backoff_max_ms;     /* 0 = 10000 */
+    size_t cache_entries;       /* 0 = 1000 */
+    size_t cache_bytes;         /* 0 = 8 MiB */
+    size_t max_body_bytes;      /* an answer's body; 0 = 1 MiB */
+} ll_registry_opts;
+
+typedef struct ll_registry ll_registry;
+
+/* A client (no request made yet). NULL with err (a bad URL list, out of memory). Thread-safe. */
+ll_registry *ll_registry_new(const ll_registry_opts *opts, char *err, size_t errlen);
+/* Frees the client (NULL allowed). */
+void ll_registry_free(ll_registry *r);
+
+/*
+ * The writer schema text of id: from the cache, else fetched (each URL in order until one
+ * answers other than unreachable/5xx) and cached. On OK *text is a malloc'd copy (*len bytes)
+ * the caller frees. While an id's fetch failed recently (backoff) the answer is UNAVAILABLE
+ * without a request. err says why for any other status (the id and the URL named).
+ */
+ll_registry_status ll_registry_schema(ll_registry *r, int32_t id, char **text, size_t *len, char *err,
+                                      size_t errlen);
+
+/*
+ * Registers (or finds: the registry returns the existing id for an equal schema) schema_text
+ * under subject and returns its id in *id.
+ */
+ll_registry_status ll_registry_register(ll_registry *r, const char *subject, const char *schema_text,
+                                        int32_t *id, char *err, size_t errlen);
+
+/*
+ * ll_schema_source_fn over a client (ctx: the ll_registry): OK -> 0, NOT_FOUND ->
+ * LL_DECODE_UNKNOWN_ID, UNAVAILABLE -> LL_DECODE_UNAVAILABLE, INVALID -> -1 (codec.h).
+ */
+int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *err, size_t errlen);
+
+/*
+ * The schema.registry.* keys of a service's key table (the consumer loop's and the
+ * dispatcher's): all optional, nothing happens without schema.registry.url.
+ */
+#define LL_REGISTRY_CONFIG_KEYS                                                                              \
+    {"schema.registry.url", NULL, false,                                                                     \
+     "Confluent-compatible schema registry URL(s), comma-separated: writer schemas of the Confluent framing" \
+     " fetched by id, Confluent-framed output schemas registered under <topic>-value; unset: no registry",   \
+     LL_CONFIG_NO_RANGE},                                                                                    \
+        {"schema.registry.basic.auth.user.info", NULL, false, "user:password for the registry's basic auth", \
+         LL_CONFIG_NO_RANGE},                                                                                \
+        {"schema.registry.ssl.ca.location", NULL, false,                                                     \
+         "PEM file of the CAs that sign the registry's certificate", LL_CONFIG_NO_RANGE},                    \
+        {"schema.registry.connect_timeout",                                                                  \
+         "PT1S",                                                                                             \
+         false,                                                                                              \
+         "connect timeout per registry URL",                                                                 \
+         LL_CONFIG_DURATION,                                                                                 \
+         1,                                                                                                  \
+         60000},                                                                                             \
+        {"schema.registry.timeout",                                                                          \
+         "PT2S",                                                                                             \
+         false,                                                                                              \
+         "a whole registry request per URL (the loop's thread waits at most this per URL)",                  \
+         LL_CONFIG_DURATION,                                                                                 \
+         1,                                                                                                  \
+         60000},                                                                                             \
+        {"schema.registry.backoff_max",                                                                      \
+         "PT10S",                                                                                            \
+         false,                                                                                              \
+         "longest pause before an id whose fetch failed is asked for again (from 0.5 s, doubling)",          \
+         LL_CONFIG_DURATION,                                                                                 \
+         500,                                                                                                \
+         3600000},                                                                                           \
+        {"schema.registry.cache_entries",                                                                    \
+         "1000",                                                                                             \
+         false,                                                                                              \
+         "schema texts cached by id",                                                                        \
+         LL_CONFIG_INT,                                                                                      \
+         1,                                                                                                  \
+         100000},                                                                                            \
+    {                                                                                                        \
+        "schema.registry.cache_bytes", "8388608", false, "schema text cached by id in total (bytes)",        \
+            LL_CONFIG_INT, 1, 1LL << 30                                                                      \
+    }
+
+/*
+ * The client of the schema.registry.* settings of cfg: 0 with *out NULL when schema.registry.url
+ * is unset (no registry: nothing else is read), 0 with *out a client, or -1 with err.
+ */
+int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, size_t errlen);
+
+/*
+ * The id of an output topic's schema: registered (or found) under "<topic>-value"
+ * (TopicNameStrategy, issue 30), logged. 0 with *id, or -1 with err (the registry must answer).
+ */
+int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
+                         char *err, size_t errlen);
+
+#endif
