@@ -188,7 +188,7 @@ static void request(ll_registry *r, const char *path, const char *post_body, lon
         curl_slist_free_all(h);
         curl_easy_cleanup(c);
         if (rc != CURLE_OK) {
-            snprintf(err, errlen, "%s: %s", url,
+            snprintf(err, errlen, "%.300s: %s", url,
                      b.over ? "answer over the body limit" : (cerr[0] ? cerr : curl_easy_strerror(rc)));
             free(b.p);
             if (b.over) {
@@ -200,13 +200,13 @@ static void request(ll_registry *r, const char *path, const char *post_body, lon
         }
         *code = st;
         if (st >= 500 || st == 429) {
-            snprintf(err, errlen, "%s: HTTP %ld", url, st);
+            snprintf(err, errlen, "%.300s: HTTP %ld", url, st);
             free(b.p);
             *code = 0; /* the next URL; none left: unavailable */
             continue;
         }
         if (st < 200 || st > 299)
-            snprintf(err, errlen, "%s: HTTP %ld %.120s", url, st, b.p ? b.p : "");
+            snprintf(err, errlen, "%.300s: HTTP %ld %.120s", url, st, b.p ? b.p : "");
         *out = b;
         return;
     }
