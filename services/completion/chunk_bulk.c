@@ -8,7 +8,7 @@
  *      waits for that run later, and must not hold its partition meanwhile), in (run id,
  *      partition id) order, SKIP LOCKED, and count the open partitions of the EXTRACTING runs
  *      locked (in this statement, not step 1's: step 1's snapshot is older than its locks, and a
- *      gate committed under a run lock in between would still count as open, issue 26 item 8);
+ *      gate committed under a run lock in between would still count as open: docs/design.md §7);
  *   3. read the stored file rows of the reported chunks and of the reported paths;
  *   4. decide each report in message order (ll_chunk_fast_decide): the owner's new or changed
  *      file of a RUNNING partition is written (ACCEPTED), and when the counters prove the

@@ -31,7 +31,7 @@ static const ll_stmt ST_BULK_LOCK_RUNS = {
  * (the row it locks is the latest version, EvalPlanQual, but not the partitions a subquery reads),
  * and a gate another transaction committed under that lock meanwhile would still count as open:
  * the last two partitions of a run gated at once by two instances would leave it EXTRACTING with
- * every partition SUCCESS (issue 26 item 8). Every writer of a partition's SUCCESS holds its run's
+ * every partition SUCCESS (docs/design.md §7). Every writer of a partition's SUCCESS holds its run's
  * row (chunk_report.c, this path's gates, manifest.c; docs/contract.md §2.8), so this statement, started
  * after the run locks, sees every such gate committed before them, and none can follow while this
  * transaction holds the runs.

@@ -1,5 +1,5 @@
 /*
- * registry.h - a Confluent-compatible schema registry client (issue 30, docs/design.md
+ * registry.h - a Confluent-compatible schema registry client (docs/design.md
  * "Schema registry"): writer schemas of the Confluent framing fetched by id
  * (GET /schemas/ids/{id}) and cached, reply schemas registered under their subject
  * (POST /subjects/{subject}/versions, TopicNameStrategy "<topic>-value").
@@ -189,7 +189,7 @@ int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, 
 
 /*
  * The id of an output topic's schema: registered (or found) under "<topic>-value"
- * (TopicNameStrategy, issue 30), logged. 0 with *id, or -1 with err (the registry must answer).
+ * (TopicNameStrategy), logged. 0 with *id, or -1 with err (the registry must answer).
  */
 int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
                          char *err, size_t errlen);

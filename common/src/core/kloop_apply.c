@@ -94,7 +94,7 @@ ll_loop_fault ll_batch_fault(const batch *b)
 }
 
 /*
- * A message whose writer schema the registry could not give (issue 30): unreachable or 5xx, the
+ * A message whose writer schema the registry could not give (docs/design.md §9): unreachable or 5xx, the
  * run is held and retried with backoff (no dead letter: a fault, like a busy database); an id
  * the registry does not know, held like a missing prerequisite and after loop.prerequisite_wait
  * dead-lettered (DECODE_FAILED, naming the id).

@@ -107,7 +107,7 @@ typedef struct lmsg {
     char *decode_err;         /* in the current batch: why its value did not decode (owned likewise),
                                * NULL: none */
     int decode_wait;          /* with decode_err: the schema registry's wait (LL_DECODE_UNAVAILABLE,
-                               * LL_DECODE_UNKNOWN_ID: the message is held, issue 30), 0: none */
+                               * LL_DECODE_UNKNOWN_ID: the message is held, docs/design.md §9), 0: none */
     int64_t defer_since_ms;   /* first DEFER of its run on its partition (the prerequisite clock,
                                * shared by the run's held messages there), 0 none */
     int64_t retry_at_ms;      /* when a held message is tried again */

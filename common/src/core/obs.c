@@ -128,7 +128,7 @@ static int families(void)
                        "type", OBS_TYPE_SERIES, NULL, 0);
     g.registry = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_schema_registry_requests_total",
                                 "Schema registry lookups of a writer schema id that asked the registry, by "
-                                "result (ok, not_found, unavailable, invalid; issue 30)",
+                                "result (ok, not_found, unavailable, invalid; docs/design.md §9)",
                                 "result", 4, NULL, 0);
     g.rss = ll_metrics_add(r, LL_METRIC_GAUGE, "process_resident_memory_bytes",
                            "Resident memory size in bytes", "", 1, NULL, 0);

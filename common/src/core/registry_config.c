@@ -1,6 +1,6 @@
 /*
  * registry_config.c - the schema registry client made from a service's schema.registry.*
- * settings, and an output topic's schema id from its subject (registry.h; issue 30).
+ * settings, and an output topic's schema id from its subject (registry.h; docs/design.md §9).
  */
 #include <stdio.h>
 
