@@ -105,7 +105,7 @@ def test_loadctl_writes_librdkafka_lines_as_json_on_stderr(iso, tmp_path):
     conf.write_text("kafka.bootstrap.servers = 127.0.0.1:%d\n" % closed_port())
     p = subprocess.run([os.path.join(iso.stack.build_dir, "tools", "loadctl"), "--json", "dead-letters", "list",
                         "--config", str(conf)], capture_output=True, text=True, timeout=120)
-    assert p.returncode == 3, (p.returncode, p.stdout, p.stderr)
+    assert p.returncode == 4, (p.returncode, p.stdout, p.stderr)  # Kafka (docs/operations.md, "loadctl exit codes")
     assert json.loads(p.stdout)["code"] == "BROKER_UNAVAILABLE"  # stdout: the command's own document only
     lines = p.stderr.splitlines()
     own = [ln for ln in lines if ln.startswith("loadctl: ")]  # loadctl's own message, as ever
