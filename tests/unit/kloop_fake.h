@@ -75,6 +75,18 @@ static inline ll_apply fk_bulk(void *svc, ll_db *db, const ll_msg *const *msgs, 
     return LL_APPLY_COMMIT;
 }
 
+/* The seq field of a fake input's value (the tests' own numbering of inputs). */
+static inline int seq_of(const ll_msg *m)
+{
+    return (int)json_integer_value(json_object_get(m->value, "seq"));
+}
+
+/* seq 1 waits for its prerequisite until F.prereq (a run held, then released). */
+static inline ll_apply decide_prereq(const ll_msg *m)
+{
+    return seq_of(m) == 1 && !F.prereq ? LL_APPLY_DEFER : LL_APPLY_COMMIT;
+}
+
 static const ll_input FK_INPUT = {"kin", "kloop_in.avsc", "kout", "kloop_reply.avsc", fk_apply, NULL};
 static const ll_input FK_INPUT_BULK = {"kin", "kloop_in.avsc", "kout", "kloop_reply.avsc", fk_apply, fk_bulk};
 

@@ -10,19 +10,7 @@
  */
 #include "kloop_fake.h"
 
-/* The message's seq field (the tests' scripts key on it). */
-static int seq_of(const ll_msg *m)
-{
-    return (int)json_integer_value(json_object_get(m->value, "seq"));
-}
-
 /* ---- hold and release order ------------------------------------------------------------------- */
-
-/* seq 1 waits for its prerequisite until F.prereq. */
-static ll_apply decide_prereq(const ll_msg *m)
-{
-    return seq_of(m) == 1 && !F.prereq ? LL_APPLY_DEFER : LL_APPLY_COMMIT;
-}
 
 static void test_hold_and_release_order(void **state)
 {

@@ -9,11 +9,6 @@
  */
 #include "kloop_fake.h"
 
-static int seq_of(const ll_msg *m)
-{
-    return (int)json_integer_value(json_object_get(m->value, "seq"));
-}
-
 /* seq 1 answers LL_APPLY_DB (F.apply_state) this many more times. */
 static int db_errors_left;
 
@@ -144,12 +139,6 @@ static void test_prerequisite_timeout_dead_letters(void **state)
 }
 
 /* ---- a full held queue ------------------------------------------------------------------------ */
-
-/* seq 1 waits for its prerequisite until F.prereq. */
-static ll_apply decide_prereq(const ll_msg *m)
-{
-    return seq_of(m) == 1 && !F.prereq ? LL_APPLY_DEFER : LL_APPLY_COMMIT;
-}
 
 static void test_full_held_queue_pauses_the_partition(void **state)
 {

@@ -14,11 +14,6 @@
  */
 #include "kloop_fake.h"
 
-static int seq_of(const ll_msg *m)
-{
-    return (int)json_integer_value(json_object_get(m->value, "seq"));
-}
-
 /* internal: records staged for the next Kafka transaction. */
 static size_t staged(void)
 {
@@ -48,12 +43,6 @@ static void test_rebalance_idle(void **state)
     fk_run(10, 10);
     assert_int_equal(F.n_calls, 4); /* nothing applied again */
     fk_assert_answered_once(0, 0, 4);
-}
-
-/* seq 1 waits for its prerequisite until F.prereq. */
-static ll_apply decide_prereq(const ll_msg *m)
-{
-    return seq_of(m) == 1 && !F.prereq ? LL_APPLY_DEFER : LL_APPLY_COMMIT;
 }
 
 static void test_rebalance_with_held_messages(void **state)

@@ -11,11 +11,6 @@
  */
 #include "kloop_fake.h"
 
-static int seq_of(const ll_msg *m)
-{
-    return (int)json_integer_value(json_object_get(m->value, "seq"));
-}
-
 /* internal: records staged for the next Kafka transaction. */
 static size_t staged(void)
 {
