@@ -1,0 +1,232 @@
+"""The shipped NiFi flow (nifi/loadledger-flow.json and -embedded.json, issue 30 item 4) run against
+the real broker, database and services, through the flow's own graph: llsim.flowrun follows its
+connections and evaluates its properties (an interpreter of the processors it uses, NOT NiFi, which
+is not installable here; tests/nifi-flow runs the same expressions in NiFi's own classes). The
+services are configured with nifi/conf/<variant>/<service>.conf, the lines nifi/README.md tells a
+team to add; the SITE groups (Oracle, HDFS, Hive) are played by this test.
+
+    both variants: the reference scenario from a "start run" FlowFile to SUCCESS; every request
+        released by the reply PG-00 signalled for it (the Wait signals the flow computes from its
+        own attributes equal those it computes from the real replies), no alert, nothing left
+        waiting; a second run of the same job and business key started at the same time is
+        refused (DUPLICATE_ACTIVE_RUN) and goes to the alerts, the first is not disturbed
+The registry variant runs on the registry STAND-IN tests/registry_standin.py (documented Confluent
+endpoints), with the 12 event schemas registered under <prefix><topic>-value as nifi/README.md says.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+
+import pytest
+
+from conftest import one
+from llsim.flowrun import FlowFile, FlowRunner, Registry
+from llsim.probe import ensure_topics, start_sides, stop_checked
+from llsim.scenario import JOB, SCN, Run
+from llsim.stack import Stack
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+STANDIN = os.path.join(REPO, "tests", "registry_standin.py")
+VARIANTS = {"registry": "loadledger-flow.json", "embedded": "loadledger-flow-embedded.json"}
+EVENT_TOPICS = ["run-requests", "manifests", "partition-claims", "chunks", "partition-failures", "validation-starts",
+                "validation-metrics", "stage-validations", "publish-claims", "publish-results", "run-successes",
+                "run-failures"]
+
+
+def service_conf(variant, service, registry_url):
+    """nifi/conf/<variant>/<service>.conf as settings, with this test's registry."""
+    out = {}
+    with open(os.path.join(REPO, "nifi", "conf", variant, service + ".conf")) as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                k, v = [x.strip() for x in line.split("=", 1)]
+                out[k] = v
+    if "schema.registry.url" in out:
+        out["schema.registry.url"] = registry_url
+    return out
+
+
+class StandIn:
+    """tests/registry_standin.py on a free loopback port."""
+
+    def __init__(self, run_dir):
+        os.makedirs(run_dir, exist_ok=True)
+        port_file = os.path.join(run_dir, "registry.port")
+        if os.path.exists(port_file):
+            os.unlink(port_file)
+        self.log = open(os.path.join(run_dir, "registry.log"), "w")
+        self.proc = subprocess.Popen([sys.executable, STANDIN, "--port-file", port_file], stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        deadline = time.time() + 15
+        while not os.path.exists(port_file):
+            assert self.proc.poll() is None and time.time() < deadline, "registry stand-in did not start"
+            time.sleep(0.05)
+        time.sleep(0.05)
+        with open(port_file) as f:
+            self.url = "http://127.0.0.1:%s" % f.read().strip()
+
+    def call(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as r:
+                return r.status, json.loads(r.read() or b"null")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"null")
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(10)
+        self.log.close()
+
+
+@pytest.fixture(scope="module", params=sorted(VARIANTS))
+def fstack(request):
+    variant = request.param
+    prefix = "loadledger.t-flow-%s." % variant[:3]
+    s = Stack(prefix=prefix)
+    s.migrate()
+    ensure_topics(s.bootstrap, prefix)
+    reg = None
+    if variant == "registry":
+        reg = StandIn(os.path.join(s.run_dir, "t-flow"))
+        # what nifi/README.md asks of a team: each event schema under its topic's subject
+        for t in EVENT_TOPICS:
+            with open(os.path.join(REPO, "schemas", "avro", _schema_of(t) + ".avsc")) as f:
+                st, body = reg.call("POST", "/subjects/%s%s-value/versions" % (prefix, t), {"schema": f.read()})
+                assert st == 200, (t, st, body)
+    try:
+        for service in ("registrar", "claimer", "completion", "dispatcher"):
+            start_sides(s, (service,), "flow" + variant[:3], service_conf(variant, service, reg and reg.url))
+    except Exception:
+        stop_checked(s)
+        if reg:
+            reg.stop()
+        raise
+    s.variant, s.registry, s.prefix = variant, reg, prefix
+    yield s
+    bad = stop_checked(s)
+    if reg:
+        reg.stop()
+    assert not bad, "services did not exit cleanly (sanitizer report or crash): %s; logs in %s" % (bad, s.log_dir)
+
+
+def _schema_of(topic):
+    for fn in os.listdir(os.path.join(REPO, "schemas", "avro")):
+        with open(os.path.join(REPO, "schemas", "avro", fn)) as f:
+            if json.load(f).get("doc", "").startswith("Topic %s " % topic):
+                return fn[:-5]
+    raise KeyError(topic)
+
+
+class Site:
+    """The team's own work (the SITE groups) for the reference load, and what reached the operators."""
+
+    def __init__(self, business_key):
+        self.business_key = business_key
+        self.runs, self.succeeded, self.alerts, self.work_orders = {}, [], [], []
+
+    def __call__(self, port, ff):
+        a = ff.attrs
+        if port == "plan manifest":
+            run = Run(run_id=a["ll.run.id"], business_key=a["ll.business.key"])
+            self.runs[run.run_id] = run
+            assert a["ll.reply.hdfsRunPath"] == run.hdfs_run_path, a
+            return [("manifest", ff.child(json.dumps(run.manifest())))]
+        if port == "extract partition":
+            self.work_orders.append(dict(a))
+            assert a["ll.reply.claimed"] == "true" and a["ll.reply.snapshotScn"] == SCN, a
+            rows = int(a["ll.reply.expectedRowCount"])
+            n = max(1, math.ceil(rows / 5000))
+            out = []
+            for i in range(n):
+                c = ff.child("")
+                c.attrs.update({
+                    "ll.chunk.index": str(i), "ll.chunk.count": str(n), "ll.fragment.id": "frag-%s" % a["uuid"][:8],
+                    "ll.hdfs.path": "%s/part-%s/chunk-%05d.parquet" % (a["ll.reply.hdfsRunPath"], a["ll.partition.id"], i),
+                    "ll.record.count": str(min(5000, rows - i * 5000)), "ll.byte.count": str(96 * 5000)})
+                out.append(("chunk written", c))
+            return out
+        if port == "validate staging":
+            n = a["ll.source.count"]
+            return [("staging metrics", ff.child(json.dumps([
+                {"metricName": "STAGE_COUNT", "expectedValue": n, "actualValue": a["ll.extracted.count"],
+                 "tolerance": None, "result": "PASS", "details": {}}])))]
+        if port == "publish":
+            assert a["ll.publish.token"], a
+            return [("published", ff.child())]
+        if port == "validate target":
+            return [("target metrics", ff.child(json.dumps([
+                {"metricName": "TARGET_COUNT", "expectedValue": a["ll.source.count"], "actualValue": a["ll.source.count"],
+                 "tolerance": None, "result": "PASS", "details": {}}])))]
+        if port == "run succeeded":
+            self.succeeded.append(a["ll.run.id"])
+            return []
+        if port == "alerts":
+            self.alerts.append(dict(a))
+            return []
+        raise AssertionError("no SITE behaviour for port %r" % port)
+
+
+def test_reference_scenario_through_the_flow(fstack):
+    key = "2026-09-28.f" + uuid.uuid4().hex[:10]
+    site = Site(key)
+    reg = Registry(fstack.registry.call) if fstack.registry else None
+    runner = FlowRunner(os.path.join(REPO, "nifi", VARIANTS[fstack.variant]), {"topic.prefix": fstack.prefix},
+                        fstack.bootstrap, site, reg)
+    try:
+        runner.consume()
+        # two triggers for the same load at once: one run is admitted, the other refused
+        for _ in range(2):
+            runner.inject("start run", "SITE Start runs", FlowFile({"ll.job.key": JOB, "ll.business.key": key}))
+        assert runner.run(lambda: site.succeeded, 180), (
+            "no SUCCESS within 180 s; waiting on %s; alerts %s; logs in %s"
+            % (sorted(runner.waiting), site.alerts, fstack.log_dir))
+        # the dispatcher's command copies (if any) and late replies: a moment more, then nothing may wait
+        runner.run(lambda: False, 3)
+    finally:
+        runner.close()
+    [run_id] = site.succeeded
+    refused = [a for a in site.alerts if a.get("ll.reply.code") == "DUPLICATE_ACTIVE_RUN"]
+    assert len(refused) == 1 and refused[0]["ll.run.id"] != run_id, site.alerts
+    assert len(site.alerts) == 1, site.alerts
+    assert not runner.waiting, sorted(runner.waiting)
+    released = {}
+    for name, _ in runner.released:
+        released[name] = released.get(name, 0) + 1
+    assert released == {"Wait for the run decision": 2, "Wait for the manifest decision": 1,
+                        "Wait for the claim decision": 7, "Wait for the STAGING metrics outcome": 1,
+                        "Wait for the stage-validated outcome": 1, "Wait for the publish claim decision": 1,
+                        "Wait for the publish result outcome": 1, "Wait for the TARGET metrics outcome": 1,
+                        "Wait for the success outcome": 1}, released
+    # every reply PG-00 signalled was taken by the request that waited for it
+    assert sorted(runner.notified) == sorted(sig for _, sig in runner.released)
+    assert not runner.signals, runner.signals
+    sent = {}
+    for topic, _ in runner.sent:
+        sent[topic[len(fstack.prefix):]] = sent.get(topic[len(fstack.prefix):], 0) + 1
+    assert sent == {"run-requests": 2, "manifests": 1, "partition-claims": 7, "chunks": 21, "validation-starts": 1,
+                    "validation-metrics": 2, "stage-validations": 1, "publish-claims": 1, "publish-results": 1,
+                    "run-successes": 1}, sent
+    assert len({w["ll.claim.token"] for w in site.work_orders}) == 7
+    c = fstack.db()
+    try:
+        db = c.cursor()
+        db.execute("SELECT status, extracted_count, success_partition_count, staging_count, target_count"
+                   " FROM nifi_ops.load_run WHERE run_id = %s", (run_id,))
+        assert db.fetchone() == ("SUCCESS", 105000, 8, 105000, 105000)
+        assert one(db, "SELECT count(*) FROM nifi_ops.load_file WHERE run_id = %s", run_id) == 21
+        assert one(db, "SELECT count(*) FROM nifi_ops.load_run WHERE business_key = %s", key) == 1
+        node = one(db, "SELECT node FROM nifi_ops.load_validation_start WHERE run_id = %s", run_id)
+        assert "/" in node, node  # the flow's ValidationStart names the node and its FlowFile
+        assert one(db, "SELECT count(*) FROM nifi_ops.load_event WHERE run_id = %s AND event_name = 'DEAD_LETTER'",
+                   run_id) == 0
+    finally:
+        c.close()
