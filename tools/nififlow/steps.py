@@ -1,7 +1,7 @@
 """The process groups of the loadledger flow, one per step of the contract (PG-00 ... PG-90), the
 empty SITE groups, and the connections between them."""
 from builder import CONSUME, DEDUP, EVAL, GENERATE, LOG, NOTIFY, SPLIT, UPDATE, BuilderBase
-from contract import COMMAND_HEADERS, COMMAND_TOPICS, DIRECT, REPLY_TOPICS, SIGNAL_FIELDS, WAITED, reply_fields
+from contract import COMMAND_HEADERS, COMMAND_TOPICS, DIRECT, REPLY_OF, REPLY_TOPICS, SIGNAL_FIELDS, WAITED, reply_fields
 from el import boolean, num, obj, opt_num, opt_s, s, s_or
 from model import uid
 
@@ -242,32 +242,41 @@ class Builder(BuilderBase):
         g.connect(won, ctx, ["started"])
         g.connect(ctx, g.output("validate staging", "To the SITE group: ll.run.id and the ll.* run context."),
                   ["success"])
-        metrics = g.input("staging metrics", "From the SITE group: a JSON array of Metric records "
-                                             "(schemas/avro/ValidationMetrics.avsc), the attributes kept.")
-        first, pub = self.publisher(g, "validation-metrics", col=1, wrap=obj([
-            ("runId", s("ll.run.id")), ("stage", '"STAGING"'), ("queryVersion", '"%s"' % self.P["query_version"]),
-            ("metrics", "$1")]))
-        g.connect(metrics, first)
-        w = self.wait(g, "validation-metrics-outcomes", "Wait for the STAGING metrics outcome", col=1,
-                      runId="${ll.run.id}", stage="STAGING")
-        g.connect(pub, w, ["success"])
-        passed = self.route(g, "STAGING metrics passed?", {
-            "passed": "${ll.reply.outcome:in('ACCEPTED','REPLAY'):and(${ll.reply.failCount:equals('0')})}"}, col=1)
-        g.connect(w, passed, ["success"])
-        first, pub = self.publisher(g, "stage-validations", col=1, template=obj([("runId", s("ll.run.id"))]))
-        g.connect(passed, first, ["passed"])
-        w = self.wait(g, "stage-validation-outcomes", "Wait for the stage-validated outcome", col=1,
-                      runId="${ll.run.id}")
-        g.connect(pub, w, ["success"])
-        ok = self.route(g, "Staging validated?", {"validated": "${ll.reply.stageValidated:equals('true')}"}, col=1)
-        g.connect(w, ok, ["success"])
+        ok, f = self.metrics_gate(g, "STAGING", "staging metrics", "stage-validations",
+                                  obj([("runId", s("ll.run.id"))]), "Wait for the stage-validated outcome",
+                                  "Staging validated?", {"validated": "${ll.reply.stageValidated:equals('true')}"},
+                                  ("STAGE_VALIDATING", "FAILED_STAGE_VALIDATION", "PG-40", "STAGING_VALIDATION_FAILED"),
+                                  col=1)
         g.connect(ok, g.output("staging validated", "To PG-50."), ["validated"])
-        f = self.fail_run(g, passed, ["unmatched"], "STAGE_VALIDATING", "FAILED_STAGE_VALIDATION", "PG-40",
-                          "STAGING_VALIDATION_FAILED", col=2)
-        g.connect(ok, f, ["unmatched"])
         failed = g.input("staging validation failed", "From the SITE group: ll.error.code, ll.error.message.")
         g.connect(failed, f)
         return g
+
+    def metrics_gate(self, g, stage, port, next_topic, next_template, next_wait, route_name, route, fail, col=0):
+        """The metrics of a stage (docs/contract.md §5.8) from the SITE group's port, then, when none
+        failed, the next request (stage-validated or success, §5.9-5.10). Returns the route after the
+        next request's reply and the run failure that both refusals lead to."""
+        metrics = g.input(port, "From the SITE group: a JSON array of Metric records "
+                                "(schemas/avro/ValidationMetrics.avsc), the attributes kept.")
+        first, pub = self.publisher(g, "validation-metrics", col=col, wrap=obj([
+            ("runId", s("ll.run.id")), ("stage", '"%s"' % stage), ("queryVersion", '"%s"' % self.P["query_version"]),
+            ("metrics", "$1")]))
+        g.connect(metrics, first)
+        w = self.wait(g, "validation-metrics-outcomes", "Wait for the %s metrics outcome" % stage, col=col,
+                      runId="${ll.run.id}", stage=stage)
+        g.connect(pub, w, ["success"])
+        passed = self.route(g, "%s metrics passed?" % stage, {
+            "passed": "${ll.reply.outcome:in('ACCEPTED','REPLAY'):and(${ll.reply.failCount:equals('0')})}"}, col=col)
+        g.connect(w, passed, ["success"])
+        first, pub = self.publisher(g, next_topic, col=col, template=next_template)
+        g.connect(passed, first, ["passed"])
+        w = self.wait(g, REPLY_OF[next_topic], next_wait, col=col, runId="${ll.run.id}")
+        g.connect(pub, w, ["success"])
+        ok = self.route(g, route_name, route, col=col)
+        g.connect(w, ok, ["success"])
+        f = self.fail_run(g, passed, ["unmatched"], *fail, col=col + 1)
+        g.connect(ok, f, ["unmatched"])
+        return ok, f
 
     def pg50_publish(self):
         g = self.root.child("PG-50 Publish", pos=(1400, 500), comments="Publish claim and result.")
@@ -322,31 +331,15 @@ class Builder(BuilderBase):
                 "SITE group sets it, is the target count; else the ledger takes the TARGET_COUNT metric.")
         src = g.input("published", "From PG-50.")
         g.connect(src, g.output("validate target", "To the SITE group: the run context."))
-        metrics = g.input("target metrics", "From the SITE group: a JSON array of Metric records.")
-        first, pub = self.publisher(g, "validation-metrics", wrap=obj([
-            ("runId", s("ll.run.id")), ("stage", '"TARGET"'), ("queryVersion", '"%s"' % self.P["query_version"]),
-            ("metrics", "$1")]))
-        g.connect(metrics, first)
-        w = self.wait(g, "validation-metrics-outcomes", "Wait for the TARGET metrics outcome", runId="${ll.run.id}",
-                      stage="TARGET")
-        g.connect(pub, w, ["success"])
-        passed = self.route(g, "TARGET metrics passed?", {
-            "passed": "${ll.reply.outcome:in('ACCEPTED','REPLAY'):and(${ll.reply.failCount:equals('0')})}"})
-        g.connect(w, passed, ["success"])
-        first, pub = self.publisher(g, "run-successes", template=obj([
-            ("runId", s("ll.run.id")), ("targetCount", opt_num("ll.target.count"))]))
-        g.connect(passed, first, ["passed"])
-        w = self.wait(g, "run-success-outcomes", "Wait for the success outcome", runId="${ll.run.id}")
-        g.connect(pub, w, ["success"])
-        ok = self.route(g, "Run SUCCESS?", {"success": "${ll.reply.success:equals('true')}"})
-        g.connect(w, ok, ["success"])
+        ok, f = self.metrics_gate(g, "TARGET", "target metrics", "run-successes",
+                                  obj([("runId", s("ll.run.id")), ("targetCount", opt_num("ll.target.count"))]),
+                                  "Wait for the success outcome", "Run SUCCESS?",
+                                  {"success": "${ll.reply.success:equals('true')}"},
+                                  ("PUBLISHED", "FAILED_TARGET_VALIDATION", "PG-60", "TARGET_VALIDATION_FAILED"))
         log = g.processor("Run SUCCESS", LOG, {"Log Level": "info", "Log prefix": "loadledger: SUCCESS "}, col=1)
         g.connect(ok, log, ["success"])
         g.connect(log, g.output("run succeeded", "The run is SUCCESS: to the SITE group that tells people."),
                   ["success"])
-        f = self.fail_run(g, passed, ["unmatched"], "PUBLISHED", "FAILED_TARGET_VALIDATION", "PG-60",
-                          "TARGET_VALIDATION_FAILED", col=2)
-        g.connect(ok, f, ["unmatched"])
         failed = g.input("target validation failed", "From the SITE group: ll.error.code, ll.error.message.")
         g.connect(failed, f)
         return g
