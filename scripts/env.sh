@@ -89,6 +89,9 @@ APT_PACKAGES=(build-essential cmake pkg-config librdkafka-dev libpq-dev libavro-
 # promtool (checks and unit-tests packaging/prometheus/loadledger.rules.yml: ctest label alerts);
 # python3-yaml reads the rules in tests/integration/test_alert_metrics.py
 APT_PACKAGES+=(prometheus python3-yaml)
+# Java 17 by name, whatever other Java comes first on PATH: the Apicurio schema registry of
+# tests/integration/test_registry.py (Quarkus 1.12, Java 11..17; tests/registry/apicurio) runs on it
+APT_PACKAGES+=(openjdk-17-jre-headless)
 
 export DEBIAN_FRONTEND=noninteractive NEEDRESTART_SUSPEND=1 LC_ALL=C.UTF-8
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """A schema registry STAND-IN for the tests (issue 30): NOT Confluent's Schema Registry and not
 Apicurio, but a small in-memory server of the documented Confluent REST endpoints the services
-use, for machines where no real registry can be installed from the package registries (what
-was tried is in docs/design.md "Schema registry").
+use, with fault injection. tests/integration/test_registry.py runs its main cases on a real
+registry (Apicurio Registry 2.0.2, tests/registry/apicurio) and keeps this one for what a real
+registry cannot be made to do on demand: answer 503, drop or hang a connection, and basic auth
+(Apicurio 2.0.2 authenticates through Keycloak only). docs/design.md "Schema registry".
 
 Endpoints (Confluent Schema Registry API reference; errors as {"error_code", "message"}):
     GET  /schemas/ids/{id}                  {"schema": "<text>"}  (404, 40403: unknown id)

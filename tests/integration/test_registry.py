@@ -1,33 +1,43 @@
-"""The schema registry (issue 30) on the real broker and database, against the registry STAND-IN
-tests/registry_standin.py (the documented Confluent endpoints; no real Confluent-compatible
-registry could be installed from this machine's package registries: docs/design.md "Schema
-registry" says what was tried).
+"""The schema registry (issue 30) on the real broker and database, against two registries:
 
-The services of this module run on topics of their own (prefix loadledger.t-registry.), every
-input and the replies of the first four inputs Confluent-framed, with schema.registry.url set and
-no schema.ids_file: writer ids are fetched from the registry, reply schemas (and the
-dispatcher's validate-run command schema) registered under <topic>-value at start; schema.registry.url names a dead URL first, so every request also
-passes over a URL that refuses it.
+APICURIO REGISTRY 2.0.2.Final, a real Confluent-compatible registry (tests/registry/apicurio: built
+once into ~/.cache/loadledger by llsim.apicurio, in-memory storage, started by this module on a free
+loopback port; its Confluent API at /apis/ccompat/v6), with the rules of schemas/README.md switched
+on: compatibility FULL_TRANSITIVE on every subject and validity FULL. The services of the main stack
+(prefix loadledger.t-registry.) use it: every input and the replies of the first four inputs
+Confluent-framed, schema.registry.url set and no schema.ids_file, so writer ids are fetched from the
+registry and the reply schemas (and the dispatcher's validate-run command schema) registered under
+<topic>-value at start; schema.registry.url names a dead URL first, so every request also passes
+over a URL that refuses it.
 
-    reference scenario to EXTRACTED_VALIDATED through the registry, an older Manifest writer
-        registered mid-run; the replies and the validate-run command carry the ids of their subjects
+    reference scenario to EXTRACTED_VALIDATED through the registry, an evolved Manifest writer
+        registered mid-run (an incompatible one refused by the registry); the replies and the
+        validate-run command carry the ids of their subjects
+    an id the registry does not know (its real 404): a dead letter naming it, after
+        loop.prerequisite_wait
+    a schema over codec.max_schema_bytes registered under the topic's subject: a dead letter at once
+    a JSON Schema's id (Apicurio 2.0.2 answers it without "schemaType"): a dead letter at once
+    a reply schema the registry refuses as incompatible (409): the service stops at start naming it
+    HTTPS with a self-signed certificate (a second Apicurio serving HTTPS only): refused without
+        schema.registry.ssl.ca.location, registered with it
+
+The REGISTRY STAND-IN tests/registry_standin.py (the documented Confluent endpoints, Python standard
+library) for what needs fault injection or what Apicurio 2.0.2 cannot do without a Keycloak server
+(its only authentication is OpenID Connect): a registrar of its own (prefix
+loadledger.t-registry-standin.) with the dead URL first too.
+
     registry answering 503: the message is held (no reply, no dead letter, run_held logged)
         while another run whose writer id is cached flows; answered once the registry is back
     registry unreachable (connections closed unanswered) or hanging past schema.registry.timeout:
         held the same way; the hang costs the loop's thread at most the timeout per try, so the
         other run is answered long before the registry would have answered
-    an id the registry does not know: a dead letter naming it, after loop.prerequisite_wait
-    a schema over codec.max_schema_bytes: a dead letter at once
     basic auth (schema.registry.basic.auth.user.info): refused without it at start (the service
         exits naming the 401), registered with it (topics of their own, nothing consumed)
-    HTTPS with a self-signed certificate: refused without schema.registry.ssl.ca.location,
-        registered with it
 """
 import base64
 import json
 import os
 import socket
-import ssl
 import subprocess
 import sys
 import time
@@ -36,14 +46,17 @@ import urllib.request
 import pytest
 
 from conftest import new_run, one
-from llsim import avroframe
+from llsim import apicurio, avroframe
 from llsim.kafkaio import SCHEMAS, Nifi
 from llsim.probe import (FramedFlow, answers, dead_letter, dead_letters_of, ensure_topics, header, log_events,
-                         log_size, post_many, schema_with, schema_without, start_sides, stop_checked, wait_log)
-from llsim.stack import Stack
+                         log_size, post_many, schema_with, start_sides, stop_checked, wait_log)
+from llsim.stack import Stack, read_env
 
 PREFIX = "loadledger.t-registry."
 TAG = "registry"
+PREFIX_S = "loadledger.t-registry-standin."
+TAG_S = "registry-standin"
+START_PREFIX = "loadledger.t-registry-auth."  # the tests of a service's start (nothing consumed)
 INPUTS = ("run-requests", "manifests", "partition-claims", "chunks", "partition-failures")
 REPLIES = ("run-decisions", "manifest-decisions", "claim-decisions", "chunk-outcomes")
 COMMANDS = ("validate-run-commands",)  # the dispatcher's
@@ -51,24 +64,24 @@ PREREQ_WAIT_S = 4
 MAX_SCHEMA_BYTES = 32768
 STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "registry_standin.py")
 
-OLD_MANIFEST = schema_without("Manifest", "sourceNullSplitCount", "sourceMetrics", "sourceMetricsVersion")
-_items = OLD_MANIFEST["fields"][-1]["type"]["items"]
-_items["fields"] = [f for f in _items["fields"] if f["name"] != "isNullPartition"]
+# a newer Manifest writer: one field added with a default (schemas/README.md, evolution rule 1)
+EVOLVED_MANIFEST = schema_with("Manifest", {"name": "extractedBy", "type": "string", "default": ""})
+# a Manifest writer FULL_TRANSITIVE forbids: a field's type changed
+BROKEN_MANIFEST = json.loads(json.dumps(avroframe.schema_json("Manifest")))
+BROKEN_MANIFEST["fields"][0]["type"] = "long"
 NEW_RUN_REQUEST = schema_with("RunRequest", {"name": "requestedBy", "type": "string", "default": ""})
 
 
-class Registry:
+class StandIn:
     """The stand-in, started on a free loopback port."""
 
-    def __init__(self, run_dir, user_info=None, tls=None):
+    def __init__(self, run_dir, user_info=None):
         os.makedirs(run_dir, exist_ok=True)
         port_file = os.path.join(run_dir, "registry.port")
         if os.path.exists(port_file):
             os.unlink(port_file)
-        self.log = open(os.path.join(run_dir, "registry.log"), "w")
+        self.log = open(os.path.join(run_dir, "registry-standin.log"), "w")
         args = [sys.executable, STANDIN, "--port-file", port_file] + (["--user-info", user_info] if user_info else [])
-        if tls:
-            args += ["--tls-cert", tls[0], "--tls-key", tls[1]]
         self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
         self.user_info = user_info
         deadline = time.time() + 15
@@ -76,8 +89,7 @@ class Registry:
             assert self.proc.poll() is None and time.time() < deadline, "registry stand-in did not start"
             time.sleep(0.05)
         with open(port_file) as f:
-            self.url = "%s://127.0.0.1:%s" % ("https" if tls else "http", f.read().strip())
-        self.ca = tls[0] if tls else None
+            self.url = "http://127.0.0.1:%s" % f.read().strip()
 
     def call(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
@@ -85,23 +97,11 @@ class Registry:
         if self.user_info:
             headers["Authorization"] = "Basic " + base64.b64encode(self.user_info.encode()).decode()
         req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
-        ctx = ssl.create_default_context(cafile=self.ca) if self.ca else None
         try:
-            with urllib.request.urlopen(req, timeout=10, context=ctx) as r:
+            with urllib.request.urlopen(req, timeout=10) as r:
                 return r.status, json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
-
-    def register(self, subject, schema):
-        text = schema if isinstance(schema, str) else json.dumps(schema)
-        st, body = self.call("POST", "/subjects/%s/versions" % subject, {"schema": text})
-        assert st == 200, (st, body)
-        return body["id"]
-
-    def latest_id(self, subject):
-        st, body = self.call("GET", "/subjects/%s/versions/latest" % subject)
-        assert st == 200, (st, body)
-        return body["id"]
 
     def requests(self, path):
         return self.call("GET", "/_standin/requests")[1].get(path, 0)
@@ -112,6 +112,20 @@ class Registry:
         self.log.close()
 
 
+def register(reg, subject, schema):
+    """POST /subjects/{subject}/versions on either registry: the id (asserts a 200)."""
+    text = schema if isinstance(schema, str) else json.dumps(schema)
+    st, body = reg.call("POST", "/subjects/%s/versions" % subject, {"schema": text})
+    assert st == 200, (st, body)
+    return body["id"]
+
+
+def latest_id(reg, subject):
+    st, body = reg.call("GET", "/subjects/%s/versions/latest" % subject)
+    assert st == 200, (st, body)
+    return body["id"]
+
+
 def dead_port():
     """A loopback port nothing listens on (bound, then closed)."""
     with socket.socket() as so:
@@ -119,9 +133,9 @@ def dead_port():
         return so.getsockname()[1]
 
 
-def registry_requests(rstack, instance, result):
+def registry_requests(stack, instance, result):
     """loadledger_schema_registry_requests_total{result} on the instance's /metrics."""
-    [line] = [json.loads(l) for l in open(rstack.log_path(instance)) if '"http_listening"' in l][-1:]
+    [line] = [json.loads(l) for l in open(stack.log_path(instance)) if '"http_listening"' in l][-1:]
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % line["port"], timeout=10) as r:
         text = r.read().decode()
     pat = 'loadledger_schema_registry_requests_total{result="%s"} ' % result
@@ -133,32 +147,53 @@ def avsc(logical):
         return f.read()
 
 
-@pytest.fixture(scope="module")
-def rstack():
-    s = Stack(prefix=PREFIX)
-    s.migrate()
-    ensure_topics(s.bootstrap, PREFIX)
-    reg = Registry(os.path.join(s.run_dir, "t-registry"))
-    # the writers' side (NiFi's registry-backed AvroRecordSetWriter): each input's schema under its subject
-    ids = {t: reg.register(PREFIX + t + "-value", avsc(t)) for t in INPUTS}
-    conf = {"topic.%s.framing" % t: "confluent" for t in INPUTS + REPLIES + COMMANDS}
-    # two URLs, the first refusing connections: each request tries them in order
-    conf.update({"schema.registry.url": "http://127.0.0.1:%d, %s/" % (dead_port(), reg.url),
+def run_dir():
+    return read_env().get("LL_RUN_DIR") or os.environ.get("LL_RUN_DIR", "/tmp/loadledger-run")
+
+
+def registry_conf(url, topics):
+    """The services' settings: the topics Confluent-framed, the dead URL first, then url."""
+    conf = {"topic.%s.framing" % t: "confluent" for t in topics}
+    conf.update({"schema.registry.url": "http://127.0.0.1:%d, %s/" % (dead_port(), url),
                  "loop.prerequisite_wait": "PT%dS" % PREREQ_WAIT_S,
                  "codec.max_schema_bytes": str(MAX_SCHEMA_BYTES), "schema.registry.backoff_max": "PT1S",
                  "http.listen": "127.0.0.1:0"})
+    return conf
+
+
+@pytest.fixture(scope="module")
+def registry():
+    """Apicurio Registry (built when not cached), FULL_TRANSITIVE and validity FULL enforced."""
+    reg = apicurio.Apicurio(os.path.join(run_dir(), "t-registry", "apicurio"))
+    try:
+        print("apicurio registry: %s, ready in %.1f s, RSS %d MiB" % (reg.url, reg.start_secs, reg.rss_kib() // 1024))
+        reg.enforce_rules()
+        assert reg.call("GET", "/config")[1] == {"compatibilityLevel": "FULL_TRANSITIVE"}
+    except Exception:
+        reg.stop()
+        raise
+    yield reg
+    reg.stop()
+
+
+@pytest.fixture(scope="module")
+def rstack(registry):
+    s = Stack(prefix=PREFIX)
+    s.migrate()
+    ensure_topics(s.bootstrap, PREFIX)
+    # the writers' side (NiFi's registry-backed AvroRecordSetWriter): each input's schema under its subject
+    ids = {t: register(registry, PREFIX + t + "-value", avsc(t)) for t in INPUTS}
+    conf = registry_conf(registry.url, INPUTS + REPLIES + COMMANDS)
     try:
         start_sides(s, ("registrar", "claimer", "completion"), TAG, conf)
         start_sides(s, ("dispatcher",), TAG, {k: v for k, v in conf.items()
                                               if k.startswith(("topic.", "schema.registry."))})
     except Exception:
         stop_checked(s)
-        reg.stop()
         raise
-    s.registry, s.ids = reg, ids
+    s.registry, s.ids = registry, ids
     yield s
     bad = stop_checked(s)
-    reg.stop()
     assert not bad, "services did not exit cleanly (sanitizer report or crash): %s; logs in %s" % (bad, s.log_dir)
 
 
@@ -176,112 +211,98 @@ def rdb(rstack):
     c.close()
 
 
-def item(rstack, logical, record, **kw):
-    d = dict(logical=logical, record=record, framing="confluent", schema_id=rstack.ids[logical])
+@pytest.fixture(scope="module")
+def sstack():
+    """A registrar on the stand-in, the run requests' writer id already in its cache."""
+    s = Stack(prefix=PREFIX_S)
+    s.migrate()
+    ensure_topics(s.bootstrap, PREFIX_S)
+    reg = StandIn(os.path.join(s.run_dir, "t-registry"))
+    ids = {"run-requests": register(reg, PREFIX_S + "run-requests-value", avsc("run-requests"))}
+    try:
+        start_sides(s, ("registrar",), TAG_S, registry_conf(reg.url, ("run-requests", "run-decisions")))
+        s.registry, s.ids = reg, ids
+        f = sflow_of(s)
+        try:
+            [d] = answers(f, post_many(f.nifi, [item(s, "run-requests", new_run().run_request())]))
+            assert d["outcome"] == "ACCEPTED", d
+        finally:
+            f.close()
+    except Exception:
+        stop_checked(s)
+        reg.stop()
+        raise
+    yield s
+    bad = stop_checked(s)
+    reg.stop()
+    assert not bad, "services did not exit cleanly (sanitizer report or crash): %s; logs in %s" % (bad, s.log_dir)
+
+
+def sflow_of(s):
+    return FramedFlow(Nifi(s.bootstrap, PREFIX_S), {"run-decisions": "confluent"}, topics=("run-decisions",))
+
+
+@pytest.fixture
+def sflow(sstack):
+    f = sflow_of(sstack)
+    yield f
+    f.close()
+
+
+def item(stack, logical, record, **kw):
+    d = dict(logical=logical, record=record, framing="confluent", schema_id=stack.ids[logical])
     d.update(kw)
     return d
 
 
-def test_reference_scenario_through_the_registry_with_a_writer_registered_mid_run(rstack, rflow, rdb):
+# -- Apicurio Registry ---------------------------------------------------------------------------------
+def test_reference_scenario_through_apicurio_with_an_evolved_writer_registered_mid_run(rstack, rflow, rdb):
     reg, run, nifi = rstack.registry, new_run(), rflow.nifi
+    inst = {s: "%s-%s" % (s, TAG) for s in ("registrar", "claimer", "completion")}
+    before = {s: registry_requests(rstack, i, "ok") for s, i in inst.items()}
     [d] = answers(rflow, post_many(nifi, [item(rstack, "run-requests", run.run_request())]))
     assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
-    assert reg.requests("/schemas/ids/%d" % rstack.ids["run-requests"]) >= 1
-    # an older Manifest writer registered now, mid-run, under the manifests' subject: a new id
-    old_id = reg.register(PREFIX + "manifests-value", OLD_MANIFEST)
-    assert old_id not in rstack.ids.values()
-    man = run.manifest()
-    man = {k: v for k, v in man.items() if k in {f["name"] for f in OLD_MANIFEST["fields"]}}
-    man["partitions"] = [{k: v for k, v in p.items() if k != "isNullPartition"} for p in man["partitions"]]
-    [m] = answers(rflow, post_many(nifi, [item(rstack, "manifests", man, schema=OLD_MANIFEST, schema_id=old_id)]))
+    # an evolved Manifest writer registered now, mid-run, under the manifests' subject: version 2, a new id
+    subject = PREFIX + "manifests-value"
+    new_id = register(reg, subject, EVOLVED_MANIFEST)
+    assert new_id not in rstack.ids.values()
+    assert reg.call("GET", "/subjects/%s/versions" % subject)[1] == [1, 2]
+    # FULL_TRANSITIVE: a writer whose field changed type is refused, the subject keeps its versions
+    st, body = reg.call("POST", "/subjects/%s/versions" % subject, {"schema": json.dumps(BROKEN_MANIFEST)})
+    assert st == 409 and "Incompatible" in body["message"], (st, body)
+    assert reg.call("GET", "/subjects/%s/versions" % subject)[1] == [1, 2]
+    man = dict(run.manifest(), extractedBy="pg10-node-2")
+    [m] = answers(rflow, post_many(nifi, [item(rstack, "manifests", man, schema=EVOLVED_MANIFEST, schema_id=new_id)]))
     assert (m["outcome"], m["runStatus"], m["emptyPartitionCount"]) == ("ACCEPTED", "EXTRACTING", 1), m
-    assert reg.requests("/schemas/ids/%d" % old_id) == 1  # fetched once, then from the cache
-    assert registry_requests(rstack, "registrar-" + TAG, "ok") >= 2  # the run request's id and this one
+    assert registry_requests(rstack, inst["registrar"], "ok") - before["registrar"] == 2  # both writer ids
     claims = answers(rflow, post_many(nifi, [item(rstack, "partition-claims", run.claim(p)) for p in run.nonempty()]))
     assert all(c["claimed"] for c in claims), claims
     chunks = [c for p in run.nonempty() for c in run.chunks(p)]
     outcomes = answers(rflow, post_many(nifi, [item(rstack, "chunks", c) for c in chunks]))
     assert all(o["outcome"] == "ACCEPTED" and o["recorded"] for o in outcomes)
     assert [o["runStatus"] for o in outcomes if o["validationScheduled"]] == ["EXTRACTED_VALIDATED"]
+    # 7 claims and 21 chunk reports: each writer id asked for once, then read from the cache
+    assert registry_requests(rstack, inst["claimer"], "ok") - before["claimer"] == 1
+    assert registry_requests(rstack, inst["completion"], "ok") - before["completion"] == 1
     assert one(rdb, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", run.run_id) == "EXTRACTED_VALIDATED"
     assert one(rdb, "SELECT count(*) FROM nifi_ops.load_event WHERE run_id = %s AND event_name = 'DEAD_LETTER'",
                run.run_id) == 0
     # the validate-run command, Confluent-framed by the dispatcher with its subject's id
     [cmd] = rflow.r["validate-run-commands"].wait_for(lambda r: (r["value"] or {}).get("runId") == run.run_id,
                                                        timeout=60)
-    assert cmd["schema_id"] == reg.latest_id(PREFIX + "validate-run-commands-value")
+    assert cmd["schema_id"] == latest_id(reg, PREFIX + "validate-run-commands-value")
     # the replies carry the ids the services registered their schemas under (<topic>-value)
     for t in REPLIES:
-        want = reg.latest_id(PREFIX + t + "-value")
+        want = latest_id(reg, PREFIX + t + "-value")
         got = {r["schema_id"] for r in rflow.r[t].records}
         assert got == {want}, (t, got, want)
         st, body = reg.call("GET", "/schemas/ids/%d" % want)
         assert json.loads(body["schema"])["name"] == SCHEMAS[t]
 
 
-def test_registry_down_holds_the_message_while_other_runs_flow(rstack, rflow, rdb):
-    reg, nifi = rstack.registry, rflow.nifi
-    dlq = nifi.reader("dead-letters")
-    new_id = reg.register(PREFIX + "run-requests-value", NEW_RUN_REQUEST)  # not fetched by anyone yet
-    assert reg.call("POST", "/_standin/fault", {"status": 503, "count": -1, "path": "/schemas/ids/"})[0] == 200
-    try:
-        since = os.path.getsize(rstack.log_path("registrar-" + TAG))
-        waiting, other = new_run(), new_run()
-        req = dict(waiting.run_request(), requestedBy="coordinator-7")
-        [held] = post_many(nifi, [item(rstack, "run-requests", req, schema=NEW_RUN_REQUEST, schema_id=new_id)])
-        # another run, its writer id cached: answered while the registry is down
-        [o] = answers(rflow, post_many(nifi, [item(rstack, "run-requests", other.run_request())]))
-        assert (o["outcome"], o["runStatus"]) == ("ACCEPTED", "CREATED"), o
-        time.sleep(PREREQ_WAIT_S + 2)  # past the prerequisite wait: a registry fault is no prerequisite
-        assert not dead_letters_of(dlq, held)
-        assert one(rdb, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == 0
-        held_logs = [e for e in log_events(rstack, "registrar-" + TAG, "run_held", since=since)
-                     if "schema id %d" % new_id in e.get("msg", "")]
-        assert held_logs and "unavailable" in held_logs[0]["msg"], held_logs
-        assert reg.requests("/schemas/ids/%d" % new_id) >= 2  # tried again (with backoff)
-        assert registry_requests(rstack, "registrar-" + TAG, "unavailable") >= 2
-    finally:
-        reg.call("POST", "/_standin/fault", {})
-    [d] = answers(rflow, [held])
-    assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
-    assert one(rdb, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == "CREATED"
-    assert not dead_letters_of(dlq, held)
-    dlq.close()
-
-
-@pytest.mark.parametrize("fault", ["drop", "hang"])
-def test_registry_unreachable_or_hanging_holds_the_message(rstack, rflow, rdb, fault):
-    reg, nifi = rstack.registry, rflow.nifi
-    dlq = nifi.reader("dead-letters")
-    writer = schema_with("RunRequest", {"name": "fault_" + fault, "type": "string", "default": ""})
-    new_id = reg.register(PREFIX + "run-requests-value", writer)
-    assert reg.call("POST", "/_standin/fault", {"status": fault, "count": -1, "path": "/schemas/ids/",
-                                                "seconds": 30})[0] == 200
-    try:
-        since = os.path.getsize(rstack.log_path("registrar-" + TAG))
-        waiting, other = new_run(), new_run()
-        req = dict(waiting.run_request(), **{"fault_" + fault: "x"})
-        [held] = post_many(nifi, [item(rstack, "run-requests", req, schema=writer, schema_id=new_id)])
-        t0 = time.time()
-        [o] = answers(rflow, post_many(nifi, [item(rstack, "run-requests", other.run_request())]))
-        assert (o["outcome"], o["runStatus"]) == ("ACCEPTED", "CREATED"), o
-        assert time.time() - t0 < 15, time.time() - t0  # a 30 s hang is cut at schema.registry.timeout (2 s)
-        time.sleep(3)
-        assert not dead_letters_of(dlq, held)
-        assert one(rdb, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == 0
-        held_logs = [e for e in log_events(rstack, "registrar-" + TAG, "run_held", since=since)
-                     if "schema id %d" % new_id in e.get("msg", "")]
-        assert held_logs and "unavailable" in held_logs[0]["msg"], held_logs
-    finally:
-        reg.call("POST", "/_standin/fault", {})
-    [d] = answers(rflow, [held], timeout=60)
-    assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
-    assert not dead_letters_of(dlq, held)
-    dlq.close()
-
-
-def test_unknown_id_is_a_dead_letter_naming_it_after_the_wait(rstack, rflow):
+def test_apicurio_unknown_id_is_a_dead_letter_naming_it_after_the_wait(rstack, rflow):
     nifi = rflow.nifi
+    assert rstack.registry.call("GET", "/schemas/ids/999999")[0] == 404  # the registry's own answer
     dlq = nifi.reader("dead-letters")
     t0 = time.time()
     [sent] = post_many(nifi, [item(rstack, "run-requests", new_run().run_request(), schema_id=999999)])
@@ -291,66 +312,81 @@ def test_unknown_id_is_a_dead_letter_naming_it_after_the_wait(rstack, rflow):
     msg = header(d, "ll.error.message")
     assert "schema id 999999" in msg and "not in the registry after %d ms" % (PREREQ_WAIT_S * 1000) in msg, msg
     assert elapsed >= PREREQ_WAIT_S - 0.5, elapsed
+    assert registry_requests(rstack, "registrar-" + TAG, "not_found") >= 2  # asked again (with backoff)
     dlq.close()
 
 
-def test_schema_over_the_budget_is_a_dead_letter_at_once(rstack, rflow):
+def test_apicurio_schema_over_the_budget_is_a_dead_letter_at_once(rstack, rflow):
     reg, nifi = rstack.registry, rflow.nifi
     dlq = nifi.reader("dead-letters")
+    # a valid, compatible RunRequest version (only its doc grew) whose text is over codec.max_schema_bytes
     big = json.loads(avsc("run-requests"))
     big["doc"] = "x" * (MAX_SCHEMA_BYTES + 100)
-    assert reg.call("POST", "/_standin/schema", {"id": 777777, "schema": json.dumps(big)})[0] == 200
+    big_id = register(reg, PREFIX + "run-requests-value", big)
     t0 = time.time()
-    [sent] = post_many(nifi, [item(rstack, "run-requests", new_run().run_request(), schema_id=777777)])
+    [sent] = post_many(nifi, [item(rstack, "run-requests", new_run().run_request(), schema_id=big_id)])
     d = dead_letter(dlq, sent, timeout=30)
     elapsed = time.time() - t0
     assert header(d, "ll.error.code") == "DECODE_FAILED"
     msg = header(d, "ll.error.message")
-    assert "schema id 777777" in msg and "codec.max_schema_bytes" in msg, msg
+    assert "schema id %d" % big_id in msg and "codec.max_schema_bytes" in msg, msg
     assert elapsed < PREREQ_WAIT_S, elapsed  # not held: refused at once
     dlq.close()
 
 
-def test_basic_auth_at_start(tmp_path):
-    prefix = "loadledger.t-registry-auth."
-    s = Stack(prefix=prefix)
-    ensure_topics(s.bootstrap, prefix)
-    reg = Registry(str(tmp_path), user_info="svc-registrar:s3cret")
-    conf = {"topic.run-decisions.framing": "confluent", "schema.registry.url": reg.url,
-            "kafka.group.id": "loadledger.registrar.registry-auth"}
+def test_apicurio_json_schema_writer_is_a_dead_letter_at_once(rstack, rflow):
+    reg, nifi = rstack.registry, rflow.nifi
+    dlq = nifi.reader("dead-letters")
+    json_schema = {"type": "object", "properties": {"runId": {"type": "string"}}}
+    st, body = reg.call("POST", "/subjects/%sjson-value/versions" % PREFIX,
+                        {"schemaType": "JSON", "schema": json.dumps(json_schema)})
+    assert st == 200, (st, body)
+    # Apicurio 2.0.2 answers such an id without "schemaType": the codec refuses the text as Avro
+    st, answer = reg.call("GET", "/schemas/ids/%d" % body["id"])
+    assert st == 200 and "schemaType" not in answer, answer
+    t0 = time.time()
+    [sent] = post_many(nifi, [item(rstack, "run-requests", new_run().run_request(), schema_id=body["id"])])
+    d = dead_letter(dlq, sent, timeout=30)
+    elapsed = time.time() - t0
+    assert header(d, "ll.error.code") == "DECODE_FAILED"
+    msg = header(d, "ll.error.message")
+    assert "schema id %d from the registry: unknown type object" % body["id"] in msg, msg
+    assert elapsed < PREREQ_WAIT_S, elapsed  # not held: refused at once
+    dlq.close()
+
+
+def test_apicurio_refusing_a_reply_schema_stops_the_service_at_start(registry):
+    s = Stack(prefix=START_PREFIX)
+    ensure_topics(s.bootstrap, START_PREFIX)
+    subject = START_PREFIX + "run-decisions-value"
+    broken = json.loads(avsc("run-decisions"))
+    broken["fields"][0]["type"] = "long"  # runId: the subject's first version, which RunDecision cannot follow
+    register(registry, subject, broken)
+    instance = "registrar-registry-compat"
+    since = log_size(s, instance)
     try:
-        since = {i: log_size(s, i) for i in ("registrar-registry-noauth", "registrar-registry-auth")}
-        s.start("registrar", instance="registrar-registry-noauth", settings=conf)
-        code = s.wait_exit("registrar-registry-noauth", timeout=60)
-        assert code != 0
-        with open(s.log_path("registrar-registry-noauth")) as f:
-            f.seek(since["registrar-registry-noauth"])
+        s.start("registrar", instance=instance,
+                settings={"topic.run-decisions.framing": "confluent", "schema.registry.url": registry.url,
+                          "kafka.group.id": "loadledger.registrar.registry-compat"})
+        assert s.wait_exit(instance, timeout=60) != 0
+        with open(s.log_path(instance)) as f:
+            f.seek(since)
             log = f.read()
-        assert "run-decisions-value" in log and "HTTP 401" in log, log[-2000:]
-        assert reg.call("GET", "/subjects")[1] == []
-        conf["schema.registry.basic.auth.user.info"] = "svc-registrar:s3cret"
-        s.start("registrar", instance="registrar-registry-auth", settings=conf)
-        wait_log(s, "registrar-registry-auth", "registry_subject", since=since["registrar-registry-auth"], timeout=60,
-                 pred=lambda r: "run-decisions-value" in r.get("msg", ""))
-        assert prefix + "run-decisions-value" in reg.call("GET", "/subjects")[1]
-        # the credentials are not logged
-        with open(s.log_path("registrar-registry-auth")) as f:
-            assert "s3cret" not in f.read()
+        assert subject in log and "HTTP 409" in log and "Incompatible" in log, log[-2000:]
+        assert registry.call("GET", "/subjects/%s/versions" % subject)[1] == [1]
     finally:
         bad = stop_checked(s)
-        reg.stop()
     assert not bad, bad
 
 
-def test_https_with_a_ca_file(tmp_path):
-    prefix = "loadledger.t-registry-auth."
+def test_apicurio_https_with_a_ca_file(tmp_path):
     key, cert = str(tmp_path / "key.pem"), str(tmp_path / "cert.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
                     "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
                    check=True, capture_output=True)
-    s = Stack(prefix=prefix)
-    ensure_topics(s.bootstrap, prefix)
-    reg = Registry(str(tmp_path), tls=(cert, key))
+    s = Stack(prefix=START_PREFIX)
+    ensure_topics(s.bootstrap, START_PREFIX)
+    reg = apicurio.Apicurio(str(tmp_path / "apicurio"), tls=(cert, key))
     assert reg.url.startswith("https://")
     conf = {"topic.run-decisions.framing": "confluent", "schema.registry.url": reg.url,
             "kafka.group.id": "loadledger.registrar.registry-tls"}
@@ -368,7 +404,106 @@ def test_https_with_a_ca_file(tmp_path):
         s.start("registrar", instance=names[1], settings=conf)
         wait_log(s, names[1], "registry_subject", since=since[names[1]], timeout=60,
                  pred=lambda r: "run-decisions-value" in r.get("msg", ""))
-        assert prefix + "run-decisions-value" in reg.call("GET", "/subjects")[1]
+        assert reg.call("GET", "/subjects")[1] == [START_PREFIX + "run-decisions-value"]
+    finally:
+        bad = stop_checked(s)
+        reg.stop()
+    assert not bad, bad
+
+
+# -- the stand-in (fault injection, basic auth) --------------------------------------------------------
+def test_standin_503_holds_the_message_while_other_runs_flow(sstack, sflow, rdb_s):
+    reg, nifi = sstack.registry, sflow.nifi
+    dlq = nifi.reader("dead-letters")
+    new_id = register(reg, PREFIX_S + "run-requests-value", NEW_RUN_REQUEST)  # not fetched by anyone yet
+    assert reg.call("POST", "/_standin/fault", {"status": 503, "count": -1, "path": "/schemas/ids/"})[0] == 200
+    try:
+        since = os.path.getsize(sstack.log_path("registrar-" + TAG_S))
+        waiting, other = new_run(), new_run()
+        req = dict(waiting.run_request(), requestedBy="coordinator-7")
+        [held] = post_many(nifi, [item(sstack, "run-requests", req, schema=NEW_RUN_REQUEST, schema_id=new_id)])
+        # another run, its writer id cached: answered while the registry is down
+        [o] = answers(sflow, post_many(nifi, [item(sstack, "run-requests", other.run_request())]))
+        assert (o["outcome"], o["runStatus"]) == ("ACCEPTED", "CREATED"), o
+        time.sleep(PREREQ_WAIT_S + 2)  # past the prerequisite wait: a registry fault is no prerequisite
+        assert not dead_letters_of(dlq, held)
+        assert one(rdb_s, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == 0
+        held_logs = [e for e in log_events(sstack, "registrar-" + TAG_S, "run_held", since=since)
+                     if "schema id %d" % new_id in e.get("msg", "")]
+        assert held_logs and "unavailable" in held_logs[0]["msg"], held_logs
+        assert reg.requests("/schemas/ids/%d" % new_id) >= 2  # tried again (with backoff)
+        assert registry_requests(sstack, "registrar-" + TAG_S, "unavailable") >= 2
+    finally:
+        reg.call("POST", "/_standin/fault", {})
+    [d] = answers(sflow, [held])
+    assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
+    assert one(rdb_s, "SELECT status FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == "CREATED"
+    assert not dead_letters_of(dlq, held)
+    dlq.close()
+
+
+@pytest.fixture
+def rdb_s(sstack):
+    c = sstack.db()
+    yield c.cursor()
+    c.close()
+
+
+@pytest.mark.parametrize("fault", ["drop", "hang"])
+def test_standin_unreachable_or_hanging_holds_the_message(sstack, sflow, rdb_s, fault):
+    reg, nifi = sstack.registry, sflow.nifi
+    dlq = nifi.reader("dead-letters")
+    writer = schema_with("RunRequest", {"name": "fault_" + fault, "type": "string", "default": ""})
+    new_id = register(reg, PREFIX_S + "run-requests-value", writer)
+    assert reg.call("POST", "/_standin/fault", {"status": fault, "count": -1, "path": "/schemas/ids/",
+                                                "seconds": 30})[0] == 200
+    try:
+        since = os.path.getsize(sstack.log_path("registrar-" + TAG_S))
+        waiting, other = new_run(), new_run()
+        req = dict(waiting.run_request(), **{"fault_" + fault: "x"})
+        [held] = post_many(nifi, [item(sstack, "run-requests", req, schema=writer, schema_id=new_id)])
+        t0 = time.time()
+        [o] = answers(sflow, post_many(nifi, [item(sstack, "run-requests", other.run_request())]))
+        assert (o["outcome"], o["runStatus"]) == ("ACCEPTED", "CREATED"), o
+        assert time.time() - t0 < 15, time.time() - t0  # a 30 s hang is cut at schema.registry.timeout (2 s)
+        time.sleep(3)
+        assert not dead_letters_of(dlq, held)
+        assert one(rdb_s, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = %s", waiting.run_id) == 0
+        held_logs = [e for e in log_events(sstack, "registrar-" + TAG_S, "run_held", since=since)
+                     if "schema id %d" % new_id in e.get("msg", "")]
+        assert held_logs and "unavailable" in held_logs[0]["msg"], held_logs
+    finally:
+        reg.call("POST", "/_standin/fault", {})
+    [d] = answers(sflow, [held], timeout=60)
+    assert (d["outcome"], d["runStatus"]) == ("ACCEPTED", "CREATED"), d
+    assert not dead_letters_of(dlq, held)
+    dlq.close()
+
+
+def test_standin_basic_auth_at_start(tmp_path):
+    s = Stack(prefix=START_PREFIX)
+    ensure_topics(s.bootstrap, START_PREFIX)
+    reg = StandIn(str(tmp_path), user_info="svc-registrar:s3cret")
+    conf = {"topic.run-decisions.framing": "confluent", "schema.registry.url": reg.url,
+            "kafka.group.id": "loadledger.registrar.registry-auth"}
+    try:
+        since = {i: log_size(s, i) for i in ("registrar-registry-noauth", "registrar-registry-auth")}
+        s.start("registrar", instance="registrar-registry-noauth", settings=conf)
+        code = s.wait_exit("registrar-registry-noauth", timeout=60)
+        assert code != 0
+        with open(s.log_path("registrar-registry-noauth")) as f:
+            f.seek(since["registrar-registry-noauth"])
+            log = f.read()
+        assert "run-decisions-value" in log and "HTTP 401" in log, log[-2000:]
+        assert reg.call("GET", "/subjects")[1] == []
+        conf["schema.registry.basic.auth.user.info"] = "svc-registrar:s3cret"
+        s.start("registrar", instance="registrar-registry-auth", settings=conf)
+        wait_log(s, "registrar-registry-auth", "registry_subject", since=since["registrar-registry-auth"], timeout=60,
+                 pred=lambda r: "run-decisions-value" in r.get("msg", ""))
+        assert START_PREFIX + "run-decisions-value" in reg.call("GET", "/subjects")[1]
+        # the credentials are not logged
+        with open(s.log_path("registrar-registry-auth")) as f:
+            assert "s3cret" not in f.read()
     finally:
         bad = stop_checked(s)
         reg.stop()
