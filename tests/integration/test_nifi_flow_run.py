@@ -10,28 +10,26 @@ team to add; the SITE groups (Oracle, HDFS, Hive) are played by this test.
         own attributes equal those it computes from the real replies), no alert, nothing left
         waiting; a second run of the same job and business key started at the same time is
         refused (DUPLICATE_ACTIVE_RUN) and goes to the alerts, the first is not disturbed
-The registry variant runs on the registry STAND-IN tests/registry_standin.py (documented Confluent
-endpoints), with the 12 event schemas registered under <prefix><topic>-value as nifi/README.md says.
+The registry variant runs on a real registry, Apicurio Registry 2.0.2 (llsim.apicurio, compatibility
+FULL_TRANSITIVE), with the 12 event schemas registered under <prefix><topic>-value as nifi/README.md
+says; the flow side reads a subject's latest schema and a schema by id as NiFi's
+ConfluentSchemaRegistry does.
 """
 import json
 import math
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 import uuid
 
 import pytest
 
 from conftest import one
+from llsim import apicurio
 from llsim.flowrun import FlowFile, FlowRunner, Registry
 from llsim.probe import ensure_topics, start_sides, stop_checked
 from llsim.scenario import JOB, SCN, Run
 from llsim.stack import Stack
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-STANDIN = os.path.join(REPO, "tests", "registry_standin.py")
 VARIANTS = {"registry": "loadledger-flow.json", "embedded": "loadledger-flow-embedded.json"}
 EVENT_TOPICS = ["run-requests", "manifests", "partition-claims", "chunks", "partition-failures", "validation-starts",
                 "validation-metrics", "stage-validations", "publish-claims", "publish-results", "run-successes",
@@ -52,41 +50,6 @@ def service_conf(variant, service, registry_url):
     return out
 
 
-class StandIn:
-    """tests/registry_standin.py on a free loopback port."""
-
-    def __init__(self, run_dir):
-        os.makedirs(run_dir, exist_ok=True)
-        port_file = os.path.join(run_dir, "registry.port")
-        if os.path.exists(port_file):
-            os.unlink(port_file)
-        self.log = open(os.path.join(run_dir, "registry.log"), "w")
-        self.proc = subprocess.Popen([sys.executable, STANDIN, "--port-file", port_file], stdout=self.log,
-                                     stderr=subprocess.STDOUT)
-        deadline = time.time() + 15
-        while not os.path.exists(port_file):
-            assert self.proc.poll() is None and time.time() < deadline, "registry stand-in did not start"
-            time.sleep(0.05)
-        time.sleep(0.05)
-        with open(port_file) as f:
-            self.url = "http://127.0.0.1:%s" % f.read().strip()
-
-    def call(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        req = urllib.request.Request(self.url + path, data=data, method=method,
-                                     headers={"Content-Type": "application/vnd.schemaregistry.v1+json"})
-        try:
-            with urllib.request.urlopen(req, timeout=10) as r:
-                return r.status, json.loads(r.read() or b"null")
-        except urllib.error.HTTPError as e:
-            return e.code, json.loads(e.read() or b"null")
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(10)
-        self.log.close()
-
-
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
 def fstack(request):
     variant = request.param
@@ -97,7 +60,8 @@ def fstack(request):
     ensure_topics(s.bootstrap, prefix)
     reg = None
     if variant == "registry":
-        reg = StandIn(os.path.join(s.run_dir, "t-flow"))
+        reg = apicurio.Apicurio(os.path.join(s.run_dir, "t-flow", "apicurio"))
+        reg.enforce_rules()
         # what nifi/README.md asks of a team: each event schema under its topic's subject
         for t in EVENT_TOPICS:
             with open(os.path.join(REPO, "schemas", "avro", _schema_of(t) + ".avsc")) as f:
