@@ -1,6 +1,7 @@
-"""The Java harness of tests/nifi (NiFi 2.6.0's own record writers, Avro Java, kafka-clients with
-transactions): finding a JDK that runs NiFi 2.x classes (21 or later), building the harness with
-Maven (offline once the local repository has every artifact) and running it."""
+"""The Java projects that run NiFi's own classes: tests/nifi (NiFi 2.6.0's record writers, Avro Java,
+kafka-clients with transactions) and tests/nifi-flow (the shipped flow definitions checked with
+NiFi's classes): finding a JDK that runs NiFi 2.x classes (21 or later), building a project with
+Maven (offline once the local repository has every artifact) and running its main class."""
 import glob
 import os
 import re
@@ -9,6 +10,7 @@ import subprocess
 from .avroframe import REPO
 
 HARNESS_DIR = os.path.join(REPO, "tests", "nifi")
+FLOWCHECK_DIR = os.path.join(REPO, "tests", "nifi-flow")
 MIN_JAVA = 21  # NiFi 2.x class files are version 65 (Java 21)
 
 
@@ -32,13 +34,14 @@ def find_jdk():
     return found[0][1] if found and found[0][0] >= MIN_JAVA else None
 
 
-def build(jdk, out_dir, log_path):
-    """Compiles the harness into out_dir and returns its class path (classes first). Tries
-    Maven offline first (every artifact already in ~/.m2), then online. Raises with the log's
-    tail when both fail."""
+def build(jdk, out_dir, log_path, project=HARNESS_DIR):
+    """Compiles the Maven project (tests/nifi unless told) into out_dir and returns its class
+    path (classes first). Its pom takes the build directory as harness.build.dir. Tries Maven
+    offline first (every artifact already in ~/.m2), then online. Raises with the log's tail when
+    both fail."""
     env = dict(os.environ, JAVA_HOME=jdk)
     cp_file = os.path.join(out_dir, "classpath.txt")
-    base = ["mvn", "-B", "-q", "-Duser.home=" + os.path.expanduser("~"), "-f", os.path.join(HARNESS_DIR, "pom.xml"),
+    base = ["mvn", "-B", "-q", "-Duser.home=" + os.path.expanduser("~"), "-f", os.path.join(project, "pom.xml"),
             "-Dharness.build.dir=" + out_dir, "compile", "dependency:build-classpath",
             "-Dmdep.outputFile=" + cp_file]
     os.makedirs(out_dir, exist_ok=True)
@@ -53,10 +56,10 @@ def build(jdk, out_dir, log_path):
                     return os.path.join(out_dir, "classes") + os.pathsep + f.read().strip()
     with open(log_path) as f:
         tail = f.read()[-3000:]
-    raise AssertionError("building tests/nifi failed (log %s):\n%s" % (log_path, tail))
+    raise AssertionError("building %s failed (log %s):\n%s" % (os.path.relpath(project, REPO), log_path, tail))
 
 
-def run(jdk, classpath, args, timeout=300):
-    """Runs loadledger.nifi.Harness with args; returns the CompletedProcess (text output)."""
-    cmd = [os.path.join(jdk, "bin", "java"), "-cp", classpath, "loadledger.nifi.Harness"] + list(args)
+def run(jdk, classpath, args, timeout=300, main="loadledger.nifi.Harness"):
+    """Runs main (the harness unless told) with args; returns the CompletedProcess (text output)."""
+    cmd = [os.path.join(jdk, "bin", "java"), "-cp", classpath, main] + list(args)
     return subprocess.run(cmd, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=timeout)
