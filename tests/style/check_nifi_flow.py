@@ -336,8 +336,19 @@ def check_kafka(m):
         if short == "Kafka3ConnectionService" and props.get("isolation.level") != "read_committed":
             bad(w, "Transaction Isolation Level must be Read Committed (README)")
         if short == "PublishKafka":
-            want = {"Transactions Enabled": "true", "acks": "all", "Transactional ID Prefix": "#{topic.prefix}nifi.",
-                    "Publish Strategy": "USE_VALUE", "Message Key Field": "runId"}
+            want = {"Transactions Enabled": "true", "acks": "all", "Transactional ID Prefix": "#{topic.prefix}nifi."}
+            if "Record Reader" in props:  # one message per record, written by the Record Writer
+                want.update({"Publish Strategy": "USE_VALUE", "Message Key Field": "runId"})
+                writer = service(m, props.get("Record Writer", "")) if props.get("Record Writer") in m.by_id else None
+                if writer is None or writer["properties"].get("Schema Write Strategy") == "avro-embedded":
+                    bad(w, "a record-writing PublishKafka must not Embed Avro Schema: it clears its buffer after the "
+                           "writer wrote the container header, so every message is a headerless block")
+            else:  # the content is the message: an Avro container file ConvertRecord made
+                want["Kafka Key"] = "${ll.run.id}"
+                conv = chain_back(m, g, c["identifier"], lambda x: x["type"].endswith("ConvertRecord"))
+                writer = service(m, conv["properties"]["Record Writer"]) if conv else None
+                if writer is None or writer["properties"].get("Schema Write Strategy") != "avro-embedded":
+                    bad(w, "publishes its content: a ConvertRecord with an Embed Avro Schema writer must come before")
             for k, v in want.items():
                 if props.get(k) != v:
                     bad(w, "%s must be %r (README, 'Plugging in a NiFi flow'), is %r" % (k, v, props.get(k)))
@@ -346,10 +357,9 @@ def check_kafka(m):
                 bad(w, "Topic Name must be #{topic.prefix}<topic>")
             else:
                 produced.add(t[0])
-            writer = service(m, props.get("Record Writer", ""))
-            if writer["type"] != "org.apache.nifi.avro.AvroRecordSetWriter" or writer["properties"].get(
-                    "compression-format") != "NONE":
-                bad(w, "the Record Writer must be an AvroRecordSetWriter with Compression Format NONE")
+            if writer is not None and (writer["type"] != "org.apache.nifi.avro.AvroRecordSetWriter" or writer[
+                    "properties"].get("compression-format") != "NONE"):
+                bad(w, "the Avro writer must be an AvroRecordSetWriter with Compression Format NONE")
         if short == "ConsumeKafka":
             if not props.get("Group ID", "").startswith("#{topic.prefix}nifi."):
                 bad(w, "Group ID must start with #{topic.prefix}nifi. (the nifi user's READ ACL)")
@@ -614,6 +624,10 @@ MUTATIONS = [
     (0, "a Wait on another reply topic", edit("Wait for the claim decision", "release-signal-id",
                                             "claim-decisions", "chunk-outcomes"), "not the reply to"),
     (0, "a value NiFi does not allow", prop("Publish ChunkWritten", "acks", "everyone"), "is not one of"),
+    (0, "a record-writing PublishKafka embedding the schema", prop("Event Avro writer", "Schema Write Strategy",
+                                                                   "avro-embedded"), "headerless block"),
+    (1, "a content PublishKafka without its key", prop("Publish ChunkWritten", "Kafka Key", "${ll.partition.id}"),
+     "Kafka Key must be"),
     (0, "a schema attribute for another topic", edit("Prepare ChunkWritten", "schema.name", "chunks-value",
                                                    "chunk-outcomes-value"), "must set schema.name"),
 ]

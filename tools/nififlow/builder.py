@@ -15,6 +15,7 @@ NOTIFY = "org.apache.nifi.processors.standard.Notify"
 DEDUP = "org.apache.nifi.processors.standard.DetectDuplicate"
 LOG = "org.apache.nifi.processors.standard.LogAttribute"
 GENERATE = "org.apache.nifi.processors.standard.GenerateFlowFile"
+CONVERT = "org.apache.nifi.processors.standard.ConvertRecord"
 
 
 class BuilderBase:
@@ -115,7 +116,8 @@ class BuilderBase:
             self.avro_writer = r.service("Event Avro writer", "org.apache.nifi.avro.AvroRecordSetWriter", {
                 "Schema Write Strategy": "avro-embedded", "schema-access-strategy": "schema-text-property",
                 "schema-text": "${avro.schema}", "compression-format": "NONE"},
-                comments="Embed Avro Schema: a container file per FlowFile (the services' topic.<t>.framing = block). "
+                comments="Embed Avro Schema: a container file per FlowFile, by ConvertRecord (the services' "
+                         "topic.<t>.framing = container). "
                          "Compression NONE: the services read uncompressed Avro only.")
             self.avro_reader = r.service("Reply Avro reader", "org.apache.nifi.avro.AvroReader", {
                 "schema-access-strategy": "embedded-avro-schema"},
@@ -139,7 +141,8 @@ class BuilderBase:
         return {"avro.schema": "#{schema.%s}" % TOPIC_SCHEMA[topic]}
 
     def publisher(self, g, topic, template=None, attrs=None, col=0, wrap=None, comments=""):
-        """UpdateAttribute (schema, attrs) -> ReplaceText (the record as JSON) -> PublishKafka (Avro).
+        """UpdateAttribute (schema, attrs) -> ReplaceText (the record as JSON) -> PublishKafka (Avro; the
+        embedded variant converts to an Avro container file with ConvertRecord first).
         Returns (first, publish). template: the JSON as an EL expression; wrap: a ReplaceText regex
         replacement of the whole content instead; neither: the content is the record already."""
         name = TOPIC_SCHEMA[topic]
@@ -158,14 +161,29 @@ class BuilderBase:
             g.connect(prev, text, ["success"])
             g.connect(text, self.alerts(g), ["failure"])
             prev = text
-        pub = g.processor("Publish %s" % name, PUBLISH, {
-            "Kafka Connection Service": self.kafka, "Topic Name": self.topic(topic),
-            "Failure Strategy": "Route to Failure", "acks": "all", "compression.type": "none",
-            "Transactions Enabled": "true", "Transactional ID Prefix": self.P["prefix"] + "nifi.",
-            "Record Reader": self.json_reader, "Record Writer": self.avro_writer,
-            "Publish Strategy": "USE_VALUE", "Message Key Field": "runId"},
-            retry=["failure"], col=col,
-            comments="Transactional, acks=all, keyed by runId (README, 'Plugging in a NiFi flow'). " + comments)
+        common = {"Kafka Connection Service": self.kafka, "Topic Name": self.topic(topic),
+                  "Failure Strategy": "Route to Failure", "acks": "all", "compression.type": "none",
+                  "Transactions Enabled": "true", "Transactional ID Prefix": self.P["prefix"] + "nifi."}
+        doc = "Transactional, acks=all, keyed by runId (README, 'Plugging in a NiFi flow'). "
+        if self.variant == "registry":
+            # one message per record, each with the Confluent header (the writer writes it per record)
+            pub = g.processor("Publish %s" % name, PUBLISH, dict(common, **{
+                "Record Reader": self.json_reader, "Record Writer": self.avro_writer,
+                "Publish Strategy": "USE_VALUE", "Message Key Field": "runId"}),
+                retry=["failure"], col=col, comments=doc + comments)
+        else:
+            # PublishKafka's record path would send headerless blocks (it clears its buffer after the
+            # writer wrote the container header): the record becomes a whole container file first,
+            # and the FlowFile's content is the message
+            avro = g.processor("%s as Avro" % name, CONVERT, {
+                "Record Reader": self.json_reader, "Record Writer": self.avro_writer,
+                "Include Zero Record FlowFiles": "false"}, col=col,
+                comments="One Avro container file with the schema embedded (the services' framing container).")
+            g.connect(prev, avro, ["success"])
+            g.connect(avro, self.alerts(g), ["failure"])
+            prev = avro
+            pub = g.processor("Publish %s" % name, PUBLISH, dict(common, **{"Kafka Key": "${ll.run.id}"}),
+                              retry=["failure"], col=col, comments=doc + "The content is the message. " + comments)
         g.connect(prev, pub, ["success"])
         g.connect(pub, self.alerts(g), ["failure"])
         return first, pub

@@ -50,7 +50,7 @@ def service_conf(variant, service):
         if t in COMMAND_TOPICS:
             lines.append("topic.%s.framing = %s" % (t, "confluent" if variant == "registry" else "container"))
         else:
-            lines.append("topic.%s.framing = %s" % (t, "confluent" if variant == "registry" else "block"))
+            lines.append("topic.%s.framing = %s" % (t, "confluent" if variant == "registry" else "container"))
             lines.append("topic.%s.framing = %s" % (REPLY_OF[t], "confluent" if variant == "registry" else "container"))
     return "\n".join(lines) + "\n"
 

@@ -1,6 +1,6 @@
 """The process groups of the loadledger flow, one per step of the contract (PG-00 ... PG-90), the
 empty SITE groups, and the connections between them."""
-from builder import CONSUME, DEDUP, EVAL, GENERATE, LOG, NOTIFY, SPLIT, UPDATE, BuilderBase
+from builder import CONSUME, CONVERT, DEDUP, EVAL, GENERATE, LOG, NOTIFY, SPLIT, UPDATE, BuilderBase
 from contract import COMMAND_HEADERS, COMMAND_TOPICS, DIRECT, REPLY_OF, REPLY_TOPICS, SIGNAL_FIELDS, WAITED, reply_fields
 from el import boolean, num, obj, opt_num, opt_s, s, s_or
 from model import uid
@@ -147,10 +147,18 @@ class Builder(BuilderBase):
                         col=1, comments="MANIFEST_INVALID: the ledger failed the run already (FAILED_MANIFEST).")
         g.connect(w, rt, ["success"])
         g.connect(rt, self.alerts(g), ["unmatched"])
-        split = g.processor("One FlowFile per partition", SPLIT, {"JsonPath Expression": "$.partitions"},
+        path, src = "$.partitions", rt
+        if self.variant == "embedded":  # the content became the Avro container it published
+            back = g.processor("Manifest as JSON again", CONVERT, {
+                "Record Reader": self.avro_reader, "Record Writer": self.json_writer,
+                "Include Zero Record FlowFiles": "false"}, col=1)
+            g.connect(rt, back, ["registered"])
+            g.connect(back, self.alerts(g), ["failure"])
+            path, src = "$[0].partitions", back
+        split = g.processor("One FlowFile per partition", SPLIT, {"JsonPath Expression": path},
                             auto=["original"], col=1,
                             comments="The partitions of the manifest it sent; PG-20 claims those with rows.")
-        g.connect(rt, split, ["registered"])
+        g.connect(src, split, ["registered"] if src is rt else ["success"])
         g.connect(split, self.alerts(g), ["failure"])
         g.connect(split, g.output("partitions"), ["split"])
         failed = g.input("manifest failed", "From the SITE group: the manifest could not be planned "

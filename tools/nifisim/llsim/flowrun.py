@@ -7,9 +7,11 @@ does what each processor type documents:
 
     UpdateAttribute   every dynamic property evaluated against the incoming attributes, then set
     ReplaceText       Always Replace, or Regex Replace of the whole text with $1 as the content
-    PublishKafka      the content read as JSON with the topic's schema (the registry's subject
-                      schema.name, or the avro.schema attribute), written in the variant's framing,
-                      keyed by the record's runId
+    ConvertRecord     JSON read with the avro.schema attribute to one Avro container file (Embed
+                      Avro Schema), or such a file back to a JSON array
+    PublishKafka      with a Record Reader: the content read as JSON with the registry subject
+                      schema.name's latest schema, each record one message (0x00, id, datum) keyed by
+                      its runId; without: the content is the message, keyed by "Kafka Key"
     ConsumeKafka      (fed by FlowRunner.pump) a JSON array of the records consumed, kafka.topic set
     SplitJson, EvaluateJsonPath, RouteOnAttribute, DetectDuplicate, LogAttribute
     Wait / Notify     a signal table: Notify stores the attributes its regex selects under the
@@ -65,7 +67,7 @@ class FlowRunner:
         self.params = {p["name"]: p.get("value") for p in ctx["parameters"]}
         self.params.update(params)
         self.site, self.registry = site, registry
-        self.comp, self.group_of, self.out = {}, {}, {}
+        self.comp, self.group_of, self.out, self.services = {}, {}, {}, {}
         self.groups = {}
         self._index(self.doc["flowContents"], None)
         self.queue, self.waiting, self.signals, self.seen = [], {}, {}, set()
@@ -82,6 +84,8 @@ class FlowRunner:
             for c in g.get(kind, []):
                 self.comp[c["identifier"]] = c
                 self.group_of[c["identifier"]] = g
+        for c in g.get("controllerServices", []):
+            self.services[c["identifier"]] = c
         for c in g.get("connections", []):
             for r in c["selectedRelationships"]:
                 self.out.setdefault((c["source"]["id"], r), []).append(c["destination"]["id"])
@@ -163,15 +167,33 @@ class FlowRunner:
         sid, text = self.registry.latest(subject)
         return avro.schema.parse(text), sid
 
+    def _ConvertRecord(self, c, ff):
+        """JSON to one Avro container file with the schema of avro.schema embedded (a JsonTreeReader),
+        or Avro with its embedded schema to a JSON array of its records (an AvroReader)."""
+        reader = self.services[c["properties"]["Record Reader"]]["type"].rsplit(".", 1)[1]
+        if reader == "JsonTreeReader":
+            sch, _ = self._schema_of(ff)
+            ff.content = avroframe.container(json.loads(ff.content), sch)
+        elif reader == "AvroReader":
+            recs = list(avro.datafile.DataFileReader(io.BytesIO(ff.content), avro.io.DatumReader()))
+            ff.content = json.dumps(recs, separators=(",", ":"))
+        else:
+            raise ValueError("ConvertRecord with a %s not interpreted" % reader)
+        self.emit(c["identifier"], "success", ff)
+
     def _PublishKafka(self, c, ff):
-        topic = self.ev(c["properties"]["Topic Name"], ff)
-        sch, sid = self._schema_of(ff)
-        record = json.loads(ff.content)
-        if sid is None:  # Embed Avro Schema: one record, a whole container file
-            value = avroframe.container(record, sch)
-        else:  # Schema Reference Writer with the Confluent encoding
+        pr = c["properties"]
+        topic = self.ev(pr["Topic Name"], ff)
+        if "Record Reader" in pr:  # one message per record: the Confluent header, then the datum
+            sch, sid = self._schema_of(ff)
+            record = json.loads(ff.content)
             value = b"\x00" + struct.pack(">i", sid) + avroframe.datum(record, sch)
-        key = record[c["properties"]["Message Key Field"]]
+            key = record[pr["Message Key Field"]]
+        else:  # the content is the message
+            value = ff.content
+            record = next(iter(avro.datafile.DataFileReader(io.BytesIO(value), avro.io.DatumReader())))
+            key = self.ev(pr["Kafka Key"], ff)
+            assert key == record["runId"], (key, record["runId"])
         self.producer.produce(topic, value=value, key=key.encode())
         assert self.producer.flush(30) == 0, "not delivered to %s" % topic
         self.sent.append((topic, record))
@@ -180,11 +202,15 @@ class FlowRunner:
     def _SplitJson(self, c, ff):
         path = c["properties"]["JsonPath Expression"]
         doc = json.loads(ff.content)
-        if path == "$.*":
+        m = re.fullmatch(r"\$(?:\[(\d+)\])?(?:\.([A-Za-z]+|\*))", path)
+        if not m:
+            raise ValueError("JsonPath %s not interpreted" % path)
+        if m.group(1) is not None:
+            doc = doc[int(m.group(1))]
+        if m.group(2) == "*":
             items = doc if isinstance(doc, list) else list(doc.values())
         else:
-            m = re.fullmatch(r"\$\.([A-Za-z]+)", path)
-            items = doc[m.group(1)]
+            items = doc[m.group(2)]
         for i, item in enumerate(items):
             f = ff.child(json.dumps(item, separators=(",", ":")))
             f.attrs.update({"fragment.index": str(i), "fragment.count": str(len(items))})
