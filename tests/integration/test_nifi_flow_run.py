@@ -10,6 +10,10 @@ team to add; the SITE groups (Oracle, HDFS, Hive) are played by this test.
         own attributes equal those it computes from the real replies), no alert, nothing left
         waiting; a second run of the same job and business key started at the same time is
         refused (DUPLICATE_ACTIVE_RUN) and goes to the alerts, the first is not disturbed
+    both variants: three runs failing at three steps: an expired snapshot in one partition
+        (FAILED_SNAPSHOT_EXPIRED by the ledger, no alert), a FAILing STAGING metric (PG-40 -> PG-90's
+        run failure: FAILED_STAGE_VALIDATION, logged to the operators), a publish outcome unknown
+        (PUBLISH_UNKNOWN: an alert for an operator)
 The registry variant runs on a real registry, Apicurio Registry 2.0.2 (llsim.apicurio, compatibility
 FULL_TRANSITIVE), with the 12 event schemas registered under <prefix><topic>-value as nifi/README.md
 says; the flow side reads a subject's latest schema and a schema by id as NiFi's
@@ -94,9 +98,14 @@ def _schema_of(topic):
 class Site:
     """The team's own work (the SITE groups) for the reference load, and what reached the operators."""
 
-    def __init__(self, business_key):
+    def __init__(self, business_key, failures=None):
         self.business_key = business_key
+        self.failures = failures or {}  # business key -> "snapshot", "staging" or "publish"
         self.runs, self.succeeded, self.alerts, self.work_orders = {}, [], [], []
+
+    def fails(self, ff, how):
+        a = ff.attrs
+        return self.failures.get(a.get("ll.business.key") or a.get("ll.reply.businessKey")) == how
 
     def __call__(self, port, ff):
         a = ff.attrs
@@ -108,6 +117,12 @@ class Site:
         if port == "extract partition":
             self.work_orders.append(dict(a))
             assert a["ll.reply.claimed"] == "true" and a["ll.reply.snapshotScn"] == SCN, a
+            if self.fails(ff, "snapshot") and a["ll.partition.id"] == "0003":
+                f = ff.child("")
+                f.attrs.update({"ll.error.stage": "EXTRACT", "ll.error.class": "ORACLE", "ll.error.code": "ORA-01555",
+                                "ll.error.message": "snapshot too old: rollback segment number 7 with name "
+                                                    "\"_SYSSMU7$\" too small"})
+                return [("extraction failed", f)]
             rows = int(a["ll.reply.expectedRowCount"])
             n = max(1, math.ceil(rows / 5000))
             out = []
@@ -121,11 +136,16 @@ class Site:
             return out
         if port == "validate staging":
             n = a["ll.source.count"]
+            bad = self.fails(ff, "staging")
             return [("staging metrics", ff.child(json.dumps([
-                {"metricName": "STAGE_COUNT", "expectedValue": n, "actualValue": a["ll.extracted.count"],
-                 "tolerance": None, "result": "PASS", "details": {}}])))]
+                {"metricName": "STAGE_COUNT", "expectedValue": n, "actualValue": "104999" if bad else a["ll.extracted.count"],
+                 "tolerance": None, "result": "FAIL" if bad else "PASS", "details": {}}])))]
         if port == "publish":
             assert a["ll.publish.token"], a
+            if self.fails(ff, "publish"):
+                f = ff.child()
+                f.attrs.update({"ll.error.code": "HIVE_TIMEOUT", "ll.error.message": "HiveServer2 did not answer"})
+                return [("publish outcome unknown", f)]
             return [("published", ff.child())]
         if port == "validate target":
             return [("target metrics", ff.child(json.dumps([
@@ -197,3 +217,53 @@ def test_reference_scenario_through_the_flow(fstack):
                    run_id) == 0
     finally:
         c.close()
+
+
+def test_failures_through_the_flow(fstack):
+    """Three runs, each failing at another step: an expired Oracle snapshot in one partition (the
+    failure report; the ledger fails the run FAILED_SNAPSHOT_EXPIRED), a STAGING metric that FAILs
+    (PG-40's gate sends a run failure through PG-90: FAILED_STAGE_VALIDATION), a publish whose
+    outcome is unknown (PUBLISH_UNKNOWN, for an operator: an alert)."""
+    base = "2026-09-28.g" + uuid.uuid4().hex[:8]
+    keys = {how: "%s.%s" % (base, how[:2]) for how in ("snapshot", "staging", "publish")}
+    site = Site(base, {k: how for how, k in keys.items()})
+    reg = Registry(fstack.registry.call) if fstack.registry else None
+    runner = FlowRunner(os.path.join(REPO, "nifi", VARIANTS[fstack.variant]), {"topic.prefix": fstack.prefix},
+                        fstack.bootstrap, site, reg)
+    want = {"snapshot": "FAILED_SNAPSHOT_EXPIRED", "staging": "FAILED_STAGE_VALIDATION", "publish": "PUBLISH_UNKNOWN"}
+    c = fstack.db()
+    c.autocommit = True
+    db = c.cursor()
+
+    def statuses():
+        db.execute("SELECT business_key, status FROM nifi_ops.load_run WHERE business_key LIKE %s", (base + ".%",))
+        return dict(db.fetchall())
+
+    def done():
+        st = statuses()
+        return all(st.get(keys[h]) == s for h, s in want.items()) and not runner.waiting and len(site.alerts) >= 2
+
+    try:
+        runner.consume()
+        for k in keys.values():
+            runner.inject("start run", "SITE Start runs", FlowFile({"ll.job.key": JOB, "ll.business.key": k}))
+        ok = runner.run(done, 180)
+        assert ok, "statuses %s; waiting on %s; alerts %s" % (statuses(), sorted(runner.waiting), site.alerts)
+        runner.run(lambda: False, 2)
+    finally:
+        runner.close()
+        c.close()
+    assert not site.succeeded
+    by_key = {}
+    for a in site.alerts:
+        by_key.setdefault(a.get("ll.business.key"), []).append(a)
+    # the staging failure: reported by PG-90 and its outcome logged to the operators
+    [staged] = by_key[keys["staging"]]
+    assert (staged["ll.fail.expected"], staged["ll.fail.status"], staged["ll.reply.outcome"]) == (
+        "STAGE_VALIDATING", "FAILED_STAGE_VALIDATION", "ACCEPTED"), staged
+    # the publish outcome unknown: the operator's (resolve-publish-unknown)
+    [unknown] = by_key[keys["publish"]]
+    assert (unknown["ll.reply.runStatus"], unknown["ll.publish.outcome"]) == ("PUBLISH_UNKNOWN", "PUBLISH_UNKNOWN")
+    # the snapshot failure was accepted (no alert): the ledger failed the run itself
+    assert keys["snapshot"] not in by_key, by_key.get(keys["snapshot"])
+    assert len(site.alerts) == 2, site.alerts
