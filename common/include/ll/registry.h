@@ -4,14 +4,15 @@
  * (GET /schemas/ids/{id}) and cached, reply schemas registered under their subject
  * (POST /subjects/{subject}/versions, TopicNameStrategy "<topic>-value").
  *
- * Off unless schema.registry.url is set. Two parts: a pure one (URL list, response parsing, the
- * bounded id cache; unit-tested without I/O) and the HTTP calls on libcurl (bounded connect and
- * total timeouts, the URLs tried in order, TLS CA and basic auth as the Confluent clients'
- * schema.registry.* settings).
+ * Off unless schema.registry.url is set. Two parts: a pure one (URL list, request paths and
+ * bodies, response parsing, the bounded id cache; unit-tested without I/O) and the HTTP calls on
+ * libcurl (bounded connect and total timeouts, the URLs tried in order, TLS CA and basic auth as
+ * the Confluent clients' schema.registry.* settings).
  */
 #ifndef LL_REGISTRY_H
 #define LL_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,13 @@ struct ll_schema;
 #define LL_REGISTRY_MAX_URLS 8
 /* The longest URL accepted (bytes, without the NUL). */
 #define LL_REGISTRY_URL_MAX 255
+/* The longest request path built (bytes, with the NUL): a subject of 255 bytes percent-encoded in full. */
+#define LL_REGISTRY_PATH_MAX 1024
+
+/* The Confluent REST API's error codes of a 404 answer's body ({"error_code": N, "message": "..."}). */
+#define LL_REGISTRY_SUBJECT_NOT_FOUND 40401
+#define LL_REGISTRY_VERSION_NOT_FOUND 40402
+#define LL_REGISTRY_SCHEMA_NOT_FOUND  40403
 
 /* What a fetch found. */
 typedef enum ll_registry_status {
@@ -59,9 +67,45 @@ int ll_registry_parse_id(const char *body, size_t len, int32_t *id, char *err, s
 
 /*
  * The request body registering an Avro schema text: {"schema": "<text>"} (schemaType left to
- * its default, AVRO). malloc'd, or NULL when out of memory.
+ * its default, AVRO). malloc'd, or NULL when out of memory. The body of a lookup
+ * (POST /subjects/{subject}) is the same (Confluent REST API reference).
  */
 char *ll_registry_register_body(const char *schema_text);
+
+/*
+ * The request path of a subject: "/subjects/{subject}" (the lookup) or, with versions,
+ * "/subjects/{subject}/versions" (the registration), the subject percent-encoded (every byte but
+ * RFC 3986's unreserved A-Z a-z 0-9 - . _ ~, as curl_easy_escape). Written into out (outlen bytes,
+ * LL_REGISTRY_PATH_MAX is enough for any subject of 255 bytes). 0, or -1 when the subject is
+ * empty or the path does not fit (out then "").
+ */
+int ll_registry_subject_path(const char *subject, bool versions, char *out, size_t outlen);
+
+/* A version of a subject: what a lookup found. */
+typedef struct ll_registry_version {
+    int32_t id;      /* the schema's global id, 0..2^31-1: the one the records carry */
+    int32_t version; /* its version under the subject, 1..2^31-1 */
+} ll_registry_version;
+
+/*
+ * The answer of a lookup, POST /subjects/{subject} ({"subject": "<s>", "id": N, "version": V,
+ * "schema": "<text>"}; other members ignored, as a newer registry may add some): "id" must be in
+ * 0..2^31-1 and "version" in 1..2^31-1; "subject", when present, must be the subject asked
+ * (subject; NULL: not checked). 0 with *out, or -1 with err.
+ */
+int ll_registry_parse_lookup(const char *body, size_t len, const char *subject, ll_registry_version *out,
+                             char *err, size_t errlen);
+
+/*
+ * The error code of a Confluent error answer's body ({"error_code": N, "message": "..."}): N
+ * (> 0), with the message copied into msg (msglen bytes, cut; "" when absent; msg may be NULL), or
+ * 0 when the body is no such answer (not JSON, no integer "error_code": a proxy's page, say).
+ */
+int ll_registry_error_code(const char *body, size_t len, char *msg, size_t msglen);
+
+/* A 404 error code's meaning: "subject not found" (40401), "version not found" (40402), "schema not
+ * found" (40403); "" for another code. Static string. */
+const char *ll_registry_error_name(int code);
 
 /*
  * A bounded cache of schema texts by id: at most max_entries texts and max_bytes of text in
