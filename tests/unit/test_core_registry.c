@@ -5,8 +5,8 @@
  * a missing schema, an over-long body refused), the register body, the id cache bounded by count
  * and bytes with the least recently used evicted, and the per-id backoff. The lookup of
  * schema.registry.auto.register.schemas = false: the subject paths (percent-encoded, bounded), the
- * answer of POST /subjects/{s} (extra members ignored, a wrong subject or version refused) and the
- * 404 bodies 40401/40403.
+ * answer of POST /subjects/{s} (extra members ignored, a wrong subject or version refused), the
+ * 404 bodies 40401/40403 and the key read into the client's mode.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +19,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "ll/config.h"
 #include "ll/registry.h"
 
 static void test_urls(void **state)
@@ -258,6 +259,33 @@ static void test_error_codes(void **state)
     assert_int_equal(ll_registry_error_code(NULL, 0, msg, sizeof msg), 0);
 }
 
+/* schema.registry.auto.register.schemas read into the client's mode (no request is made). */
+static void test_auto_register_key(void **state)
+{
+    (void)state;
+    static const ll_config_key keys[] = {LL_REGISTRY_CONFIG_KEYS,
+                                         {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
+    char err[256];
+    ll_config *c = ll_config_load(NULL, keys, NULL, err, sizeof err);
+    assert_non_null(c);
+    ll_registry *r = NULL;
+    assert_int_equal(ll_registry_from_config(c, &r, err, sizeof err), 0);
+    assert_null(r); /* no URL: no client, the key not read */
+    assert_int_equal(ll_config_set(c, "schema.registry.url", "http://127.0.0.1:1"), 0);
+    assert_int_equal(ll_registry_from_config(c, &r, err, sizeof err), 0);
+    assert_true(ll_registry_auto_register(r)); /* the default, as the Confluent clients' */
+    ll_registry_free(r);
+    assert_int_equal(ll_config_set(c, "schema.registry.auto.register.schemas", "false"), 0);
+    assert_int_equal(ll_registry_from_config(c, &r, err, sizeof err), 0);
+    assert_false(ll_registry_auto_register(r));
+    ll_registry_free(r);
+    assert_int_equal(ll_config_set(c, "schema.registry.auto.register.schemas", "maybe"), 0);
+    assert_int_equal(ll_registry_from_config(c, &r, err, sizeof err), -1);
+    assert_null(r);
+    assert_non_null(strstr(err, "schema.registry.auto.register.schemas"));
+    ll_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -270,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_subject_path),
         cmocka_unit_test(test_parse_lookup),
         cmocka_unit_test(test_error_codes),
+        cmocka_unit_test(test_auto_register_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

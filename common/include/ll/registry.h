@@ -1,8 +1,9 @@
 /*
  * registry.h - a Confluent-compatible schema registry client (docs/design.md
  * "Schema registry"): writer schemas of the Confluent framing fetched by id
- * (GET /schemas/ids/{id}) and cached, reply schemas registered under their subject
- * (POST /subjects/{subject}/versions, TopicNameStrategy "<topic>-value").
+ * (GET /schemas/ids/{id}) and cached, reply and command schemas registered under their subject
+ * (POST /subjects/{subject}/versions, TopicNameStrategy "<topic>-value") or, with
+ * schema.registry.auto.register.schemas = false, only looked up there (POST /subjects/{subject}).
  *
  * Off unless schema.registry.url is set. Two parts: a pure one (URL list, request paths and
  * bodies, response parsing, the bounded id cache; unit-tested without I/O) and the HTTP calls on
@@ -148,6 +149,8 @@ typedef struct ll_registry_opts {
     size_t cache_entries;       /* 0 = 1000 */
     size_t cache_bytes;         /* 0 = 8 MiB */
     size_t max_body_bytes;      /* an answer's body; 0 = 1 MiB */
+    bool lookup_only;           /* schema.registry.auto.register.schemas = false: output schemas
+                                   looked up (ll_registry_lookup), never registered */
 } ll_registry_opts;
 
 typedef struct ll_registry ll_registry;
@@ -168,10 +171,27 @@ ll_registry_status ll_registry_schema(ll_registry *r, int32_t id, char **text, s
 
 /*
  * Registers (or finds: the registry returns the existing id for an equal schema) schema_text
- * under subject and returns its id in *id.
+ * under subject (POST /subjects/{subject}/versions) and returns its id in *id. Each URL in order
+ * until one answers other than unreachable/5xx/429 (then UNAVAILABLE); 404 NOT_FOUND, another
+ * non-2xx or a bad answer INVALID; err names the subject, the URL and the answer.
  */
 ll_registry_status ll_registry_register(ll_registry *r, const char *subject, const char *schema_text,
                                         int32_t *id, char *err, size_t errlen);
+
+/*
+ * Looks schema_text up under subject without registering anything (POST /subjects/{subject},
+ * Confluent REST API; the clients' auto.register.schemas=false): OK with *found (the version
+ * holding that schema, its id); NOT_FOUND when the registry answers 404, *error_code then the
+ * body's error code (40401 subject not found, 40403 schema not found; 0 when the body has none);
+ * UNAVAILABLE and INVALID as ll_registry_register. error_code may be NULL. err names the subject,
+ * the URL and the answer for any status but OK.
+ */
+ll_registry_status ll_registry_lookup(ll_registry *r, const char *subject, const char *schema_text,
+                                      ll_registry_version *found, int *error_code, char *err, size_t errlen);
+
+/* Whether output schemas are registered (schema.registry.auto.register.schemas, default true) or
+ * only looked up (false: ll_registry_opts.lookup_only). */
+bool ll_registry_auto_register(const ll_registry *r);
 
 /*
  * ll_schema_source_fn over a client (ctx: the ll_registry): OK -> 0, NOT_FOUND ->
@@ -186,8 +206,14 @@ int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *er
 #define LL_REGISTRY_CONFIG_KEYS                                                                              \
     {"schema.registry.url", NULL, false,                                                                     \
      "Confluent-compatible schema registry URL(s), comma-separated: writer schemas of the Confluent framing" \
-     " fetched by id, Confluent-framed output schemas registered under <topic>-value; unset: no registry",   \
+     " fetched by id, Confluent-framed output schemas registered (or looked up) under <topic>-value;"        \
+     " unset: no registry",                                                                                  \
      LL_CONFIG_NO_RANGE},                                                                                    \
+        {"schema.registry.auto.register.schemas", "true", false,                                             \
+         "true: each Confluent-framed output topic's schema registered under <topic>-value at start; false:" \
+         " only looked up there (nothing registered), and a subject without that schema stops the service"   \
+         " at start (exit 1)",                                                                               \
+         LL_CONFIG_NO_RANGE},                                                                                \
         {"schema.registry.basic.auth.user.info", NULL, false, "user:password for the registry's basic auth", \
          LL_CONFIG_NO_RANGE},                                                                                \
         {"schema.registry.ssl.ca.location", NULL, false,                                                     \
@@ -232,8 +258,11 @@ int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *er
 int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, size_t errlen);
 
 /*
- * The id of an output topic's schema: registered (or found) under "<topic>-value"
- * (TopicNameStrategy), logged. 0 with *id, or -1 with err (the registry must answer).
+ * The id of an output topic's schema under "<topic>-value" (TopicNameStrategy), logged: registered
+ * (or found) there, or, with schema.registry.auto.register.schemas = false, looked up there
+ * (ll_registry_lookup: nothing registered). 0 with *id, or -1 with err (the registry must answer;
+ * a lookup's 404 names the subject, the registry's error code and what to do: register
+ * schemas/avro/<Name>.avsc under the subject, or set the key to true). docs/design.md §9.
  */
 int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
                          char *err, size_t errlen);
