@@ -36,8 +36,9 @@ static void pass(const char *key, const char *value, void *arg)
 
 /*
  * With schema.registry.url set, each Confluent-framed command topic's schema is registered (or
- * found) under "<topic>-value" and the commands carry that id (docs/design.md §9: NiFi's registry-backed
- * AvroReader reads them); without it, topic.<commands>.schema_id as before. 0, or -1 with err.
+ * found) under "<topic>-value", or only looked up there with schema.registry.auto.register.schemas =
+ * false, and the commands carry that id (docs/design.md §9: NiFi's registry-backed AvroReader reads
+ * them); without it, topic.<commands>.schema_id as before. 0, or -1 with err.
  */
 static int command_ids(kafka_sink *k, const ll_config *cfg, char *err, size_t errlen)
 {

@@ -20,6 +20,12 @@ over a URL that refuses it.
     a reply schema the registry refuses as incompatible (409): the service stops at start naming it
     HTTPS with a self-signed certificate (a second Apicurio serving HTTPS only): refused without
         schema.registry.ssl.ca.location, registered with it
+    schema.registry.auto.register.schemas = false (prefix loadledger.t-registry-lookup., a registrar of
+        its own): the reply schema looked up under its subject (POST /subjects/{s}), the replies
+        carrying the id of the version registered beforehand, not the subject's latest; nothing
+        registered. A subject lacking the schema (Apicurio answers 40401 whether the subject or only
+        the schema is missing) stops the registrar and the dispatcher at start with exit 1, naming the
+        subject, the code and what to do
 
 The REGISTRY STAND-IN tests/registry_standin.py (the documented Confluent endpoints, Python standard
 library) for what needs fault injection or what Apicurio 2.0.2 cannot do without a Keycloak server
@@ -57,6 +63,7 @@ TAG = "registry"
 PREFIX_S = "loadledger.t-registry-standin."
 TAG_S = "registry-standin"
 START_PREFIX = "loadledger.t-registry-auth."  # the tests of a service's start (nothing consumed)
+LOOKUP_PREFIX = "loadledger.t-registry-lookup."  # schema.registry.auto.register.schemas = false
 INPUTS = ("run-requests", "manifests", "partition-claims", "chunks", "partition-failures")
 REPLIES = ("run-decisions", "manifest-decisions", "claim-decisions", "chunk-outcomes")
 COMMANDS = ("validate-run-commands",)  # the dispatcher's
@@ -145,6 +152,13 @@ def registry_requests(stack, instance, result):
 def avsc(logical):
     with open(os.path.join(avroframe.SCHEMA_DIR, SCHEMAS[logical] + ".avsc")) as f:
         return f.read()
+
+
+def compact(logical):
+    """The schema text the services send for a topic (ll_schema_text: jansson's compact dump of the .avsc,
+    members in file order). Apicurio 2.0.2 compares a looked-up text byte for byte (Confluent's registry
+    compares parsed schemas), so the subjects are given this text."""
+    return json.dumps(json.loads(avsc(logical)), separators=(",", ":"), ensure_ascii=False)
 
 
 def run_dir():
@@ -408,6 +422,103 @@ def test_apicurio_https_with_a_ca_file(tmp_path):
     finally:
         bad = stop_checked(s)
         reg.stop()
+    assert not bad, bad
+
+
+def lookup_conf(registry, topics):
+    conf = registry_conf(registry.url, topics)
+    conf["schema.registry.auto.register.schemas"] = "false"
+    return conf
+
+
+def subject_state(reg):
+    """Every subject and its versions."""
+    return {sub: reg.call("GET", "/subjects/%s/versions" % sub)[1] for sub in reg.call("GET", "/subjects")[1]}
+
+
+def test_apicurio_lookup_only_replies_carry_the_id_registered_beforehand(registry):
+    s = Stack(prefix=LOOKUP_PREFIX)
+    s.migrate()
+    ensure_topics(s.bootstrap, LOOKUP_PREFIX)
+    subject = LOOKUP_PREFIX + "run-decisions-value"
+    # registered beforehand (by an operator): the service's RunDecision, then a newer compatible version,
+    # so the lookup must find version 1's id and not take the subject's latest
+    want = register(registry, subject, compact("run-decisions"))
+    newer = register(registry, subject, schema_with("RunDecision", {"name": "decidedBy", "type": "string",
+                                                                    "default": ""}))
+    assert newer != want and registry.call("GET", "/subjects/%s/versions" % subject)[1] == [1, 2]
+    before = subject_state(registry)
+    tag = "registry-lookup"
+    since = log_size(s, "registrar-" + tag)
+    f = None
+    try:
+        t0 = time.time()
+        start_sides(s, ("registrar",), tag, lookup_conf(registry, ("run-decisions",)))
+        print("registrar started (lookup) in %.1f s" % (time.time() - t0))
+        [line] = log_events(s, "registrar-" + tag, "registry_subject", since=since)
+        assert "%s: id %d (version 1, looked up)" % (subject, want) in line["msg"], line
+        f = FramedFlow(Nifi(s.bootstrap, LOOKUP_PREFIX), {"run-decisions": "confluent"}, topics=("run-decisions",))
+        runs = [new_run() for _ in range(3)]
+        replies = answers(f, post_many(f.nifi, [dict(logical="run-requests", record=r.run_request()) for r in runs]))
+        assert [(d["outcome"], d["runStatus"]) for d in replies] == [("ACCEPTED", "CREATED")] * 3, replies
+        assert {r["schema_id"] for r in f.r["run-decisions"].records} == {want}
+        assert subject_state(registry) == before  # nothing registered
+    finally:
+        if f:
+            f.close()
+        bad = stop_checked(s)
+    assert not bad, bad
+
+
+def start_failure(s, service, instance, settings):
+    """Starts an instance that must stop at start: its exit code and what it logged."""
+    since = log_size(s, instance)
+    t0 = time.time()
+    s.start(service, instance=instance, settings=settings)
+    code = s.wait_exit(instance, timeout=60)
+    print("%s exited %d after %.1f s" % (instance, code, time.time() - t0))
+    with open(s.log_path(instance)) as f:
+        f.seek(since)
+        return code, f.read()
+
+
+def test_apicurio_lookup_only_stops_at_start_on_a_subject_without_the_schema(registry):
+    s = Stack(prefix=LOOKUP_PREFIX)
+    ensure_topics(s.bootstrap, LOOKUP_PREFIX)
+    found = LOOKUP_PREFIX + "run-decisions-value"
+    if registry.call("GET", "/subjects/%s/versions" % found)[0] != 200:  # this test alone (-k)
+        register(registry, found, compact("run-decisions"))
+    # the subject exists but lacks the service's ManifestDecision: only a newer version is registered
+    lacking = LOOKUP_PREFIX + "manifest-decisions-value"
+    register(registry, lacking, schema_with("ManifestDecision", {"name": "decidedBy", "type": "string",
+                                                                 "default": ""}))
+    absent = LOOKUP_PREFIX + "validate-run-commands-value"  # the dispatcher's: no such subject
+    before = subject_state(registry)
+    assert absent not in before
+    try:
+        code, log = start_failure(s, "registrar", "registrar-registry-lookup-missing",
+                                  dict(lookup_conf(registry, ("run-decisions", "manifest-decisions")),
+                                       **{"kafka.group.id": "loadledger.registrar.registry-lookup-missing"}))
+        assert code == 1, (code, log[-2000:])  # a configuration error: systemd does not restart it
+        [err] = [ln for ln in log.splitlines() if ln.startswith("ll-registrar: ")]
+        assert ("subject %s has no version with the schema of topic %smanifest-decisions (HTTP 404, error code "
+                "40401 subject not found)" % (lacking, LOOKUP_PREFIX)) in err, err
+        assert "register schemas/avro/ManifestDecision.avsc under %s" % lacking in err, err
+        assert "or set schema.registry.auto.register.schemas = true" in err, err
+        # the URL and the registry's own answer in the log
+        [detail] = [json.loads(ln) for ln in log.splitlines() if '"registry_lookup_failed"' in ln]
+        assert registry.url + "/subjects/" + lacking in detail["msg"] and "HTTP 404" in detail["msg"], detail
+        # the dispatcher (its validate-run commands): the same, through ll_daemon_fail, before it opens the database
+        code, log = start_failure(s, "dispatcher", "dispatcher-registry-lookup-missing",
+                                  {k: v for k, v in lookup_conf(registry, ("validate-run-commands",)).items()
+                                   if k.startswith(("topic.", "schema.registry."))})
+        assert code == 1, (code, log[-2000:])
+        [err] = [ln for ln in log.splitlines() if ln.startswith("ll-dispatcher: ")]
+        assert "subject %s has no version" % absent in err and "error code 40401" in err, err
+        assert "register schemas/avro/ValidateRunCommand.avsc under %s" % absent in err, err
+        assert subject_state(registry) == before  # nothing registered
+    finally:
+        bad = stop_checked(s)
     assert not bad, bad
 
 

@@ -1,17 +1,19 @@
 /*
  * registry.h - a Confluent-compatible schema registry client (docs/design.md
  * "Schema registry"): writer schemas of the Confluent framing fetched by id
- * (GET /schemas/ids/{id}) and cached, reply schemas registered under their subject
- * (POST /subjects/{subject}/versions, TopicNameStrategy "<topic>-value").
+ * (GET /schemas/ids/{id}) and cached, reply and command schemas registered under their subject
+ * (POST /subjects/{subject}/versions, TopicNameStrategy "<topic>-value") or, with
+ * schema.registry.auto.register.schemas = false, only looked up there (POST /subjects/{subject}).
  *
- * Off unless schema.registry.url is set. Two parts: a pure one (URL list, response parsing, the
- * bounded id cache; unit-tested without I/O) and the HTTP calls on libcurl (bounded connect and
- * total timeouts, the URLs tried in order, TLS CA and basic auth as the Confluent clients'
- * schema.registry.* settings).
+ * Off unless schema.registry.url is set. Two parts: a pure one (URL list, request paths and
+ * bodies, response parsing, the bounded id cache; unit-tested without I/O) and the HTTP calls on
+ * libcurl (bounded connect and total timeouts, the URLs tried in order, TLS CA and basic auth as
+ * the Confluent clients' schema.registry.* settings).
  */
 #ifndef LL_REGISTRY_H
 #define LL_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +25,13 @@ struct ll_schema;
 #define LL_REGISTRY_MAX_URLS 8
 /* The longest URL accepted (bytes, without the NUL). */
 #define LL_REGISTRY_URL_MAX 255
+/* The longest request path built (bytes, with the NUL): a subject of 255 bytes percent-encoded in full. */
+#define LL_REGISTRY_PATH_MAX 1024
+
+/* The Confluent REST API's error codes of a 404 answer's body ({"error_code": N, "message": "..."}). */
+#define LL_REGISTRY_SUBJECT_NOT_FOUND 40401
+#define LL_REGISTRY_VERSION_NOT_FOUND 40402
+#define LL_REGISTRY_SCHEMA_NOT_FOUND  40403
 
 /* What a fetch found. */
 typedef enum ll_registry_status {
@@ -59,9 +68,45 @@ int ll_registry_parse_id(const char *body, size_t len, int32_t *id, char *err, s
 
 /*
  * The request body registering an Avro schema text: {"schema": "<text>"} (schemaType left to
- * its default, AVRO). malloc'd, or NULL when out of memory.
+ * its default, AVRO). malloc'd, or NULL when out of memory. The body of a lookup
+ * (POST /subjects/{subject}) is the same (Confluent REST API reference).
  */
 char *ll_registry_register_body(const char *schema_text);
+
+/*
+ * The request path of a subject: "/subjects/{subject}" (the lookup) or, with versions,
+ * "/subjects/{subject}/versions" (the registration), the subject percent-encoded (every byte but
+ * RFC 3986's unreserved A-Z a-z 0-9 - . _ ~, as curl_easy_escape). Written into out (outlen bytes,
+ * LL_REGISTRY_PATH_MAX is enough for any subject of 255 bytes). 0, or -1 when the subject is
+ * empty or the path does not fit (out then "").
+ */
+int ll_registry_subject_path(const char *subject, bool versions, char *out, size_t outlen);
+
+/* A version of a subject: what a lookup found. */
+typedef struct ll_registry_version {
+    int32_t id;      /* the schema's global id, 0..2^31-1: the one the records carry */
+    int32_t version; /* its version under the subject, 1..2^31-1 */
+} ll_registry_version;
+
+/*
+ * The answer of a lookup, POST /subjects/{subject} ({"subject": "<s>", "id": N, "version": V,
+ * "schema": "<text>"}; other members ignored, as a newer registry may add some): "id" must be in
+ * 0..2^31-1 and "version" in 1..2^31-1; "subject", when present, must be the subject asked
+ * (subject; NULL: not checked). 0 with *out, or -1 with err.
+ */
+int ll_registry_parse_lookup(const char *body, size_t len, const char *subject, ll_registry_version *out,
+                             char *err, size_t errlen);
+
+/*
+ * The error code of a Confluent error answer's body ({"error_code": N, "message": "..."}): N
+ * (> 0), with the message copied into msg (msglen bytes, cut; "" when absent; msg may be NULL), or
+ * 0 when the body is no such answer (not JSON, no integer "error_code": a proxy's page, say).
+ */
+int ll_registry_error_code(const char *body, size_t len, char *msg, size_t msglen);
+
+/* A 404 error code's meaning: "subject not found" (40401), "version not found" (40402), "schema not
+ * found" (40403); "" for another code. Static string. */
+const char *ll_registry_error_name(int code);
 
 /*
  * A bounded cache of schema texts by id: at most max_entries texts and max_bytes of text in
@@ -104,6 +149,8 @@ typedef struct ll_registry_opts {
     size_t cache_entries;       /* 0 = 1000 */
     size_t cache_bytes;         /* 0 = 8 MiB */
     size_t max_body_bytes;      /* an answer's body; 0 = 1 MiB */
+    bool lookup_only;           /* schema.registry.auto.register.schemas = false: output schemas
+                                   looked up (ll_registry_lookup), never registered */
 } ll_registry_opts;
 
 typedef struct ll_registry ll_registry;
@@ -124,10 +171,27 @@ ll_registry_status ll_registry_schema(ll_registry *r, int32_t id, char **text, s
 
 /*
  * Registers (or finds: the registry returns the existing id for an equal schema) schema_text
- * under subject and returns its id in *id.
+ * under subject (POST /subjects/{subject}/versions) and returns its id in *id. Each URL in order
+ * until one answers other than unreachable/5xx/429 (then UNAVAILABLE); 404 NOT_FOUND, another
+ * non-2xx or a bad answer INVALID; err names the subject, the URL and the answer.
  */
 ll_registry_status ll_registry_register(ll_registry *r, const char *subject, const char *schema_text,
                                         int32_t *id, char *err, size_t errlen);
+
+/*
+ * Looks schema_text up under subject without registering anything (POST /subjects/{subject},
+ * Confluent REST API; the clients' auto.register.schemas=false): OK with *found (the version
+ * holding that schema, its id); NOT_FOUND when the registry answers 404, *error_code then the
+ * body's error code (40401 subject not found, 40403 schema not found; 0 when the body has none);
+ * UNAVAILABLE and INVALID as ll_registry_register. error_code may be NULL. err names the subject,
+ * the URL and the answer for any status but OK.
+ */
+ll_registry_status ll_registry_lookup(ll_registry *r, const char *subject, const char *schema_text,
+                                      ll_registry_version *found, int *error_code, char *err, size_t errlen);
+
+/* Whether output schemas are registered (schema.registry.auto.register.schemas, default true) or
+ * only looked up (false: ll_registry_opts.lookup_only). */
+bool ll_registry_auto_register(const ll_registry *r);
 
 /*
  * ll_schema_source_fn over a client (ctx: the ll_registry): OK -> 0, NOT_FOUND ->
@@ -142,8 +206,14 @@ int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *er
 #define LL_REGISTRY_CONFIG_KEYS                                                                              \
     {"schema.registry.url", NULL, false,                                                                     \
      "Confluent-compatible schema registry URL(s), comma-separated: writer schemas of the Confluent framing" \
-     " fetched by id, Confluent-framed output schemas registered under <topic>-value; unset: no registry",   \
+     " fetched by id, Confluent-framed output schemas registered (or looked up) under <topic>-value;"        \
+     " unset: no registry",                                                                                  \
      LL_CONFIG_NO_RANGE},                                                                                    \
+        {"schema.registry.auto.register.schemas", "true", false,                                             \
+         "true: each Confluent-framed output topic's schema registered under <topic>-value at start; false:" \
+         " only looked up there (nothing registered), and a subject without that schema stops the service"   \
+         " at start (exit 1)",                                                                               \
+         LL_CONFIG_NO_RANGE},                                                                                \
         {"schema.registry.basic.auth.user.info", NULL, false, "user:password for the registry's basic auth", \
          LL_CONFIG_NO_RANGE},                                                                                \
         {"schema.registry.ssl.ca.location", NULL, false,                                                     \
@@ -188,8 +258,11 @@ int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *er
 int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, size_t errlen);
 
 /*
- * The id of an output topic's schema: registered (or found) under "<topic>-value"
- * (TopicNameStrategy), logged. 0 with *id, or -1 with err (the registry must answer).
+ * The id of an output topic's schema under "<topic>-value" (TopicNameStrategy), logged: registered
+ * (or found) there, or, with schema.registry.auto.register.schemas = false, looked up there
+ * (ll_registry_lookup: nothing registered). 0 with *id, or -1 with err (the registry must answer;
+ * a lookup's 404 names the subject, the registry's error code and what to do: register
+ * schemas/avro/<Name>.avsc under the subject, or set the key to true). docs/design.md §9.
  */
 int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
                          char *err, size_t errlen);

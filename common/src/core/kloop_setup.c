@@ -109,8 +109,10 @@ static int dead_letter_limits(ll_loop *l, int64_t max_message_bytes, char *err, 
 }
 
 /*
- * A Confluent-framed reply topic's schema registered (or found) under "<topic>-value"; the id the
- * registry gives is the one the replies carry (docs/design.md §9, "Schema registry"). 0, or -1 with err.
+ * A Confluent-framed reply topic's schema registered (or found) under "<topic>-value", or only
+ * looked up there with schema.registry.auto.register.schemas = false; the id the registry gives is
+ * the one the replies carry (docs/design.md §9, "Schema registry"). 0, or -1 with err (the service
+ * exits 1).
  */
 static int register_reply(ll_loop *l, topic_io *io, char *err, size_t errlen)
 {

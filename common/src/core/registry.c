@@ -1,7 +1,7 @@
 /*
  * registry.c - the pure part of the schema registry client (registry.h): the URL list, the
- * answers parsed, the bounded id cache, the per-id backoff. No I/O; the HTTP calls are
- * registry_http.c.
+ * request paths and bodies, the answers parsed (schema, id, lookup, error code), the bounded id
+ * cache, the per-id backoff. No I/O; the HTTP calls are registry_http.c.
  */
 #include "ll/registry.h"
 
@@ -125,6 +125,105 @@ char *ll_registry_register_body(const char *schema_text)
     char *s = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return s;
+}
+
+int ll_registry_subject_path(const char *subject, bool versions, char *out, size_t outlen)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    static const char head[] = "/subjects/", tail[] = "/versions";
+    if (outlen > 0)
+        out[0] = '\0';
+    if (!subject || !*subject || outlen < sizeof head)
+        return -1;
+    memcpy(out, head, sizeof head); /* with its NUL */
+    size_t n = sizeof head - 1;
+    for (const unsigned char *p = (const unsigned char *)subject; *p; p++) {
+        int plain = (*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+                    *p == '-' || *p == '.' || *p == '_' || *p == '~';
+        if (n + (plain ? 1 : 3) >= outlen) {
+            out[0] = '\0';
+            return -1;
+        }
+        if (plain) {
+            out[n++] = (char)*p;
+        } else {
+            out[n++] = '%';
+            out[n++] = hex[*p >> 4];
+            out[n++] = hex[*p & 15];
+        }
+    }
+    if (versions) {
+        if (n + sizeof tail > outlen) {
+            out[0] = '\0';
+            return -1;
+        }
+        memcpy(out + n, tail, sizeof tail - 1);
+        n += sizeof tail - 1;
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+int ll_registry_parse_lookup(const char *body, size_t len, const char *subject, ll_registry_version *out,
+                             char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *root = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        snprintf(err, errlen, "answer is not JSON: %.80s", je.text);
+        return -1;
+    }
+    json_t *id = json_object_get(root, "id");
+    json_t *version = json_object_get(root, "version");
+    json_t *subj = json_object_get(root, "subject");
+    int rc = -1;
+    if (!json_is_integer(id) || json_integer_value(id) < 0 || json_integer_value(id) > INT32_MAX) {
+        snprintf(err, errlen, "answer has no \"id\" in 0..2147483647");
+    } else if (!json_is_integer(version) || json_integer_value(version) < 1 ||
+               json_integer_value(version) > INT32_MAX) {
+        snprintf(err, errlen, "answer has no \"version\" in 1..2147483647");
+    } else if (subj && !json_is_string(subj)) {
+        snprintf(err, errlen, "answer's \"subject\" is not a string");
+    } else if (subj && subject && strcmp(json_string_value(subj), subject) != 0) {
+        snprintf(err, errlen, "answer names subject '%.120s', not the one asked", json_string_value(subj));
+    } else {
+        out->id = (int32_t)json_integer_value(id);
+        out->version = (int32_t)json_integer_value(version);
+        rc = 0;
+    }
+    json_decref(root);
+    return rc;
+}
+
+int ll_registry_error_code(const char *body, size_t len, char *msg, size_t msglen)
+{
+    if (msg && msglen > 0)
+        msg[0] = '\0';
+    json_t *root = body ? json_loadb(body, len, JSON_REJECT_DUPLICATES, NULL) : NULL;
+    json_t *code = json_object_get(root, "error_code"); /* NULL for a non-object */
+    json_t *text = json_object_get(root, "message");
+    int out = 0;
+    if (json_is_integer(code) && json_integer_value(code) > 0 && json_integer_value(code) <= INT32_MAX) {
+        out = (int)json_integer_value(code);
+        if (msg && msglen > 0 && json_is_string(text))
+            snprintf(msg, msglen, "%s", json_string_value(text));
+    }
+    json_decref(root);
+    return out;
+}
+
+const char *ll_registry_error_name(int code)
+{
+    switch (code) {
+    case LL_REGISTRY_SUBJECT_NOT_FOUND:
+        return "subject not found";
+    case LL_REGISTRY_VERSION_NOT_FOUND:
+        return "version not found";
+    case LL_REGISTRY_SCHEMA_NOT_FOUND:
+        return "schema not found";
+    default:
+        return "";
+    }
 }
 
 /* ---- the id cache ---------------------------------------------------------------------------- */

@@ -1,8 +1,10 @@
 /*
  * registry_config.c - the schema registry client made from a service's schema.registry.*
- * settings, and an output topic's schema id from its subject (registry.h; docs/design.md §9).
+ * settings, and an output topic's schema id from its subject, registered or looked up
+ * (registry.h; docs/design.md §9).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "ll/codec.h"
 #include "ll/log.h"
@@ -18,7 +20,9 @@ int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, 
                           .user_info = ll_config_get(cfg, "schema.registry.basic.auth.user.info"),
                           .ca_location = ll_config_get(cfg, "schema.registry.ssl.ca.location")};
     int64_t entries = 0, bytes = 0;
-    if (ll_config_duration_ms(cfg, "schema.registry.connect_timeout", &o.connect_timeout_ms, err, errlen) ||
+    bool auto_register = true;
+    if (ll_config_bool(cfg, "schema.registry.auto.register.schemas", &auto_register, err, errlen) ||
+        ll_config_duration_ms(cfg, "schema.registry.connect_timeout", &o.connect_timeout_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "schema.registry.timeout", &o.timeout_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "schema.registry.backoff_max", &o.backoff_max_ms, err, errlen) ||
         ll_config_int(cfg, "schema.registry.cache_entries", &entries, err, errlen) ||
@@ -26,7 +30,48 @@ int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, 
         return -1;
     o.cache_entries = (size_t)entries;
     o.cache_bytes = (size_t)bytes;
+    o.lookup_only = !auto_register;
     return (*out = ll_registry_new(&o, err, errlen)) ? 0 : -1;
+}
+
+/*
+ * The id of the schema looked up under subject (schema.registry.auto.register.schemas = false):
+ * 0, or -1 with err; a 404 names the subject, the registry's error code and the two ways out (the
+ * URL and the registry's own answer go to the log, event registry_lookup_failed).
+ */
+static int lookup_id(ll_registry *r, const char *topic, const char *subject, const struct ll_schema *schema,
+                     int32_t *id, char *err, size_t errlen)
+{
+    char why[600];
+    ll_registry_version v = {0};
+    int code = 0;
+    ll_registry_status st =
+        ll_registry_lookup(r, subject, ll_schema_text(schema), &v, &code, why, sizeof why);
+    if (st == LL_REGISTRY_NOT_FOUND) {
+        const char *full = ll_schema_fullname(schema), *dot = strrchr(full, '.');
+        const char *name = dot ? dot + 1 : full; /* schemas/avro/<Name>.avsc holds record <Name> */
+        char what[96];
+        if (code)
+            snprintf(what, sizeof what, "error code %d%s%s", code, *ll_registry_error_name(code) ? " " : "",
+                     ll_registry_error_name(code));
+        else
+            snprintf(what, sizeof what, "no registry error code: is schema.registry.url the API's base?");
+        ll_log(LL_ERROR, NULL, "registry_lookup_failed", "%s", why); /* the URL and the registry's answer */
+        snprintf(err, errlen,
+                 "schema registry: subject %s has no version with the schema of topic %s (HTTP 404, %s); "
+                 "schema.registry.auto.register.schemas = false registers nothing: register "
+                 "schemas/avro/%s.avsc under %s, or set schema.registry.auto.register.schemas = true",
+                 subject, topic, what, name, subject);
+        return -1;
+    }
+    if (st != LL_REGISTRY_OK) {
+        snprintf(err, errlen, "schema registry: %s", why);
+        return -1;
+    }
+    *id = v.id;
+    ll_log(LL_INFO, NULL, "registry_subject", "schema of %s under %s: id %d (version %d, looked up)", topic,
+           subject, (int)v.id, (int)v.version);
+    return 0;
 }
 
 int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
@@ -34,6 +79,8 @@ int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_sche
 {
     char subject[300], why[600];
     snprintf(subject, sizeof subject, "%s-value", topic);
+    if (!ll_registry_auto_register(r))
+        return lookup_id(r, topic, subject, schema, id, err, errlen);
     if (ll_registry_register(r, subject, ll_schema_text(schema), id, why, sizeof why) != LL_REGISTRY_OK) {
         snprintf(err, errlen, "schema registry: %s", why);
         return -1;

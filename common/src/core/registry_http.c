@@ -3,7 +3,7 @@
  * schema.registry.url tried in order with bounded connect and total timeouts, basic auth and a
  * CA file as the Confluent clients' schema.registry.* settings, the id cache and the per-id
  * backoff after a failed fetch (so a registry that is down costs a message no timeout while an
- * id backs off).
+ * id backs off), and a subject's schema registered or looked up.
  */
 #include <curl/curl.h>
 #include <pthread.h>
@@ -150,7 +150,7 @@ static void request(ll_registry *r, const char *path, const char *post_body, lon
 {
     *code = 0;
     for (int i = 0; i < r->n_urls; i++) {
-        char url[LL_REGISTRY_URL_MAX + 300];
+        char url[LL_REGISTRY_URL_MAX + LL_REGISTRY_PATH_MAX];
         snprintf(url, sizeof url, "%s%s", r->urls[i], path);
         CURL *c = curl_easy_init();
         if (!c) {
@@ -314,39 +314,73 @@ ll_registry_status ll_registry_schema(ll_registry *r, int32_t id, char **text, s
     return st;
 }
 
+/*
+ * One request with a schema body to the subject's path (versions: the registration), its answer's
+ * HTTP status classified: UNAVAILABLE (no URL answered), NOT_FOUND (404), INVALID (another
+ * non-2xx, or over the body limit), OK (2xx: the body in *b, malloc'd, the caller frees it). why
+ * names the URL and the answer for any status but OK.
+ */
+static ll_registry_status subject_request(ll_registry *r, const char *subject, bool versions,
+                                          const char *schema_text, body *b, char *why, size_t whylen)
+{
+    char path[LL_REGISTRY_PATH_MAX];
+    if (ll_registry_subject_path(subject, versions, path, sizeof path) != 0) {
+        snprintf(why, whylen, "subject empty or over %d bytes encoded", LL_REGISTRY_PATH_MAX);
+        return LL_REGISTRY_INVALID;
+    }
+    char *req = ll_registry_register_body(schema_text);
+    if (!req) {
+        snprintf(why, whylen, "out of memory");
+        return LL_REGISTRY_UNAVAILABLE;
+    }
+    long code = 0;
+    request(r, path, req, &code, b, why, whylen);
+    free(req);
+    if (code == 0)
+        return LL_REGISTRY_UNAVAILABLE;
+    if (code == 404)
+        return LL_REGISTRY_NOT_FOUND;
+    if (b->over || code < 200 || code > 299)
+        return LL_REGISTRY_INVALID;
+    return LL_REGISTRY_OK;
+}
+
 ll_registry_status ll_registry_register(ll_registry *r, const char *subject, const char *schema_text,
                                         int32_t *id, char *err, size_t errlen)
 {
-    char *esc = curl_easy_escape(NULL, subject, 0);
-    char *req = ll_registry_register_body(schema_text);
-    if (!esc || !req) {
-        curl_free(esc);
-        free(req);
-        snprintf(err, errlen, "out of memory");
-        return LL_REGISTRY_UNAVAILABLE;
-    }
-    char path[300], why[512] = "";
-    snprintf(path, sizeof path, "/subjects/%s/versions", esc);
-    curl_free(esc);
-    long code = 0;
+    char why[512] = "";
     body b = {0};
-    request(r, path, req, &code, &b, why, sizeof why);
-    free(req);
-    ll_registry_status st;
-    if (code == 0)
-        st = LL_REGISTRY_UNAVAILABLE;
-    else if (code == 404)
-        st = LL_REGISTRY_NOT_FOUND;
-    else if (b.over || code < 200 || code > 299)
-        st = LL_REGISTRY_INVALID;
-    else if (ll_registry_parse_id(b.p ? b.p : "", b.n, id, why, sizeof why) == 0)
-        st = LL_REGISTRY_OK;
-    else
+    ll_registry_status st = subject_request(r, subject, true, schema_text, &b, why, sizeof why);
+    if (st == LL_REGISTRY_OK && ll_registry_parse_id(b.p ? b.p : "", b.n, id, why, sizeof why) != 0)
         st = LL_REGISTRY_INVALID;
     free(b.p);
     if (st != LL_REGISTRY_OK)
         snprintf(err, errlen, "subject %s: %s: %s", subject, ll_registry_status_name(st), why);
     return st;
+}
+
+ll_registry_status ll_registry_lookup(ll_registry *r, const char *subject, const char *schema_text,
+                                      ll_registry_version *found, int *error_code, char *err, size_t errlen)
+{
+    char why[512] = "";
+    body b = {0};
+    if (error_code)
+        *error_code = 0;
+    ll_registry_status st = subject_request(r, subject, false, schema_text, &b, why, sizeof why);
+    if (st == LL_REGISTRY_OK &&
+        ll_registry_parse_lookup(b.p ? b.p : "", b.n, subject, found, why, sizeof why) != 0)
+        st = LL_REGISTRY_INVALID;
+    else if (st == LL_REGISTRY_NOT_FOUND && error_code)
+        *error_code = ll_registry_error_code(b.p, b.n, NULL, 0);
+    free(b.p);
+    if (st != LL_REGISTRY_OK)
+        snprintf(err, errlen, "subject %s: %s: %s", subject, ll_registry_status_name(st), why);
+    return st;
+}
+
+bool ll_registry_auto_register(const ll_registry *r)
+{
+    return !r->o.lookup_only;
 }
 
 int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *err, size_t errlen)
