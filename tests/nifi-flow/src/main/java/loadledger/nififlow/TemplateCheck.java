@@ -327,7 +327,7 @@ final class TemplateCheck {
         return r;
     }
 
-    /** Runs a processor of the flow on one FlowFile; returns the FlowFile it sends to rel (exactly one). */
+    /** Runs a processor of the flow on one FlowFile; returns the FlowFile it sends to success (exactly one). */
     private MockFlowFile runProcessor(final VersionedProcessor v, final byte[] content, final Map<String, String> attrs)
             throws ReflectiveOperationException {
         final TestRunner r = runFlowProcessor(v, content, attrs);
@@ -623,7 +623,8 @@ final class TemplateCheck {
             final JsonNode want = manifest.path("partitions");
             final List<String> diffs = new ArrayList<>();
             if (!r.getFlowFilesForRelationship("failure").isEmpty()) {
-                diffs.add("SplitJson sent the FlowFile to failure (" + r.getLogger().getErrorMessages() + ")");
+                diffs.add("SplitJson sent the FlowFile to failure (" + r.getLogger().getErrorMessages()
+                        + r.getLogger().getWarnMessages() + ")");
             }
             if (splits.size() != want.size()) {
                 diffs.add(splits.size() + " split(s), the manifest has " + want.size() + " partitions");
