@@ -6,12 +6,15 @@ Avro Java against the project's schemas.
 The services run on topics of their own (prefix loadledger.t-nifi.), each input topic in the
 framing that its NiFi schema write strategy produces:
 
-    embedded schema ("Embed Avro Schema")   one writer per FlowFile: the first message an object
-                                            container, the following records of the FlowFile
-                                            headerless blocks (framing block; a FlowFile of one
-                                            record is a whole container: framing container)
-    no schema ("Do Not Write Schema")       bare datum (framing bare)
-    schema reference (Confluent encoded)    0x00, 4-byte id, datum (framing confluent, ids file)
+    embedded ("Embed Avro Schema" as          one writer per FlowFile, PublishKafka's buffer reset
+      PublishKafka's Record Writer)           before each record (RecordValueFactory): every
+                                              message a headerless block, the first one too
+                                              (framing block)
+    embedded-file (ConvertRecord with that    what nifi/loadledger-flow-embedded.json does: one
+      writer, then PublishKafka sending       FlowFile per event, its content one container file
+      the content whole)                      with the schema, sent whole (framing container)
+    no schema ("Do Not Write Schema")         bare datum (framing bare)
+    schema reference (Confluent encoded)      0x00, 4-byte id, datum (framing confluent, ids file)
 
 and some replies in other framings (container, confluent) so that Avro Java reads each.
 """
@@ -31,16 +34,16 @@ PREFIX = "loadledger.t-nifi."
 TAG = "nifi"
 # logical input topic -> (NiFi schema write strategy for the harness, the service's framing)
 INPUTS = {
-    "run-requests": ("embedded", "container"),
+    "run-requests": ("embedded-file", "container"),
     "manifests": ("reference:31", "confluent"),
-    "partition-claims": ("embedded", "block"),  # one FlowFile of 7 claims
-    "chunks": ("embedded", "block"),  # one FlowFile of 3 chunk reports per partition
+    "partition-claims": ("embedded", "block"),  # one FlowFile of 7 claims: 7 headerless blocks
+    "chunks": ("embedded-file", "container"),  # 3 chunk reports per partition, one FlowFile (container) each
     "validation-starts": ("reference:32", "confluent"),
     "validation-metrics": ("none", "bare"),
-    "stage-validations": ("embedded", "block"),  # a FlowFile of one record: a whole container
+    "stage-validations": ("embedded", "block"),  # a FlowFile of one record: a headerless block too
     "publish-claims": ("none", "bare"),
     "publish-results": ("reference:33", "confluent"),
-    "run-successes": ("embedded", "container"),
+    "run-successes": ("embedded-file", "container"),
 }
 IDS = {31: "Manifest", 32: "ValidationStart", 33: "PublishResult"}
 REPLIES = {"run-decisions": "container", "manifest-decisions": "confluent:41", "validate-run-commands": "container",
@@ -110,6 +113,19 @@ def test_reference_scenario_written_by_nifi_reaches_success(harness, nstack):
     run_id = result[0].split("run=")[1].split()[0]
     # 1 request + 1 manifest + 7 claims + 21 chunks + 7 after extraction
     assert "messages=37" in result[0], result[0]
+    # the bytes each strategy sent: embedded-file a container file, embedded (PublishKafka's record
+    # path) never one, not even a FlowFile's first message
+    values = sorted(os.listdir(dump))
+    assert len(values) == 37, values
+    for name in values:
+        logical = name.split("-", 1)[1][:-len(".bin")]
+        with open(os.path.join(dump, name), "rb") as fh:
+            head = fh.read(4)
+        strategy = INPUTS[logical][0]
+        if strategy == "embedded-file":
+            assert head == b"Obj\x01", name
+        elif strategy == "embedded":
+            assert head[:1] == b"\x02" and head != b"Obj\x01", name  # a block of one record
     c = nstack.db()
     try:
         db = c.cursor()

@@ -66,6 +66,7 @@ public final class FlowCheck {
 
         report.flow("components-2.6.0.json");
         TableCheck.run(tableFile, report);
+        FindingCheck.run(schemas, manifest, report);
 
         for (final String f : flows) {
             final File file = new File(f).isAbsolute() ? new File(f) : new File(root, f);

@@ -12,6 +12,7 @@ import org.apache.avro.generic.GenericRecord;
 import org.apache.avro.io.BinaryDecoder;
 import org.apache.avro.io.DecoderFactory;
 import org.apache.nifi.controller.ControllerService;
+import org.apache.nifi.flow.VersionedConnection;
 import org.apache.nifi.flow.VersionedControllerService;
 import org.apache.nifi.flow.VersionedProcessor;
 import org.apache.nifi.processor.Processor;
@@ -23,6 +24,7 @@ import org.apache.nifi.serialization.record.Record;
 import org.apache.nifi.serialization.record.RecordSchema;
 import org.apache.nifi.serialization.record.RecordSet;
 import org.apache.nifi.util.MockFlowFile;
+import org.apache.nifi.util.MockPropertyValue;
 import org.apache.nifi.util.NoOpProcessor;
 import org.apache.nifi.util.TestRunner;
 import org.apache.nifi.util.TestRunners;
@@ -46,17 +48,36 @@ import java.util.TreeSet;
 /**
  * Check 4 (and 5): every message the flow publishes, produced by NiFi's own classes along the
  * flow's own path: the "Prepare &lt;Schema&gt;" UpdateAttribute (sets schema.name or avro.schema), the
- * ReplaceText template (or, for the Manifest, the SITE's JSON as-is), then the PublishKafka's
- * Record Reader and Record Writer as PublishKafka 2.6.0 uses them (RecordStreamKafkaRecordConverter:
- * one writer per FlowFile, one message per record, the key from "Message Key Field"). The bytes are
- * decoded with Avro Java against the topic's schemas/avro/&lt;Schema&gt;.avsc in the framing the writer's
- * strategy gives, and every field of the JSON must come back with its value; a schema field the JSON
- * lacked must have a default and come back as it.
+ * ReplaceText template (or, for the Manifest, the SITE's JSON as-is), then what PublishKafka 2.6.0
+ * makes of the FlowFile (getKafkaRecordConverter):
+ * <ul>
+ * <li>a PublishKafka with a Record Reader: its reader and writer as RecordStreamKafkaRecordConverter
+ * and RecordValueFactory use them (one writer per FlowFile, the buffer reset before each record, one
+ * message per record, the key from "Message Key Field");</li>
+ * <li>a PublishKafka without one (the embedded flow): the ConvertRecord before it run in a TestRunner
+ * with the flow's reader and writer, its output content whole as the message
+ * (FlowFileStreamKafkaRecordConverter, no Message Demarcator), the key "Kafka Key" evaluated against
+ * the FlowFile.</li>
+ * </ul>
+ * The key must be the record's runId. The bytes are decoded with Avro Java against the topic's
+ * schemas/avro/&lt;Schema&gt;.avsc in the framing the writer's strategy gives (a container's own schema
+ * must be the .avsc), every field of the JSON must come back with its value, a schema field the JSON
+ * lacked must have a default and come back as it, and the framing must be one nifi/conf/&lt;variant&gt;
+ * gives the topic. After the Manifest's publisher, the FlowFile is followed to the SplitJson that
+ * hands PG-20 its partitions (through a ConvertRecord back to JSON in the embedded flow), both run.
  */
 final class TemplateCheck {
     static final String REPLACE_TEXT = "org.apache.nifi.processors.standard.ReplaceText";
     static final String UPDATE_ATTRIBUTE = "org.apache.nifi.processors.attributes.UpdateAttribute";
     static final String PUBLISH_KAFKA = "org.apache.nifi.kafka.processors.PublishKafka";
+    static final String CONVERT_RECORD = "org.apache.nifi.processors.standard.ConvertRecord";
+    static final String SPLIT_JSON = "org.apache.nifi.processors.standard.SplitJson";
+    static final String AVRO_WRITER = "org.apache.nifi.avro.AvroRecordSetWriter";
+    /** Processors of the flow that read and write attributes only: the content goes through them as it came. */
+    static final Set<String> CONTENT_UNTOUCHED = Set.of(
+            "org.apache.nifi.processors.standard.Wait", "org.apache.nifi.processors.standard.Notify",
+            "org.apache.nifi.processors.standard.RouteOnAttribute", "org.apache.nifi.processors.standard.DetectDuplicate",
+            "org.apache.nifi.processors.standard.LogAttribute", UPDATE_ATTRIBUTE);
 
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -68,6 +89,7 @@ final class TemplateCheck {
     private final String manifest;
     private final Map<String, Integer> dumpCount = new HashMap<>();
     private boolean blockNoted;
+    private boolean containerNoted;
     private final String variant;
     private final Map<String, Set<String>> confFramings;
 
@@ -109,25 +131,53 @@ final class TemplateCheck {
         for (final VersionedProcessor rt : templates) {
             final String what = "template '" + flow.path(rt.getIdentifier()) + "'";
             final VersionedProcessor prepare = single(flow.upstream(rt.getIdentifier()), UPDATE_ATTRIBUTE, what, "an UpdateAttribute before it");
-            final VersionedProcessor publish = single(flow.downstream(rt.getIdentifier(), "success"), PUBLISH_KAFKA, what,
-                    "a PublishKafka on its success");
-            if (prepare != null && publish != null) {
-                path(what, prepare, rt, publish);
+            final Hop hop = publisherAfter(rt, what);
+            if (prepare != null && hop != null) {
+                path(what, prepare, rt, hop);
             }
         }
         // the publishers fed without a template: their content is the SITE's JSON, as-is
-        for (final VersionedProcessor pk : flow.processorsOfType(PUBLISH_KAFKA)) {
-            final List<VersionedProcessor> ups = flow.upstream(pk.getIdentifier());
+        final List<VersionedProcessor> publishers = flow.processorsOfType(PUBLISH_KAFKA);
+        for (final VersionedProcessor pk : publishers) {
+            List<VersionedProcessor> ups = flow.upstream(pk.getIdentifier());
+            final List<VersionedProcessor> converts = ups.stream().filter(p -> CONVERT_RECORD.equals(p.getType())).toList();
+            VersionedProcessor convert = null;
+            if (converts.size() == 1) {
+                convert = converts.get(0);
+                ups = flow.upstream(convert.getIdentifier());
+            }
             if (ups.stream().anyMatch(p -> REPLACE_TEXT.equals(p.getType()))) {
                 continue;
             }
             final String what = "as-is '" + flow.path(pk.getIdentifier()) + "'";
             final VersionedProcessor prepare = single(ups, UPDATE_ATTRIBUTE, what, "an UpdateAttribute before it");
             if (prepare != null) {
-                path(what, prepare, null, pk);
+                path(what, prepare, null, new Hop(convert, pk));
             }
         }
-        report.note(templates.size() + " ReplaceText templates in the flow");
+        report.note(templates.size() + " ReplaceText templates, " + publishers.size() + " PublishKafka in the flow");
+    }
+
+    /** Between a template (or a prepared FlowFile) and Kafka: an optional ConvertRecord, then the PublishKafka. */
+    private record Hop(VersionedProcessor convert, VersionedProcessor publish) {
+    }
+
+    /** What from's success goes to: a PublishKafka, or a ConvertRecord whose success goes to one. */
+    private Hop publisherAfter(final VersionedProcessor from, final String what) {
+        final List<VersionedProcessor> next = flow.downstream(from.getIdentifier(), "success").stream()
+                .filter(p -> PUBLISH_KAFKA.equals(p.getType()) || CONVERT_RECORD.equals(p.getType())).toList();
+        if (next.size() != 1) {
+            report.fail(what + ": needs exactly one PublishKafka, or ConvertRecord then PublishKafka, on its success, the flow has "
+                    + next.stream().map(VersionedProcessor::getName).toList());
+            return null;
+        }
+        final VersionedProcessor n = next.get(0);
+        if (PUBLISH_KAFKA.equals(n.getType())) {
+            return new Hop(null, n);
+        }
+        final VersionedProcessor pk = single(flow.downstream(n.getIdentifier(), "success"), PUBLISH_KAFKA, what,
+                "a PublishKafka on the success of '" + n.getName() + "'");
+        return pk == null ? null : new Hop(n, pk);
     }
 
     private VersionedProcessor single(final List<VersionedProcessor> ps, final String type, final String what, final String needs) {
@@ -139,8 +189,12 @@ final class TemplateCheck {
         return of.get(0);
     }
 
-    /** One path: prepare (UpdateAttribute), template (ReplaceText, or null: content as-is), publish (PublishKafka). */
-    private void path(final String what, final VersionedProcessor prepare, final VersionedProcessor template, final VersionedProcessor publish) {
+    /**
+     * One path: prepare (UpdateAttribute), template (ReplaceText, or null: content as-is), then the hop to
+     * Kafka (an optional ConvertRecord, the PublishKafka).
+     */
+    private void path(final String what, final VersionedProcessor prepare, final VersionedProcessor template, final Hop hop) {
+        final VersionedProcessor publish = hop.publish();
         final String topic = flow.resolve(publish.getProperties().get("Topic Name"));
         final String prefix = flow.parameter("topic.prefix");
         final String logical = topic != null && prefix != null && topic.startsWith(prefix) ? topic.substring(prefix.length()) : topic;
@@ -181,6 +235,12 @@ final class TemplateCheck {
                 }
             }
         }
+        // the attributes PublishKafka reads itself: "Kafka Key" (an expression, when the content is sent whole)
+        for (final String a : Samples.attributesIn(publish.getProperties().get("Kafka Key"))) {
+            if (!sets.contains(a)) {
+                needed.add(a);
+            }
+        }
         needed.removeAll(Samples.CORE);
         final Set<String> missing = new TreeSet<>(needed);
         missing.removeAll(Samples.ATTRIBUTES.keySet());
@@ -191,11 +251,24 @@ final class TemplateCheck {
         final int runs = Samples.runs(needed);
         for (int run = 0; run < runs; run++) {
             final String label = what + (runs > 1 ? " [" + (run + 1) + "/" + runs + "]" : "");
+            final Map<String, String> sample = Samples.forRun(needed, run);
+            if (template == null && sample.containsKey("ll.run.id")) {
+                // the SITE hands on the run's FlowFile: its ll.run.id is the runId it wrote into the content
+                sample.put("ll.run.id", runIdOf(content));
+            }
             try {
-                one(label, prepare, template, publish, topic, logical, schemaName, schema, content, Samples.forRun(needed, run));
+                one(label, prepare, template, hop, topic, logical, schemaName, schema, content, sample);
             } catch (final Throwable t) {
                 report.fail(label + ": " + topic + ": " + describe(t));
             }
+        }
+    }
+
+    private static String runIdOf(final String json) {
+        try {
+            return JSON.readTree(json).path("runId").asText(null);
+        } catch (final IOException e) {
+            return null;
         }
     }
 
@@ -230,8 +303,11 @@ final class TemplateCheck {
         return out;
     }
 
-    /** Runs a processor of the flow on one FlowFile; returns the FlowFile it sends to success. */
-    private MockFlowFile runProcessor(final VersionedProcessor v, final byte[] content, final Map<String, String> attrs)
+    /**
+     * Runs a processor of the flow, configured and validated as the flow has it (its services the
+     * flow's, Services), on one FlowFile; returns the runner after the run.
+     */
+    private TestRunner runFlowProcessor(final VersionedProcessor v, final byte[] content, final Map<String, String> attrs)
             throws ReflectiveOperationException {
         final Processor p = (Processor) Services.load(v.getType()).getDeclaredConstructor().newInstance();
         final TestRunner r = TestRunners.newTestRunner(p);
@@ -248,6 +324,13 @@ final class TemplateCheck {
         r.setValidateExpressionUsage(false);
         r.enqueue(content, attrs);
         r.run();
+        return r;
+    }
+
+    /** Runs a processor of the flow on one FlowFile; returns the FlowFile it sends to success (exactly one). */
+    private MockFlowFile runProcessor(final VersionedProcessor v, final byte[] content, final Map<String, String> attrs)
+            throws ReflectiveOperationException {
+        final TestRunner r = runFlowProcessor(v, content, attrs);
         final List<MockFlowFile> ok = r.getFlowFilesForRelationship("success");
         if (ok.size() != 1) {
             throw new IllegalStateException("'" + v.getName() + "' sent " + ok.size() + " FlowFile(s) to success; failure: "
@@ -256,9 +339,14 @@ final class TemplateCheck {
         return ok.get(0);
     }
 
-    private void one(final String label, final VersionedProcessor prepare, final VersionedProcessor template,
-                     final VersionedProcessor publish, final String topic, final String logical, final String schemaName,
-                     final Schema schema, final String content, final Map<String, String> sample) throws Exception {
+    /** One message as PublishKafka would send it: its value and key, and the FlowFile as it leaves PublishKafka. */
+    private record Message(byte[] value, Object key, String keyFrom, byte[] contentAfter, Map<String, String> attrsAfter) {
+    }
+
+    private void one(final String label, final VersionedProcessor prepare, final VersionedProcessor template, final Hop hop,
+                     final String topic, final String logical, final String schemaName, final Schema schema, final String content,
+                     final Map<String, String> sample) throws Exception {
+        final VersionedProcessor publish = hop.publish();
         final byte[] in = content.getBytes(StandardCharsets.UTF_8);
         final MockFlowFile prepared = runProcessor(prepare, in, sample);
         final MockFlowFile out = template == null ? prepared : runProcessor(template, in, prepared.getAttributes());
@@ -272,10 +360,24 @@ final class TemplateCheck {
         }
         final Map<String, String> attrs = out.getAttributes();
 
-        final String writerId = flow.resolve(publish.getProperties().get("Record Writer"));
-        final VersionedControllerService writerV = flow.services.get(writerId);
+        // PublishKafka 2.6.0 (getKafkaRecordConverter): with a Record Reader (and Writer) it reads the
+        // content's records and writes each one as a message; without one it sends the content whole
+        final boolean recordPath = publish.getProperties().get("Record Reader") != null;
+        if (recordPath && hop.convert() != null) {
+            report.fail(label + ": '" + hop.convert().getName() + "' (ConvertRecord) feeds a PublishKafka with a Record Reader:"
+                    + " not a path this check follows");
+            return;
+        }
+        if (!recordPath && hop.convert() == null) {
+            report.fail(label + ": '" + publish.getName() + "' has no Record Reader and nothing converts the JSON before it:"
+                    + " the JSON itself would be the message, which no framing reads");
+            return;
+        }
+        final VersionedProcessor writing = recordPath ? publish : hop.convert();
+        final String writerId = flow.resolve(writing.getProperties().get("Record Writer"));
+        final VersionedControllerService writerV = writerId == null ? null : flow.services.get(writerId);
         if (writerV == null) {
-            report.fail(label + ": the publisher's Record Writer names no service of the flow: " + writerId);
+            report.fail(label + ": the Record Writer of '" + writing.getName() + "' names no service of the flow: " + writerId);
             return;
         }
         final List<String> pre = new ArrayList<>();
@@ -300,51 +402,27 @@ final class TemplateCheck {
             return;
         }
 
-        // the publisher's reader and writer, as the flow configures them
-        final TestRunner r = TestRunners.newTestRunner(NoOpProcessor.class);
-        final Services svc = new Services(flow, r, schemas);
-        final List<String> problems = new ArrayList<>();
-        final ControllerService readerService = svc.add(flow.resolve(publish.getProperties().get("Record Reader")), problems);
-        final ControllerService writerService = svc.add(writerId, problems);
-        if (!problems.isEmpty() || !(readerService instanceof RecordReaderFactory reader)
-                || !(writerService instanceof RecordSetWriterFactory writer)) {
-            report.fail(label + ": the publisher's reader/writer: " + String.join("; ", problems));
+        final Message message = recordPath ? viaRecordWriter(label, publish, writerId, json, attrs)
+                : viaContent(label, hop, json, attrs);
+        if (message == null) {
             return;
         }
-        final String keyField = flow.resolve(publish.getProperties().get("Message Key Field"));
-        final List<byte[]> messages = new ArrayList<>();
-        final List<Object> keys = new ArrayList<>();
-        final byte[] jsonBytes = json.getBytes(StandardCharsets.UTF_8);
-        try (RecordReader rr = reader.createRecordReader(attrs, new ByteArrayInputStream(jsonBytes),
-                jsonBytes.length, r.getLogger())) {
-            final RecordSet rs = rr.createRecordSet();
-            final RecordSchema ws = writer.getSchema(attrs, rs.getSchema());
-            final ByteArrayOutputStream os = new ByteArrayOutputStream();
-            try (RecordSetWriter w = writer.createWriter(r.getLogger(), ws, os, attrs)) {
-                Record rec;
-                while ((rec = rs.next()) != null) {
-                    keys.add(keyField == null ? null : rec.getValue(keyField));
-                    os.reset();
-                    w.write(rec);
-                    w.flush();
-                    messages.add(os.toByteArray());
-                }
-            }
-        }
-        if (messages.size() != 1) {
-            report.fail(label + ": " + messages.size() + " records from one FlowFile, expected 1");
-            return;
-        }
-        final byte[] value = messages.get(0);
+        final byte[] value = message.value();
         final List<String> diffs = new ArrayList<>();
-        final Object key = keys.get(0);
+        final Object key = message.key();
         if (!(key instanceof String) || !key.equals(tree.path("runId").asText(null))) {
-            diffs.add("Kafka key (Message Key Field '" + keyField + "') is " + key + ", expected the runId");
+            diffs.add("Kafka key (" + message.keyFrom() + ") is " + key + ", expected the runId");
         }
         final String strategy = flow.resolve(writerV.getProperties().get("Schema Write Strategy"));
         final String framing;
         final GenericRecord decoded;
         Integer schemaId = null;
+        if (!AVRO_WRITER.equals(writerV.getType())) {
+            report.fail(label + ": the Record Writer of '" + writing.getName() + "' is '" + writerV.getName() + "' ("
+                    + Flow.simple(writerV.getType()) + "), not an AvroRecordSetWriter; it wrote "
+                    + new String(value, 0, Math.min(80, value.length), StandardCharsets.UTF_8));
+            return;
+        }
         switch (strategy == null ? "avro-embedded" : strategy) {
             case "schema-reference-writer" -> {
                 framing = "confluent";
@@ -365,13 +443,24 @@ final class TemplateCheck {
                 decoded = bare(value, 0, schema, diffs);
             }
             case "avro-embedded" -> {
-                // PublishKafka 2.6.0 clears its buffer before each record (RecordValueFactory), after
-                // WriteAvroResultWithSchema wrote the container header into it: a message is then a
-                // headerless block. Either is read by the services' framing "block".
-                if (value.length >= 4 && value[0] == 'O' && value[1] == 'b' && value[2] == 'j' && value[3] == 1) {
+                if (isContainer(value)) {
+                    // ConvertRecord's content: the header (with the writer's schema) and one block
                     framing = "container";
                     decoded = container(value, schema, diffs);
+                    if (!containerNoted && !recordPath) {
+                        containerNoted = true;
+                        report.note("ConvertRecord (\"Embed Avro Schema\") then PublishKafka without a Record Reader:"
+                                + " each message is the FlowFile's content, one Avro container file (header with the schema,"
+                                + " one block), sent whole (FlowFileStreamKafkaRecordConverter); the services read these"
+                                + " topics with framing = container");
+                    }
+                } else if (!recordPath) {
+                    report.fail(label + ": the content '" + hop.convert().getName() + "' wrote is not an Avro container file: "
+                            + HexFormat.of().formatHex(value, 0, Math.min(8, value.length)));
+                    return;
                 } else {
+                    // PublishKafka 2.6.0 clears its buffer before each record (RecordValueFactory), after
+                    // WriteAvroResultWithSchema wrote the container header into it: a headerless block
                     framing = "block";
                     decoded = block(value, schema, diffs);
                     if (!blockNoted) {
@@ -403,8 +492,195 @@ final class TemplateCheck {
         }
         final String file = dump(logical, framing, value, json, label, topic, schemaName, schemaId, key);
         report.check(diffs.isEmpty(), label + ": topic " + topic + ", schema " + schemaName + ", " + framing
-                + (schemaId != null ? " id " + schemaId : "") + ", " + value.length + " bytes" + (file == null ? "" : ", " + file),
-                String.join("; ", diffs) + "; JSON " + json);
+                + (schemaId != null ? " id " + schemaId : "") + ", " + value.length + " bytes, key from " + message.keyFrom()
+                + (file == null ? "" : ", " + file), String.join("; ", diffs) + "; JSON " + json);
+        if ("manifests".equals(logical)) {
+            partitions(label, publish, message.contentAfter(), message.attrsAfter(), tree);
+        }
+    }
+
+    static boolean isContainer(final byte[] value) {
+        return value.length >= 4 && value[0] == 'O' && value[1] == 'b' && value[2] == 'j' && value[3] == 1;
+    }
+
+    /**
+     * PublishKafka's record path (RecordStreamKafkaRecordConverter, RecordValueFactory at
+     * rel/nifi-2.6.0): the Record Reader over the FlowFile, one writer per FlowFile, and for each
+     * record: reset the buffer, write, flush, the buffer is the message; the key from "Message Key
+     * Field". The FlowFile leaves PublishKafka as it came.
+     */
+    private Message viaRecordWriter(final String label, final VersionedProcessor publish, final String writerId, final String json,
+                                    final Map<String, String> attrs) throws Exception {
+        final TestRunner r = TestRunners.newTestRunner(NoOpProcessor.class);
+        final Services svc = new Services(flow, r, schemas);
+        final List<String> problems = new ArrayList<>();
+        final ControllerService readerService = svc.add(flow.resolve(publish.getProperties().get("Record Reader")), problems);
+        final ControllerService writerService = svc.add(writerId, problems);
+        if (!problems.isEmpty() || !(readerService instanceof RecordReaderFactory reader)
+                || !(writerService instanceof RecordSetWriterFactory writer)) {
+            report.fail(label + ": the publisher's reader/writer: " + String.join("; ", problems));
+            return null;
+        }
+        final String keyField = flow.resolve(publish.getProperties().get("Message Key Field"));
+        final List<byte[]> messages = new ArrayList<>();
+        final List<Object> keys = new ArrayList<>();
+        final byte[] jsonBytes = json.getBytes(StandardCharsets.UTF_8);
+        try (RecordReader rr = reader.createRecordReader(attrs, new ByteArrayInputStream(jsonBytes),
+                jsonBytes.length, r.getLogger())) {
+            final RecordSet rs = rr.createRecordSet();
+            final RecordSchema ws = writer.getSchema(attrs, rs.getSchema());
+            final ByteArrayOutputStream os = new ByteArrayOutputStream();
+            try (RecordSetWriter w = writer.createWriter(r.getLogger(), ws, os, attrs)) {
+                Record rec;
+                while ((rec = rs.next()) != null) {
+                    keys.add(keyField == null ? null : rec.getValue(keyField));
+                    os.reset();
+                    w.write(rec);
+                    w.flush();
+                    messages.add(os.toByteArray());
+                }
+            }
+        }
+        if (messages.size() != 1) {
+            report.fail(label + ": " + messages.size() + " records from one FlowFile, expected 1");
+            return null;
+        }
+        return new Message(messages.get(0), keys.get(0), "Message Key Field '" + keyField + "'", jsonBytes, attrs);
+    }
+
+    /**
+     * The ConvertRecord before the PublishKafka, run in a TestRunner with the flow's reader and
+     * writer; then PublishKafka without a Record Reader and without a Message Demarcator
+     * (FlowFileStreamKafkaRecordConverter at rel/nifi-2.6.0): the FlowFile's content whole is the
+     * message, the key is "Kafka Key" evaluated against the FlowFile (AttributeKeyFactory; the
+     * attribute kafka.key when the property is not set).
+     */
+    private Message viaContent(final String label, final Hop hop, final String json, final Map<String, String> attrs)
+            throws Exception {
+        final VersionedProcessor publish = hop.publish();
+        if (publish.getProperties().get("Message Demarcator") != null) {
+            report.fail(label + ": '" + publish.getName() + "' has a Message Demarcator: the content would be split at it,"
+                    + " not a path this check follows");
+            return null;
+        }
+        final MockFlowFile converted = runProcessor(hop.convert(), json.getBytes(StandardCharsets.UTF_8), attrs);
+        final byte[] value = converted.toByteArray();
+        final String rawKey = publish.getProperties().get("Kafka Key");
+        final String key;
+        final String keyFrom;
+        if (rawKey == null) {
+            key = converted.getAttribute("kafka.key");
+            keyFrom = "attribute kafka.key";
+        } else {
+            key = new MockPropertyValue(flow.resolve(rawKey)).evaluateAttributeExpressions(converted).getValue();
+            keyFrom = "Kafka Key '" + rawKey + "'";
+        }
+        return new Message(value, key, keyFrom, value, converted.getAttributes());
+    }
+
+    /**
+     * The Manifest's FlowFile after PublishKafka: through the processors that leave the content
+     * alone (Wait, RouteOnAttribute, ...) to the first that reads it; a ConvertRecord there (the
+     * embedded flow: the content is Avro) is run, then the SplitJson, both in TestRunners as the
+     * flow configures them. Its splits must be the manifest's partitions, one each, in order: what
+     * PG-20 is handed.
+     */
+    private void partitions(final String label, final VersionedProcessor publish, final byte[] content,
+                            final Map<String, String> attrs, final JsonNode manifest) {
+        final String what = label + ": the partitions after '" + publish.getName() + "'";
+        try {
+            final List<VersionedProcessor> readers = contentReadersAfter(publish);
+            if (readers.size() != 1) {
+                report.fail(what + ": needs exactly one processor reading the content after it, the flow has "
+                        + readers.stream().map(VersionedProcessor::getName).toList());
+                return;
+            }
+            final List<String> chain = new ArrayList<>();
+            VersionedProcessor next = readers.get(0);
+            byte[] in = content;
+            Map<String, String> at = attrs;
+            if (CONVERT_RECORD.equals(next.getType())) {
+                final MockFlowFile json = runProcessor(next, in, at);
+                chain.add("'" + next.getName() + "' (ConvertRecord) " + json.getContent().length() + " chars of JSON");
+                in = json.toByteArray();
+                at = json.getAttributes();
+                final VersionedProcessor convert = next;
+                next = single(flow.downstream(next.getIdentifier(), "success"), SPLIT_JSON, what,
+                        "a SplitJson on the success of '" + convert.getName() + "'");
+                if (next == null) {
+                    return;
+                }
+            }
+            if (!SPLIT_JSON.equals(next.getType())) {
+                report.fail(what + ": '" + next.getName() + "' (" + Flow.simple(next.getType()) + ") reads the content,"
+                        + " expected a SplitJson (or a ConvertRecord, then one)");
+                return;
+            }
+            final String jsonPath = flow.resolve(next.getProperties().get("JsonPath Expression"));
+            final TestRunner r = runFlowProcessor(next, in, at);
+            final List<MockFlowFile> splits = r.getFlowFilesForRelationship("split");
+            chain.add("'" + next.getName() + "' (SplitJson " + jsonPath + ") " + splits.size() + " split(s)");
+            final JsonNode want = manifest.path("partitions");
+            final List<String> diffs = new ArrayList<>();
+            if (!r.getFlowFilesForRelationship("failure").isEmpty()) {
+                diffs.add("SplitJson sent the FlowFile to failure (" + r.getLogger().getErrorMessages()
+                        + r.getLogger().getWarnMessages() + ")");
+            }
+            if (splits.size() != want.size()) {
+                diffs.add(splits.size() + " split(s), the manifest has " + want.size() + " partitions");
+            }
+            for (int i = 0; i < Math.min(splits.size(), want.size()); i++) {
+                final JsonNode got = JSON.readTree(splits.get(i).getContent());
+                for (final Map.Entry<String, JsonNode> f : want.get(i).properties()) {
+                    if (!sameValue(f.getValue(), got.get(f.getKey()))) {
+                        diffs.add("split " + i + " ." + f.getKey() + ": " + got.get(f.getKey()) + ", the manifest's " + f.getValue());
+                    }
+                }
+            }
+            report.check(diffs.isEmpty(), what + ": " + String.join(" -> ", chain) + ", each the manifest's partition",
+                    String.join("; ", diffs));
+        } catch (final Throwable t) {
+            report.fail(what + ": " + describe(t));
+        }
+    }
+
+    /** JSON values equal, numbers by value (an int and a long of the same value are one). */
+    private static boolean sameValue(final JsonNode a, final JsonNode b) {
+        if (a == null || b == null) {
+            return a == b;
+        }
+        if (a.isNumber() && b.isNumber()) {
+            return a.decimalValue().compareTo(b.decimalValue()) == 0;
+        }
+        return a.equals(b);
+    }
+
+    /**
+     * The processors that first read the content of what p sends to success, past the ones that
+     * leave it alone (CONTENT_UNTOUCHED), following every relationship but failure and expired.
+     */
+    private List<VersionedProcessor> contentReadersAfter(final VersionedProcessor p) {
+        final List<VersionedProcessor> out = new ArrayList<>();
+        final Set<String> seen = new TreeSet<>();
+        final List<VersionedProcessor> todo = new ArrayList<>(flow.downstream(p.getIdentifier(), "success"));
+        while (!todo.isEmpty()) {
+            final VersionedProcessor n = todo.remove(0);
+            if (!seen.add(n.getIdentifier())) {
+                continue;
+            }
+            if (!CONTENT_UNTOUCHED.contains(n.getType())) {
+                out.add(n);
+                continue;
+            }
+            for (final VersionedConnection c : flow.outOf(n.getIdentifier())) {
+                final Set<String> rels = new TreeSet<>(c.getSelectedRelationships());
+                rels.removeAll(Set.of("failure", "expired"));
+                if (!rels.isEmpty() && flow.processors.containsKey(c.getDestination().getId())) {
+                    todo.add(flow.processors.get(c.getDestination().getId()));
+                }
+            }
+        }
+        return out;
     }
 
     private static GenericRecord bare(final byte[] value, final int offset, final Schema schema, final List<String> diffs) {

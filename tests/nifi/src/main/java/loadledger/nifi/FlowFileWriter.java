@@ -28,23 +28,39 @@ import org.apache.nifi.serialization.RecordSetWriter;
 import org.apache.nifi.serialization.record.RecordSchema;
 
 /**
- * The Kafka message values of one FlowFile's records, as NiFi 2.6.0's AvroRecordSetWriter writes
- * them when PublishKafka sends one message per record: one writer per FlowFile writing into one
- * buffer, the buffer taken and cleared after each record.
+ * The Kafka message values of one FlowFile's records, as NiFi 2.6.0 makes them with its
+ * AvroRecordSetWriter writers.
+ *
+ * <p>EMBEDDED, NONE and REFERENCE are PublishKafka's record path ("Use Content as Record Value"
+ * with a Record Reader and this Record Writer): RecordStreamKafkaRecordConverter creates one writer
+ * per FlowFile over one buffer, and for each record RecordValueFactory.getValue (nifi-kafka-processors,
+ * org.apache.nifi.kafka.processors.producer.value, tag rel/nifi-2.6.0) does {@code os.reset();
+ * writer.write(record); writer.flush(); return os.toByteArray();}: the buffer is cleared BEFORE each
+ * record, so whatever the writer wrote when it was created is never sent.
  *
  * <ul>
- *   <li>EMBEDDED ("Embed Avro Schema", WriteAvroResultWithSchema, null codec): the first message
- *       is an object container file (header with the schema, one block); every following record
- *       of the FlowFile is a container block without the header (count, size, datum, sync).
+ *   <li>EMBEDDED ("Embed Avro Schema", WriteAvroResultWithSchema, null codec): the writer writes the
+ *       container header into the buffer when created, and the reset before the first record
+ *       discards it: every message, the first one too, is a container block without the header
+ *       (count 1, size, datum, 16-byte sync marker) and carries no schema (framing block).
  *   <li>NONE ("Do Not Write Schema", WriteAvroResultWithExternalSchema with NiFi's
  *       NopSchemaAccessWriter): the bare binary datum.
  *   <li>REFERENCE ("Schema Reference Writer", NiFi's SchemaReferenceWriterSchemaAccessWriter over
- *       a Confluent-encoded reference writer): 0x00, the 4-byte big-endian schema id, the datum.
+ *       a Confluent-encoded reference writer): 0x00, the 4-byte big-endian schema id, the datum
+ *       (WriteAvroResultWithExternalSchema.writeRecord writes the header with every record outside
+ *       a record set).
  * </ul>
+ *
+ * <p>EMBEDDED_FILE is what nifi/loadledger-flow-embedded.json does instead: a ConvertRecord with the
+ * "Embed Avro Schema" writer makes the FlowFile one Avro container file (AbstractRecordProcessor:
+ * createWriter, beginRecordSet, write each record, finishRecordSet, close), and PublishKafka without
+ * a Record Reader sends the content whole as one message (FlowFileStreamKafkaRecordConverter). The
+ * shipped flow makes one FlowFile per event, so each record is its own FlowFile here: one container
+ * file (header with the schema, one block of one record) per message (framing container).
  */
 final class FlowFileWriter {
-    /** AvroRecordSetWriter's schema write strategies. */
-    enum Strategy { EMBEDDED, NONE, REFERENCE }
+    /** AvroRecordSetWriter's schema write strategies through PublishKafka's record path, and EMBEDDED_FILE. */
+    enum Strategy { EMBEDDED, NONE, REFERENCE, EMBEDDED_FILE }
 
     /** A NiFi ComponentLog that drops everything (the writers log at debug level only). */
     private static final ComponentLog QUIET = (ComponentLog) Proxy.newProxyInstance(
@@ -58,17 +74,38 @@ final class FlowFileWriter {
     static List<byte[]> write(Strategy strategy, Schema avro, int schemaId, List<Map<String, Object>> records)
             throws IOException {
         RecordSchema nifi = AvroTypeUtil.createSchema(avro);
-        ByteArrayOutputStream buf = new ByteArrayOutputStream();
         List<byte[]> out = new ArrayList<>();
+        if (strategy == Strategy.EMBEDDED_FILE) {
+            for (Map<String, Object> r : records) {
+                out.add(containerFile(avro, nifi, r));
+            }
+            return out;
+        }
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
         try (RecordSetWriter w = writer(strategy, avro, nifi, schemaId, buf)) {
             for (Map<String, Object> r : records) {
+                // RecordValueFactory.getValue: reset, write, flush, take the buffer
+                buf.reset();
                 w.write(Records.of(nifi, r));
                 w.flush();
                 out.add(buf.toByteArray());
-                buf.reset();
             }
         }
         return out;
+    }
+
+    /**
+     * A FlowFile of one record through ConvertRecord with the "Embed Avro Schema" writer
+     * (AbstractRecordProcessor.onTrigger at rel/nifi-2.6.0): its whole content, one container file.
+     */
+    private static byte[] containerFile(Schema avro, RecordSchema nifi, Map<String, Object> record) throws IOException {
+        ByteArrayOutputStream content = new ByteArrayOutputStream();
+        try (RecordSetWriter w = new WriteAvroResultWithSchema(avro, content, CodecFactory.nullCodec())) {
+            w.beginRecordSet();
+            w.write(Records.of(nifi, record));
+            w.finishRecordSet();
+        }
+        return content.toByteArray();
     }
 
     private static RecordSetWriter writer(Strategy s, Schema avro, RecordSchema nifi, int schemaId, OutputStream buf)

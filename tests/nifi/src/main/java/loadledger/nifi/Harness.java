@@ -26,12 +26,15 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
 /**
  * NiFi's side of the reference scenario written with NiFi's own record code: every event goes
  * through NiFi 2.6.0's AvroRecordSetWriter writers (FlowFileWriter) in the schema write strategy
- * configured for its topic, is published in a Kafka transaction per FlowFile with the run id as
- * key, and every reply and command is read read_committed and decoded with Avro Java (Replies).
+ * configured for its topic (embedded, none, reference: PublishKafka's record path, one message per
+ * record; embedded-file: ConvertRecord then PublishKafka sending the content, one FlowFile and one
+ * container file per record, as the shipped embedded flow), is published in a Kafka transaction
+ * per FlowFile with the run id as key, and every reply and command is read read_committed and
+ * decoded with Avro Java (Replies).
  * Each reply is matched to its request by sourceTopic/sourcePartition/sourceOffset and checked.
  *
  * <p>Usage: Harness --bootstrap HOST:PORT --prefix PREFIX --schemas DIR --business-key KEY
- * [--strategy LOGICAL=embedded|none|reference:ID]... [--reply LOGICAL=bare|container|confluent:ID]...
+ * [--strategy LOGICAL=embedded|embedded-file|none|reference:ID]... [--reply LOGICAL=bare|container|confluent:ID]...
  * [--timeout-ms N] [--dump DIR]. Prints one line per step and "RESULT nifi-java reference: OK
  * run=RUN_ID"; exits 1 with the reason on the first unexpected reply, 2 on bad arguments. --dump
  * writes every produced value to DIR/NN-LOGICAL.bin (the bytes a test keeps as a fixture).
@@ -153,15 +156,27 @@ public final class Harness {
         }
     }
 
-    /** Publishes one FlowFile's records in one transaction; returns where each landed. */
+    /**
+     * Publishes one FlowFile's records in one transaction; returns where each landed. With
+     * embedded-file each record is a FlowFile of its own (the shipped embedded flow makes one per
+     * event), published in a transaction of its own.
+     */
     private List<Sent> publish(String logical, String runId, List<Map<String, Object>> records) throws Exception {
         String[] s = strategy.getOrDefault(logical, "none").split(":", 2);
         FlowFileWriter.Strategy st = switch (s[0]) {
         case "embedded" -> FlowFileWriter.Strategy.EMBEDDED;
+        case "embedded-file" -> FlowFileWriter.Strategy.EMBEDDED_FILE;
         case "none" -> FlowFileWriter.Strategy.NONE;
         case "reference" -> FlowFileWriter.Strategy.REFERENCE;
         default -> throw new IllegalArgumentException("strategy " + s[0]);
         };
+        if (st == FlowFileWriter.Strategy.EMBEDDED_FILE && records.size() > 1) {
+            List<Sent> out = new ArrayList<>();
+            for (Map<String, Object> r : records) {
+                out.addAll(publish(logical, runId, List.of(r)));
+            }
+            return out;
+        }
         int id = s.length > 1 ? Integer.parseInt(s[1]) : 0;
         List<byte[]> values = FlowFileWriter.write(st, schemas.get(logical), id, records);
         producer.beginTransaction();
