@@ -70,3 +70,20 @@ def rows(cur, sql, *args):
     """Every row of a query, as tuples."""
     cur.execute(sql, args)
     return cur.fetchall()
+
+
+def built_nifi_project(name, project=None):
+    """A NiFi-side Maven project (tests/nifi, tests/nifi-flow) built under the build tree's
+    tests/<name>: (jdk, class path, output folder). Skips without a JDK of llsim.nifijava.MIN_JAVA
+    or later (NiFi 2.x's classes need it), fails then when CI is set."""
+    from llsim import nifijava
+    jdk = nifijava.find_jdk()
+    if jdk is None:
+        msg = "no JDK %d or later (NiFi 2.6.0's classes need it): set LL_NIFI_JAVA_HOME" % nifijava.MIN_JAVA
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    build_dir = os.environ.get("LL_BUILD_DIR", os.path.join(nifijava.REPO, "build"))
+    out = os.path.join(os.path.abspath(build_dir), "tests", name)
+    kw = {"project": project} if project else {}
+    return jdk, nifijava.build(jdk, out, os.path.join(out, "mvn.log"), **kw), out

@@ -29,6 +29,7 @@ import re
 
 import pytest
 
+from conftest import built_nifi_project
 from llsim import nifijava
 from llsim.scenario import Run
 
@@ -39,16 +40,9 @@ MAIN = "loadledger.nififlow.FlowCheck"
 
 @pytest.fixture(scope="module")
 def flowcheck():
-    """The built FlowCheck: (jdk, class path). Skipped without a JDK 21+ (failed when CI is set)."""
-    jdk = nifijava.find_jdk()
-    if jdk is None:
-        msg = "no JDK %d or later (NiFi 2.6.0's classes need it): set LL_NIFI_JAVA_HOME" % nifijava.MIN_JAVA
-        if os.environ.get("CI"):
-            pytest.fail(msg)
-        pytest.skip(msg)
-    build_dir = os.environ.get("LL_BUILD_DIR", os.path.join(REPO, "build"))
-    out = os.path.join(os.path.abspath(build_dir), "tests", "nifi-flow")
-    return jdk, nifijava.build(jdk, out, os.path.join(out, "mvn.log"), project=nifijava.FLOWCHECK_DIR), out
+    """The built FlowCheck: (jdk, class path, output folder). Skipped without a JDK 21+ (failed when CI
+    is set)."""
+    return built_nifi_project("nifi-flow", nifijava.FLOWCHECK_DIR)
 
 
 def run_check(flowcheck, *args):

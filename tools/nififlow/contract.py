@@ -6,9 +6,10 @@ import re
 
 from model import SCHEMA_DIR
 
-def schema_topics():
-    """Maps each topic (logical name) to its record schema, from the schemas' own doc ("Topic x ...")."""
-    out = {}
+def _schemas():
+    """Maps each topic (logical name) to its record schema from the schemas' own doc ("Topic x ..."),
+    and each request topic to the topic of its reply ("... answer to one <Request>", K§4)."""
+    topic_schema, answers = {}, {}
     for name in sorted(os.listdir(SCHEMA_DIR)):
         if not name.endswith(".avsc"):
             continue
@@ -17,26 +18,16 @@ def schema_topics():
         m = re.match(r"Topic ([a-z-]+) ", s.get("doc", ""))
         if not m:
             raise SystemExit("flowgen: %s has no 'Topic <name>' doc" % name)
-        out[m.group(1)] = s["name"]
-    return out
+        topic_schema[m.group(1)] = s["name"]
+        m2 = re.search(r"answer to one (\w+)", s.get("doc", ""))
+        if m2:
+            answers[m.group(1)] = m2.group(1)
+    topic_of = {v: k for k, v in topic_schema.items()}
+    reply_of = {topic_of[req]: reply for reply, req in sorted(answers.items(), key=lambda kv: topic_of[kv[1]])}
+    return topic_schema, reply_of
 
 
-TOPIC_SCHEMA = schema_topics()
-# each request topic the flow publishes, and the topic of its reply (docs/contract.md K§4)
-REPLY_OF = {
-    "run-requests": "run-decisions",
-    "manifests": "manifest-decisions",
-    "partition-claims": "claim-decisions",
-    "chunks": "chunk-outcomes",
-    "partition-failures": "partition-failure-outcomes",
-    "validation-starts": "validation-start-decisions",
-    "validation-metrics": "validation-metrics-outcomes",
-    "stage-validations": "stage-validation-outcomes",
-    "publish-claims": "publish-claim-decisions",
-    "publish-results": "publish-result-outcomes",
-    "run-successes": "run-success-outcomes",
-    "run-failures": "run-failure-outcomes",
-}
+TOPIC_SCHEMA, REPLY_OF = _schemas()
 REPLY_TOPICS = [REPLY_OF[t] for t in REPLY_OF]
 COMMAND_TOPICS = ["validate-run-commands", "reissue-partition-commands"]
 COMMAND_HEADERS = ["jobKey", "runId", "dispatchId", "dispatchType"]

@@ -18,23 +18,10 @@ class Builder(BuilderBase):
                 "signal is <topic>|runId|partitionId|claimToken|chunkIndex|publishToken|dispatchId|stage of the "
                 "reply: the Wait of the request that asked computes the same from its own attributes."
                 % len(REPLY_TOPICS))
-        consume = g.processor("Consume replies", CONSUME, {
-            "Kafka Connection Service": self.kafka, "Group ID": self.P["prefix"] + "nifi.replies",
-            "Topic Format": "names", "Topics": ",".join(self.topic(t) for t in REPLY_TOPICS),
-            "auto.offset.reset": "earliest", "Commit Offsets": "true", "Processing Strategy": "RECORD",
-            "Record Reader": self.avro_reader, "Record Writer": self.json_writer, "Output Strategy": "USE_VALUE"},
-            comments="Auto Offset Reset earliest, Commit Offsets true, read_committed (the connection service).")
-        split = g.processor("One reply per FlowFile", SPLIT, {"JsonPath Expression": "$.*"}, auto=["original"])
-        g.connect(consume, split, ["success"])
-        g.connect(consume, self.alerts(g), ["parse failure"])
         paths = {"ll.reply." + f: "$." + f for f in reply_fields()}
-        ev = g.processor("Reply fields to attributes", EVAL, dict({
-            "Destination": "flowfile-attribute", "Return Type": "auto-detect", "Path Not Found Behavior": "ignore",
-            "Null Value Representation": "empty string"}, **paths),
-            comments="Every scalar field of every reply schema (a field a reply lacks is an empty attribute); "
-                     "maps as JSON text.")
-        g.connect(split, ev, ["split"])
-        g.connect(split, self.alerts(g), ["failure"])
+        ev = self.consumer(g, "replies", REPLY_TOPICS, "reply", "Reply fields to attributes", paths,
+                           comments="Every scalar field of every reply schema (a field a reply lacks is an empty "
+                                    "attribute); maps and arrays of strings as JSON text.")
         routes = {"waited": "${kafka.topic:in(%s)}" % ",".join("'%s'" % self.topic(t) for t in WAITED)}
         for t in DIRECT:
             routes[t] = "${kafka.topic:equals('%s')}" % self.topic(t)
@@ -53,30 +40,38 @@ class Builder(BuilderBase):
         g.connect(rt, self.alerts(g), ["unmatched"])
         return g
 
+    def consumer(self, g, what, topics, one, eval_name, paths, headers=None, comments=""):
+        """ConsumeKafka (group <prefix>nifi.<what>, earliest, committing, records through the reply
+        reader and the JSON writer) -> SplitJson (one record per FlowFile) -> EvaluateJsonPath (paths
+        into attributes). Returns the EvaluateJsonPath; its matched relationship is the caller's."""
+        props = {"Kafka Connection Service": self.kafka, "Group ID": self.P["prefix"] + "nifi." + what,
+                 "Topic Format": "names", "Topics": ",".join(self.topic(t) for t in topics),
+                 "auto.offset.reset": "earliest", "Commit Offsets": "true", "Processing Strategy": "RECORD",
+                 "Record Reader": self.avro_reader, "Record Writer": self.json_writer, "Output Strategy": "USE_VALUE"}
+        doc = "Auto Offset Reset earliest, Commit Offsets true, read_committed (the connection service)."
+        if headers:
+            props["Header Name Pattern"] = "|".join(headers)
+            doc += " The headers %s become attributes (schemas/README.md, 'Commands')." % ", ".join(headers)
+        consume = g.processor("Consume " + what, CONSUME, props, comments=doc)
+        split = g.processor("One %s per FlowFile" % one, SPLIT, {"JsonPath Expression": "$.*"}, auto=["original"])
+        g.connect(consume, split, ["success"])
+        g.connect(consume, self.alerts(g), ["parse failure"])
+        ev = g.processor(eval_name, EVAL, dict({
+            "Destination": "flowfile-attribute", "Return Type": "auto-detect", "Path Not Found Behavior": "ignore",
+            "Null Value Representation": "empty string"}, **paths), comments=comments)
+        g.connect(split, ev, ["split"])
+        g.connect(split, self.alerts(g), ["failure"])
+        return ev
+
     def pg05_commands(self):
         g = self.root.child("PG-05 Commands", pos=(0, 500), comments=(
             "The dispatcher's validate-run and reissue-partition commands."))
         g.label("PG-05: a command can arrive twice with the same dispatchId (README): DetectDuplicate drops the "
                 "copies seen within #{dispatch.dedup.age}; the completion service's CAS is the guarantee that only "
                 "one ValidationStart wins (validation-start-decisions, PG-40).")
-        consume = g.processor("Consume commands", CONSUME, {
-            "Kafka Connection Service": self.kafka, "Group ID": self.P["prefix"] + "nifi.commands",
-            "Topic Format": "names", "Topics": ",".join(self.topic(t) for t in COMMAND_TOPICS),
-            "auto.offset.reset": "earliest", "Commit Offsets": "true",
-            "Header Name Pattern": "|".join(COMMAND_HEADERS), "Processing Strategy": "RECORD",
-            "Record Reader": self.avro_reader, "Record Writer": self.json_writer, "Output Strategy": "USE_VALUE"},
-            comments="The headers jobKey, runId, dispatchId, dispatchType become attributes (schemas/README.md, "
-                     "'Commands').")
-        split = g.processor("One command per FlowFile", SPLIT, {"JsonPath Expression": "$.*"}, auto=["original"])
-        g.connect(consume, split, ["success"])
-        g.connect(consume, self.alerts(g), ["parse failure"])
-        ev = g.processor("Command fields to attributes", EVAL, {
-            "Destination": "flowfile-attribute", "Return Type": "auto-detect", "Path Not Found Behavior": "ignore",
-            "Null Value Representation": "empty string", "ll.cmd.dispatchId": "$.dispatchId",
-            "ll.cmd.dispatchType": "$.dispatchType", "ll.cmd.runId": "$.runId", "ll.cmd.jobKey": "$.jobKey",
-            "ll.cmd.partitionId": "$.partitionId", "ll.cmd.attempt": "$.attempt"})
-        g.connect(split, ev, ["split"])
-        g.connect(split, self.alerts(g), ["failure"])
+        ev = self.consumer(g, "commands", COMMAND_TOPICS, "command", "Command fields to attributes", {
+            "ll.cmd." + f: "$." + f for f in ("dispatchId", "dispatchType", "runId", "jobKey", "partitionId", "attempt")},
+            headers=COMMAND_HEADERS)
         rt = self.route(g, "Route by dispatch type", {
             "validate": "${ll.cmd.dispatchType:equals('VALIDATE_RUN')}",
             "reissue": "${ll.cmd.dispatchType:equals('REISSUE_PARTITION')}"})

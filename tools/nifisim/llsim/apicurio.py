@@ -25,6 +25,7 @@ import urllib.error
 import urllib.request
 
 from .avroframe import REPO
+from .nifijava import java_major
 
 SOURCE_DIR = os.path.join(REPO, "tests", "registry", "apicurio")
 JAR = "apicurio-registry-runner.jar"
@@ -37,28 +38,18 @@ class RegistryError(Exception):
     """The registry cannot be built or started (no suitable Java, Maven failed, no answer)."""
 
 
-def _java_major(home):
-    """The feature version of the JDK or JRE at home (its release file), or 0."""
-    try:
-        with open(os.path.join(home, "release")) as f:
-            m = re.search(r'^JAVA_VERSION="(\d+)', f.read(), re.M)
-    except OSError:
-        return 0
-    return int(m.group(1)) if m and os.access(os.path.join(home, "bin", "java"), os.X_OK) else 0
-
-
 def find_java():
     """The Java home the registry is built and run with: $LL_REGISTRY_JAVA_HOME, else $JAVA_HOME, else
     the newest under /usr/lib/jvm, else the one `java` on PATH belongs to; each only if its version is
     JAVA_MIN..JAVA_MAX. RegistryError when there is none."""
     homes = [os.environ.get("LL_REGISTRY_JAVA_HOME"), os.environ.get("JAVA_HOME")]
     homes += sorted((h for h in glob.glob("/usr/lib/jvm/*") if not os.path.islink(h)),
-                    key=_java_major, reverse=True)
+                    key=lambda h: java_major(h, "java"), reverse=True)
     java = shutil.which("java")
     if java:
         homes.append(os.path.dirname(os.path.dirname(os.path.realpath(java))))
     for home in homes:
-        if home and JAVA_MIN <= _java_major(home) <= JAVA_MAX:
+        if home and JAVA_MIN <= java_major(home, "java") <= JAVA_MAX:
             return home
     raise RegistryError("no Java %d..%d for Apicurio Registry 2.0.2 (Quarkus 1.12): install default-jdk-headless "
                         "(scripts/env.sh install) or set LL_REGISTRY_JAVA_HOME" % (JAVA_MIN, JAVA_MAX))

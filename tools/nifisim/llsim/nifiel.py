@@ -145,29 +145,18 @@ def _text(v):
 
 def _java_format(dt, pattern):
     """The SimpleDateFormat patterns the flow uses: yyyy MM dd HH mm ss SSS and 'quoted' text."""
-    out, i = [], 0
+    fields = {"yyyy": "%04d" % dt.year, "MM": "%02d" % dt.month, "dd": "%02d" % dt.day, "HH": "%02d" % dt.hour,
+              "mm": "%02d" % dt.minute, "ss": "%02d" % dt.second, "SSS": "%03d" % (dt.microsecond // 1000)}
+    out = []
     for tok in re.findall(r"'[^']*'|yyyy|MM|dd|HH|mm|ss|SSS|.", pattern):
         if tok.startswith("'"):
             out.append(tok[1:-1])
-        elif tok == "yyyy":
-            out.append("%04d" % dt.year)
-        elif tok == "MM":
-            out.append("%02d" % dt.month)
-        elif tok == "dd":
-            out.append("%02d" % dt.day)
-        elif tok == "HH":
-            out.append("%02d" % dt.hour)
-        elif tok == "mm":
-            out.append("%02d" % dt.minute)
-        elif tok == "ss":
-            out.append("%02d" % dt.second)
-        elif tok == "SSS":
-            out.append("%03d" % (dt.microsecond // 1000))
+        elif tok in fields:
+            out.append(fields[tok])
         elif tok.isalpha():
             raise ValueError("date pattern letter %r not supported" % tok)
         else:
             out.append(tok)
-        i += 1
     return "".join(out)
 
 

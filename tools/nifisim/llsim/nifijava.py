@@ -14,23 +14,24 @@ FLOWCHECK_DIR = os.path.join(REPO, "tests", "nifi-flow")
 MIN_JAVA = 21  # NiFi 2.x class files are version 65 (Java 21)
 
 
-def _java_major(home):
-    """The feature version of the JDK at home (from its release file), or 0."""
+def java_major(home, tool="javac"):
+    """The feature version of the Java at home (from its release file) when home/bin/<tool> is
+    there (javac: a JDK; java: a JRE will do), or 0."""
     try:
         with open(os.path.join(home, "release")) as f:
             m = re.search(r'^JAVA_VERSION="(\d+)', f.read(), re.M)
     except OSError:
         return 0
-    return int(m.group(1)) if m and os.access(os.path.join(home, "bin", "javac"), os.X_OK) else 0
+    return int(m.group(1)) if m and os.access(os.path.join(home, "bin", tool), os.X_OK) else 0
 
 
 def find_jdk():
     """A JDK of version 21 or later: $LL_NIFI_JAVA_HOME, $JAVA_HOME, else the newest under
     /usr/lib/jvm. None when there is none."""
     for home in (os.environ.get("LL_NIFI_JAVA_HOME"), os.environ.get("JAVA_HOME")):
-        if home and _java_major(home) >= MIN_JAVA:
+        if home and java_major(home) >= MIN_JAVA:
             return home
-    found = sorted(((_java_major(h), h) for h in glob.glob("/usr/lib/jvm/*") if not os.path.islink(h)), reverse=True)
+    found = sorted(((java_major(h), h) for h in glob.glob("/usr/lib/jvm/*") if not os.path.islink(h)), reverse=True)
     return found[0][1] if found and found[0][0] >= MIN_JAVA else None
 
 
