@@ -10,7 +10,7 @@ team to add; the SITE groups (Oracle, HDFS, Hive) are played by this test.
         own attributes equal those it computes from the real replies), no alert, nothing left
         waiting; a second run of the same job and business key started at the same time is
         refused (DUPLICATE_ACTIVE_RUN) and goes to the alerts, the first is not disturbed
-    both variants: three runs failing at three steps: an expired snapshot in one partition
+    the registry flow: three runs failing at three steps: an expired snapshot in one partition
         (FAILED_SNAPSHOT_EXPIRED by the ledger, no alert), a FAILing STAGING metric (PG-40 -> PG-90's
         run failure: FAILED_STAGE_VALIDATION, logged to the operators), a publish outcome unknown
         (PUBLISH_UNKNOWN: an alert for an operator)
@@ -223,7 +223,11 @@ def test_failures_through_the_flow(fstack):
     """Three runs, each failing at another step: an expired Oracle snapshot in one partition (the
     failure report; the ledger fails the run FAILED_SNAPSHOT_EXPIRED), a STAGING metric that FAILs
     (PG-40's gate sends a run failure through PG-90: FAILED_STAGE_VALIDATION), a publish whose
-    outcome is unknown (PUBLISH_UNKNOWN, for an operator: an alert)."""
+    outcome is unknown (PUBLISH_UNKNOWN, for an operator: an alert). The registry flow only: the
+    two flows differ only in how an event is written, which the reference scenario covers for both
+    (and the test budget is short)."""
+    if fstack.variant != "registry":
+        pytest.skip("the failure paths are the same graph in both flows: run on the registry flow")
     base = "2026-09-28.g" + uuid.uuid4().hex[:8]
     keys = {how: "%s.%s" % (base, how[:2]) for how in ("snapshot", "staging", "publish")}
     site = Site(base, {k: how for how, k in keys.items()})
