@@ -270,9 +270,17 @@ class FlowRunner:
             self.waiting.setdefault(sig, []).append((c, ff))
 
     # -- Kafka in ----------------------------------------------------------------------------------
-    def consume(self):
+    def consume(self, from_end=False):
         """Subscribes each ConsumeKafka of the flow to its topics (its group with a suffix of this run,
-        read_committed, its Auto Offset Reset): topics of the test's own prefix, read from the start."""
+        read_committed, its Auto Offset Reset): topics of the test's own prefix, read from the start;
+        from_end: from the end offsets at assignment instead (what a NiFi node that already read
+        an earlier test's messages on the same topics would go on from)."""
+
+        def at_end(cons, parts):
+            for p in parts:
+                p.offset = cons.get_watermark_offsets(p, timeout=10)[1]
+            cons.assign(parts)
+
         for cid, c in self.comp.items():
             if c.get("type", "").endswith("ConsumeKafka"):
                 pr = c["properties"]
@@ -282,7 +290,10 @@ class FlowRunner:
                                              "isolation.level": "read_committed",
                                              "auto.offset.reset": pr["auto.offset.reset"],
                                              "enable.auto.commit": False}))
-                cons.subscribe(topics)
+                if from_end:
+                    cons.subscribe(topics, on_assign=at_end)
+                else:
+                    cons.subscribe(topics)
                 deadline = time.time() + 30
                 while not cons.assignment() and time.time() < deadline:
                     cons.poll(0.2)
