@@ -68,6 +68,15 @@ def processors(flow, type_suffix):
     return sorted(out)
 
 
+def load_flow(name):
+    """nifi/<name> as (the document, its processors by name, its controller services by name)."""
+    with open(os.path.join(REPO, "nifi", name)) as fh:
+        flow = json.load(fh)
+    procs = {p["name"]: p for _, g in groups(flow["flowContents"]) for p in g.get("processors", [])}
+    services = {s["name"]: s for _, g in groups(flow["flowContents"]) for s in g.get("controllerServices", [])}
+    return flow, procs, services
+
+
 def lines(stdout, tag, flow_file):
     return [ln for ln in stdout.splitlines() if ln.startswith("%s [%s]" % (tag, flow_file))]
 
@@ -140,10 +149,7 @@ def test_shipped_flows_pass_with_nifis_classes(flowcheck, tmp_path):
 
 
 def test_a_broken_flow_fails_naming_what_is_broken(flowcheck, tmp_path):
-    with open(os.path.join(REPO, "nifi", "loadledger-flow.json")) as fh:
-        flow = json.load(fh)
-    procs = {p["name"]: p for _, g in groups(flow["flowContents"]) for p in g.get("processors", [])}
-    services = {s["name"]: s for _, g in groups(flow["flowContents"]) for s in g.get("controllerServices", [])}
+    flow, procs, services = load_flow("loadledger-flow.json")
     # a template field renamed: the Avro writer finds no claimToken (and would drop claimTokn)
     rt = procs["PartitionClaim as JSON"]["properties"]
     assert '"claimToken"' in rt["Replacement Value"]
@@ -167,10 +173,7 @@ def test_a_broken_flow_fails_naming_what_is_broken(flowcheck, tmp_path):
 
 
 def test_a_broken_embedded_flow_fails_naming_what_is_broken(flowcheck, tmp_path):
-    with open(os.path.join(REPO, "nifi", "loadledger-flow-embedded.json")) as fh:
-        flow = json.load(fh)
-    procs = {p["name"]: p for _, g in groups(flow["flowContents"]) for p in g.get("processors", [])}
-    services = {s["name"]: s for _, g in groups(flow["flowContents"]) for s in g.get("controllerServices", [])}
+    flow, procs, services = load_flow("loadledger-flow-embedded.json")
     # PG-10's SplitJson given the registry flow's path: the JSON after "Manifest as JSON again" is an
     # array, so PG-20 would get no partition
     split = procs["One FlowFile per partition"]["properties"]
