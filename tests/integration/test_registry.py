@@ -407,7 +407,9 @@ def test_apicurio_https_with_a_ca_file(tmp_path):
     names = ("registrar-registry-noca", "registrar-registry-ca")
     since = {i: log_size(s, i) for i in names}
     try:
-        s.start("registrar", instance=names[0], settings=conf)
+        # a certificate refused is, to the client, a registry that does not answer: retried for
+        # schema.registry.start_wait (short here), then the stop
+        s.start("registrar", instance=names[0], settings=dict(conf, **{"schema.registry.start_wait": "PT2S"}))
         assert s.wait_exit(names[0], timeout=60) != 0
         with open(s.log_path(names[0])) as f:
             f.seek(since[names[0]])
@@ -615,6 +617,46 @@ def test_standin_basic_auth_at_start(tmp_path):
         # the credentials are not logged
         with open(s.log_path("registrar-registry-auth")) as f:
             assert "s3cret" not in f.read()
+    finally:
+        bad = stop_checked(s)
+        reg.stop()
+    assert not bad, bad
+
+
+def test_standin_unavailable_at_start_is_waited_for_then_a_clear_stop(tmp_path):
+    """A registry answering 503 when a service starts (a registry restarting with the hosts): the
+    registration is retried with backoff for schema.registry.start_wait, logged registry_unavailable,
+    and the service starts once the registry answers; a registry still down after the wait stops the
+    service with exit 1 naming the subject, the key and the time waited (a database down at start is
+    waited for as well: docs/design.md §9)."""
+    s = Stack(prefix=START_PREFIX)
+    s.migrate()
+    ensure_topics(s.bootstrap, START_PREFIX)
+    reg = StandIn(str(tmp_path))
+    conf = {"topic.run-decisions.framing": "confluent", "schema.registry.url": reg.url,
+            "schema.registry.start_wait": "PT60S", "kafka.group.id": "loadledger.registrar.registry-startwait"}
+    subject = START_PREFIX + "run-decisions-value"
+    try:
+        assert reg.call("POST", "/_standin/fault", {"status": 503, "count": -1, "path": "/subjects/"})[0] == 200
+        since = log_size(s, "registrar-registry-startwait")
+        s.start("registrar", instance="registrar-registry-startwait", settings=conf)
+        wait_log(s, "registrar-registry-startwait", "registry_unavailable", since=since, timeout=30,
+                 pred=lambda r: subject in r.get("msg", ""))
+        assert reg.requests("/subjects/%s/versions" % subject) >= 1
+        assert subject not in reg.call("GET", "/subjects")[1]
+        reg.call("POST", "/_standin/fault", {})
+        wait_log(s, "registrar-registry-startwait", "registry_subject", since=since, timeout=30,
+                 pred=lambda r: "run-decisions-value" in r.get("msg", ""))
+        assert subject in reg.call("GET", "/subjects")[1]
+        assert s.procs["registrar-registry-startwait"][0].poll() is None  # running
+        # down for longer than the wait: a clear stop
+        conf = dict(conf, **{"schema.registry.url": "http://127.0.0.1:%d" % dead_port(),
+                             "schema.registry.start_wait": "PT2S"})
+        t0 = time.time()
+        code, log = start_failure(s, "registrar", "registrar-registry-gone", conf)
+        assert code == 1 and time.time() - t0 >= 2, (code, log[-2000:])
+        assert "schema.registry.start_wait" in log and subject in log and "2000 ms" in log, log[-2000:]
+        assert log.count('"registry_unavailable"') >= 2, log[-3000:]
     finally:
         bad = stop_checked(s)
         reg.stop()

@@ -139,6 +139,18 @@ static void test_backoff(void **state)
     assert_true(ll_registry_retry_due(10000, 0, 40, 500, 10000));
 }
 
+/* schema.registry.start_wait: the pause between start-up tries, cut to the wait; -1 once it is over */
+static void test_start_pause(void **state)
+{
+    (void)state;
+    assert_int_equal(ll_registry_start_pause_ms(0, 1, 60000, 500, 10000), 500);
+    assert_int_equal(ll_registry_start_pause_ms(700, 2, 60000, 500, 10000), 1000);
+    assert_int_equal(ll_registry_start_pause_ms(5000, 40, 60000, 500, 10000), 10000); /* capped */
+    assert_int_equal(ll_registry_start_pause_ms(59000, 40, 60000, 500, 10000), 1000); /* what is left */
+    assert_int_equal(ll_registry_start_pause_ms(60000, 3, 60000, 500, 10000), -1);
+    assert_int_equal(ll_registry_start_pause_ms(0, 1, 0, 500, 10000), -1); /* no wait: one try */
+}
+
 static void test_bad_url_refused_by_new(void **state)
 {
     (void)state;
@@ -299,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_parse_lookup),
         cmocka_unit_test(test_error_codes),
         cmocka_unit_test(test_auto_register_key),
+        cmocka_unit_test(test_start_pause),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

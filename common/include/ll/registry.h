@@ -135,6 +135,15 @@ size_t ll_registry_cache_bytes(const ll_registry_cache *c);
 int ll_registry_retry_due(int64_t now_ms, int64_t last_failure_ms, unsigned failures, int64_t backoff_min_ms,
                           int64_t backoff_max_ms);
 
+/*
+ * The pause (ms) before the next try of a start-up registration or lookup the registry did not
+ * answer (unreachable, 5xx, 429), after `failures` such answers (>= 1) and elapsed_ms since the
+ * first try: backoff_min_ms doubling to backoff_max_ms, cut to what is left of wait_ms
+ * (schema.registry.start_wait); -1 when the wait is over (the service stops, exit 1).
+ */
+int64_t ll_registry_start_pause_ms(int64_t elapsed_ms, unsigned failures, int64_t wait_ms,
+                                   int64_t backoff_min_ms, int64_t backoff_max_ms);
+
 /* ---- the client ---------------------------------------------------------------------------- */
 
 /* The client's settings; strings are copied by ll_registry_new. */
@@ -149,6 +158,8 @@ typedef struct ll_registry_opts {
     size_t cache_entries;       /* 0 = 1000 */
     size_t cache_bytes;         /* 0 = 8 MiB */
     size_t max_body_bytes;      /* an answer's body; 0 = 1 MiB */
+    int64_t start_wait_ms;      /* schema.registry.start_wait: how long a start-up registration or
+                                   lookup waits for a registry that does not answer; 0 = no wait */
     bool lookup_only;           /* schema.registry.auto.register.schemas = false: output schemas
                                    looked up (ll_registry_lookup), never registered */
 } ll_registry_opts;
@@ -192,6 +203,9 @@ ll_registry_status ll_registry_lookup(ll_registry *r, const char *subject, const
 /* Whether output schemas are registered (schema.registry.auto.register.schemas, default true) or
  * only looked up (false: ll_registry_opts.lookup_only). */
 bool ll_registry_auto_register(const ll_registry *r);
+
+/* The client's settings, defaults filled in (URL and credential strings NULL); owned by r. */
+const ll_registry_opts *ll_registry_options(const ll_registry *r);
 
 /*
  * ll_schema_source_fn over a client (ctx: the ll_registry): OK -> 0, NOT_FOUND ->
@@ -239,6 +253,15 @@ int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *er
          LL_CONFIG_DURATION,                                                                                 \
          500,                                                                                                \
          3600000},                                                                                           \
+        {"schema.registry.start_wait",                                                                       \
+         "PT1M",                                                                                             \
+         false,                                                                                              \
+         "how long a start-up registration (or lookup) retries a registry that does not answer "             \
+         "(unreachable,"                                                                                     \
+         " 5xx, 429; backoff 0.5 s doubling to backoff_max) before the service stops (exit 1)",              \
+         LL_CONFIG_DURATION,                                                                                 \
+         0,                                                                                                  \
+         3600000},                                                                                           \
         {"schema.registry.cache_entries",                                                                    \
          "1000",                                                                                             \
          false,                                                                                              \
@@ -260,7 +283,9 @@ int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, 
 /*
  * The id of an output topic's schema under "<topic>-value" (TopicNameStrategy), logged: registered
  * (or found) there, or, with schema.registry.auto.register.schemas = false, looked up there
- * (ll_registry_lookup: nothing registered). 0 with *id, or -1 with err (the registry must answer;
+ * (ll_registry_lookup: nothing registered). A registry that does not answer (unreachable, 5xx, 429)
+ * is retried for schema.registry.start_wait, each failure logged registry_unavailable (the
+ * thread sleeps in between). 0 with *id, or -1 with err (the registry must answer within the wait;
  * a lookup's 404 names the subject, the registry's error code and what to do: register
  * schemas/avro/<Name>.avsc under the subject, or set the key to true). docs/design.md §9.
  */

@@ -383,6 +383,11 @@ bool ll_registry_auto_register(const ll_registry *r)
     return !r->o.lookup_only;
 }
 
+const ll_registry_opts *ll_registry_options(const ll_registry *r)
+{
+    return &r->o;
+}
+
 int ll_registry_source(void *ctx, int32_t id, char **text, size_t *len, char *err, size_t errlen)
 {
     switch (ll_registry_schema(ctx, id, text, len, err, errlen)) {
