@@ -327,28 +327,26 @@ size_t ll_registry_cache_bytes(const ll_registry_cache *c)
     return c ? c->bytes : 0;
 }
 
+/* backoff_min_ms doubling per failure after the first, capped at backoff_max_ms (no overflow). */
+static int64_t backoff_ms(unsigned failures, int64_t backoff_min_ms, int64_t backoff_max_ms)
+{
+    int64_t wait = backoff_min_ms;
+    for (unsigned i = 1; i < failures && wait < backoff_max_ms; i++)
+        wait *= 2;
+    return wait > backoff_max_ms ? backoff_max_ms : wait;
+}
+
 int64_t ll_registry_start_pause_ms(int64_t elapsed_ms, unsigned failures, int64_t wait_ms,
                                    int64_t backoff_min_ms, int64_t backoff_max_ms)
 {
     if (elapsed_ms >= wait_ms)
         return -1;
-    int64_t pause = backoff_min_ms;
-    for (unsigned i = 1; i < failures && pause < backoff_max_ms; i++)
-        pause *= 2;
-    if (pause > backoff_max_ms)
-        pause = backoff_max_ms;
+    int64_t pause = backoff_ms(failures, backoff_min_ms, backoff_max_ms);
     return pause < wait_ms - elapsed_ms ? pause : wait_ms - elapsed_ms;
 }
 
 int ll_registry_retry_due(int64_t now_ms, int64_t last_failure_ms, unsigned failures, int64_t backoff_min_ms,
                           int64_t backoff_max_ms)
 {
-    if (failures == 0)
-        return 1;
-    int64_t wait = backoff_min_ms;
-    for (unsigned i = 1; i < failures && wait < backoff_max_ms; i++)
-        wait *= 2;
-    if (wait > backoff_max_ms)
-        wait = backoff_max_ms;
-    return now_ms - last_failure_ms >= wait;
+    return failures == 0 || now_ms - last_failure_ms >= backoff_ms(failures, backoff_min_ms, backoff_max_ms);
 }

@@ -46,11 +46,12 @@ static int64_t mono_ms(void)
 /*
  * One start-up request under subject (a lookup when v is given, else a registration into *id),
  * retried while the registry does not answer (UNAVAILABLE) for schema.registry.start_wait
- * (ll_registry_start_pause_ms), each failure logged registry_unavailable. The last status; after
- * the wait why names the subject, the key and the time waited.
+ * (ll_registry_start_pause_ms), each failure logged registry_unavailable. The last status; why
+ * says why for any but OK, and after the wait err names the subject, the key and the time waited.
  */
 static ll_registry_status ask(ll_registry *r, const char *subject, const struct ll_schema *schema,
-                              ll_registry_version *v, int *code, int32_t *id, char *why, size_t whylen)
+                              ll_registry_version *v, int *code, int32_t *id, char *why, size_t whylen,
+                              char *err, size_t errlen)
 {
     const ll_registry_opts *o = ll_registry_options(r);
     int64_t t0 = mono_ms();
@@ -60,24 +61,15 @@ static ll_registry_status ask(ll_registry *r, const char *subject, const struct 
               : ll_registry_register(r, subject, ll_schema_text(schema), id, why, whylen);
         if (st != LL_REGISTRY_UNAVAILABLE)
             return st;
-        int64_t elapsed = mono_ms() - t0,
-                pause = ll_registry_start_pause_ms(elapsed, failures, o->start_wait_ms, o->backoff_min_ms,
-                                                   o->backoff_max_ms);
+        int64_t pause = ll_registry_start_pause_ms(mono_ms() - t0, failures, o->start_wait_ms,
+                                                   o->backoff_min_ms, o->backoff_max_ms);
         ll_log(LL_WARN, NULL, "registry_unavailable", "subject %s: %s; %s", subject, why,
                pause < 0 ? "giving up" : "retrying");
         if (pause < 0) {
-            char last[600];
-            snprintf(last, sizeof last, "%s", why);
-            int n = snprintf(why, whylen,
-                             "subject %s: no answer within schema.registry.start_wait (%lld ms, %u tries): ",
-                             subject, (long long)o->start_wait_ms, failures);
-            size_t used = n < 0 ? 0 : (size_t)n, len = strlen(last);
-            if (used + 1 < whylen) { /* the last answer, cut at whylen (the log line above has it whole) */
-                if (len > whylen - used - 1)
-                    len = whylen - used - 1;
-                memcpy(why + used, last, len);
-                why[used + len] = '\0';
-            }
+            snprintf(err, errlen,
+                     "schema registry: subject %s: no answer within schema.registry.start_wait (%lld ms, %u "
+                     "tries): %s",
+                     subject, (long long)o->start_wait_ms, failures, why);
             return st;
         }
         struct timespec ts = {pause / 1000, (pause % 1000) * 1000000L};
@@ -96,7 +88,9 @@ static int lookup_id(ll_registry *r, const char *topic, const char *subject, con
     char why[600];
     ll_registry_version v = {0};
     int code = 0;
-    ll_registry_status st = ask(r, subject, schema, &v, &code, NULL, why, sizeof why);
+    ll_registry_status st = ask(r, subject, schema, &v, &code, NULL, why, sizeof why, err, errlen);
+    if (st == LL_REGISTRY_UNAVAILABLE)
+        return -1; /* err says so */
     if (st == LL_REGISTRY_NOT_FOUND) {
         const char *full = ll_schema_fullname(schema), *dot = strrchr(full, '.');
         const char *name = dot ? dot + 1 : full; /* schemas/avro/<Name>.avsc holds record <Name> */
@@ -131,8 +125,10 @@ int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_sche
     snprintf(subject, sizeof subject, "%s-value", topic);
     if (!ll_registry_auto_register(r))
         return lookup_id(r, topic, subject, schema, id, err, errlen);
-    if (ask(r, subject, schema, NULL, NULL, id, why, sizeof why) != LL_REGISTRY_OK) {
-        snprintf(err, errlen, "schema registry: %s", why);
+    ll_registry_status st = ask(r, subject, schema, NULL, NULL, id, why, sizeof why, err, errlen);
+    if (st != LL_REGISTRY_OK) {
+        if (st != LL_REGISTRY_UNAVAILABLE) /* else err says so */
+            snprintf(err, errlen, "schema registry: %s", why);
         return -1;
     }
     ll_log(LL_INFO, NULL, "registry_subject", "schema of %s under %s: id %d", topic, subject, (int)*id);
