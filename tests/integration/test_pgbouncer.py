@@ -9,6 +9,7 @@ scenario must still reach EXTRACTED_VALIDATED and SUCCESS with the right ledger;
 which cannot LISTEN through the pooler, polls, or LISTENs on a direct db.listen_conninfo.
 """
 import os
+import subprocess
 import threading
 import time
 
@@ -179,3 +180,140 @@ def test_an_unknown_pooler_setting_is_refused_at_start(bouncer):
     with open(stack.log_path("registrar-badpooler"), errors="replace") as f:
         out = f.read()
     assert "db.pooler must be auto, none or transaction" in out, out[-2000:]
+
+
+# -- the database went back in time behind the pooler (issue 39, item 1) -------------------------
+
+def pgbouncer_ini(stack):
+    return os.path.join(stack.run_dir, "pgbouncer", "pgbouncer.ini")
+
+
+def past_copy(stack, name):
+    """A copy of the stack's database as it is now (pg_dump, pg_restore into a database `name`):
+    the ledger an asynchronous standby or a restore would bring back later."""
+    dump = os.path.join(stack.log_dir, name + ".dump")
+    bindir = stack.env["LL_PG_BINDIR"]
+    pg = ["-h", stack.pg["host"], "-p", str(stack.pg["port"]), "-U", "postgres"]
+    subprocess.run([os.path.join(bindir, "pg_dump"), "-Fc", "-f", dump] + pg + [stack.pg["dbname"]], check=True,
+                   capture_output=True, timeout=120)
+    base = stack.db()
+    base.autocommit = True
+    with base.cursor() as c:
+        c.execute('CREATE DATABASE "%s"' % name)
+    base.close()
+    subprocess.run([os.path.join(bindir, "pg_restore"), "--exit-on-error", "-d", name] + pg + [dump], check=True,
+                   capture_output=True, timeout=120)
+
+
+def admin_cmd(port, sql):
+    """A PgBouncer admin console command that returns no rows (PAUSE, RELOAD, ...)."""
+    c = psycopg2.connect(host="127.0.0.1", port=port, dbname="pgbouncer", user="postgres")
+    c.autocommit = True
+    try:
+        with c.cursor() as cur:
+            cur.execute(sql)
+    finally:
+        c.close()
+
+
+def redirect_behind_pooler(stack, port, dbname, target):
+    """What a pooler does after a failover: its server connections for dbname now reach `target`
+    (here a database of the same cluster holding the past), while every client connection stays
+    open and is never told (PAUSE, the [databases] entry changed, RELOAD, RECONNECT, RESUME).
+    target None: the entry removed again."""
+    ini = pgbouncer_ini(stack)
+    with open(ini) as f:
+        lines = [ln for ln in f.read().splitlines() if not ln.startswith(dbname + " = ")]
+    if target:
+        at = lines.index("[databases]") + 1
+        lines.insert(at, "%s = host=127.0.0.1 port=%d dbname=%s" % (dbname, stack.pg["port"], target))
+    if not target:
+        with open(ini, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        admin_cmd(port, "RELOAD")
+        return
+    admin_cmd(port, "PAUSE %s" % dbname)
+    try:
+        with open(ini, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        admin_cmd(port, "RELOAD")
+        admin_cmd(port, "RECONNECT %s" % dbname)
+    finally:
+        admin_cmd(port, "RESUME %s" % dbname)
+
+
+def claims_in(stack, dbname, run_id):
+    c = psycopg2.connect(host=stack.pg["host"], port=stack.pg["port"], dbname=dbname, user="postgres")
+    try:
+        with c.cursor() as cur:
+            return rows(cur, "SELECT partition_id, status, claim_token::text FROM nifi_ops.load_partition"
+                             " WHERE run_id = %s AND status = 'RUNNING' ORDER BY partition_id", run_id)
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("path", ["idle", "write"])
+def test_a_ledger_gone_back_behind_the_pooler_is_found_and_its_lost_claims_applied_again(bouncer, path):
+    """Two claims answered ACCEPTED; then the pooler's server connections reach a ledger from
+    before them (a failover to an asynchronous standby, behind an unchanged client connection: no
+    new libpq connection, no error). The claimer must find the loss by itself and apply both
+    claims again, without a second answer: on a partition that receives nothing more (path idle:
+    its periodic position check), and at the next write (path write: the position's
+    compare-and-set, the idle check off). Before issue 39 neither happened: the claims stayed lost
+    and the next batch wrote its position over the restored one."""
+    _, port = bouncer
+    iso = Isolated("pooled_loss")
+    stack = iso.stack
+    stack.service_port = port
+    past = iso.dbname + "_past"
+    settings = {"loop.position_check_interval": "PT1S" if path == "idle" else "PT1H"}
+    nifi = Nifi(iso.bootstrap, iso.prefix)
+    flow = Flow(nifi)
+    try:
+        stack.start("registrar")
+        stack.start("claimer", None, settings)
+        run = new_run()
+        flow.create(run)
+        flow.register(run)
+        past_copy(stack, past)  # the ledger before the claims
+        for pid in ("0000", "0001"):
+            nifi.send("partition-claims", run.claim(pid))
+        nifi.flush()
+        got = flow.reply("claim-decisions", run.run_id, count=2)
+        assert [(d["partitionId"], d["claimed"]) for d in sorted(got, key=lambda d: d["partitionId"])] == [
+            ("0000", True), ("0001", True)]
+        want = [(pid, "RUNNING", run.tokens[pid]) for pid in ("0000", "0001")]
+        assert claims_in(stack, iso.dbname, run.run_id) == want
+        redirect_behind_pooler(stack, port, iso.dbname, past)
+        assert claims_in(stack, past, run.run_id) == []
+        if path == "write":  # a claim of another run, on whatever Kafka partition its key falls
+            other = new_run()
+            flow.create(other)
+            flow.register(other)
+            nifi.send("partition-claims", other.claim("0000"))
+            nifi.flush()
+            flow.reply("claim-decisions", other.run_id)
+        end = time.time() + 30
+        while time.time() < end and claims_in(stack, past, run.run_id) != want:
+            time.sleep(0.3)
+        assert claims_in(stack, past, run.run_id) == want, (
+            "the claims the ledger lost behind the pooler were not applied again (claimer log %s)"
+            % stack.log_path("claimer-0"))
+        behind = events(stack.log_path("claimer-0"), "ledger_behind_kafka")
+        assert behind, "the loss was not logged"
+        # one answer per claim: the worker keeps the one it had
+        flow.r["claim-decisions"].drain(2)
+        mine = [r for r in flow.r["claim-decisions"].records if r["value"]["runId"] == run.run_id]
+        assert len(mine) == 2, mine
+    finally:
+        flow.close()
+        stack.stop_all()
+        try:
+            redirect_behind_pooler(stack, port, iso.dbname, None)
+        finally:
+            iso.close()
+            base = psycopg2.connect(stack.conninfo(), dbname="postgres")
+            base.autocommit = True
+            with base.cursor() as c:
+                c.execute('DROP DATABASE IF EXISTS "%s" WITH (FORCE)' % past)
+            base.close()

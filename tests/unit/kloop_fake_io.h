@@ -109,6 +109,10 @@ typedef struct fake {
     int fail_positions; /* fail the next positions reads */
     int fail_precommit; /* fail the next precommit statements (positions and heartbeats) */
     int reconnect;      /* the next db_ensure makes a new connection */
+    int ledger_moved;   /* the ledger's positions are not the ones the loop last read or wrote (it went
+                         * back in time behind the same connection): every position write and check
+                         * finds them moved until the next positions read (the merge's fence) */
+    int n_position_checks, n_position_refused;
     int n_positions_read, n_precommit, n_rewind_rows, n_dead_events;
     struct {
         int part;
@@ -262,10 +266,48 @@ static inline PGresult *fk_positions_result(void)
     return r;
 }
 
+/* Elements of a PostgreSQL array literal as ll_pgarray writes it (every element quoted). */
+static inline long long fk_array_len(const char *a)
+{
+    long long n = 0;
+    int quoted = 0;
+    for (const char *c = a; *c; c++) {
+        if (*c == '\\' && quoted && c[1]) {
+            c++;
+        } else if (*c == '"') {
+            quoted = !quoted;
+            n += quoted;
+        }
+    }
+    return n;
+}
+
+/* A one-row, one-column result holding v (what a count(*) answers). */
+static inline PGresult *fk_count_result(long long v)
+{
+    PGresult *r = fk_result(PGRES_TUPLES_OK);
+    PGresAttDesc att;
+    memset(&att, 0, sizeof att);
+    att.name = (char *)"count";
+    att.typid = 20;
+    att.typlen = 8;
+    att.atttypmod = -1;
+    assert_true(PQsetResultAttrs(r, 1, &att));
+    char t[24];
+    snprintf(t, sizeof t, "%lld", v);
+    assert_true(PQsetvalue(r, 0, 0, t, (int)strlen(t)));
+    return r;
+}
+
 static inline PGresult *fk_db_exec(ll_db *db, const ll_stmt *st, const char *const *params)
 {
+    if (strcmp(st->name, "kloop_position_check") == 0) {
+        F.n_position_checks++;
+        return fk_count_result(F.ledger_moved ? 1 : 0);
+    }
     if (strcmp(st->name, "kloop_positions") == 0) {
         F.n_positions_read++;
+        F.ledger_moved = 0; /* fenced: the loop expects the ledger as it is now */
         if (F.fail_positions > 0) {
             F.fail_positions--;
             fk_db_fail(db, "08006");
@@ -278,8 +320,12 @@ static inline PGresult *fk_db_exec(ll_db *db, const ll_stmt *st, const char *con
         fk_db_fail(db, "08006");
         return NULL;
     }
-    if (strcmp(st->name, "kloop_precommit") == 0)
+    if (strcmp(st->name, "kloop_precommit") == 0) {
         F.n_precommit++;
+        if (F.ledger_moved)
+            F.n_position_refused++;
+        return fk_count_result(F.ledger_moved ? 0 : fk_array_len(params[2])); /* the positions written */
+    }
     if (strcmp(st->name, "kloop_position_rewind") == 0)
         F.n_rewind_rows++;
     if (strcmp(st->name, "kloop_dead_letter_event") == 0)

@@ -375,6 +375,33 @@ static void test_positions_not_written_rewinds(void **state)
     assert_int_equal(fk_kafka_committed(0), 2);
 }
 
+/* The same batch after the ledger went back behind the same connection: the flush is the same
+ * compare-and-set as every position write, so it is refused rather than writing its old position
+ * over the restored one, and the loop rewinds (issue 39, item 1). */
+static void test_position_flush_after_a_loss_is_refused(void **state)
+{
+    (void)state;
+    static const char *const kv[] = {"loop.position_check_interval", "0", NULL};
+    fk_open(0, kv);
+    F.decide = decide_prereq;
+    fk_assign_parts(1);
+    fk_put(0, 1, 1);
+    fk_put(0, 2, 2);
+    fk_step(10); /* 0 held, 1 done above the commit */
+    rebalance(1);
+    F.ledger_moved = 1;
+    int sends = F.n_send;
+    fk_step(10); /* 0 deferred again, 1 skipped: only the position to write, and it is refused */
+    assert_int_equal(F.n_position_refused, 1);
+    assert_true(fk_rewind_owed());
+    assert_int_equal(F.n_send, sends);
+    F.prereq = 1;
+    F.l->rec.at_ms = 0;
+    fk_run(10, 10);
+    fk_assert_answered_once(0, 0, 2);
+    assert_int_equal(fk_kafka_committed(0), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -392,6 +419,7 @@ int main(void)
         cmocka_unit_test_teardown(test_kafka_behind_ledger_answers_as_replays, fk_teardown),
         cmocka_unit_test_teardown(test_ledger_lost_twice_never_answers_twice, fk_teardown),
         cmocka_unit_test_teardown(test_positions_not_written_rewinds, fk_teardown),
+        cmocka_unit_test_teardown(test_position_flush_after_a_loss_is_refused, fk_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

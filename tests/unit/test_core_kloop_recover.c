@@ -116,9 +116,10 @@ static void test_undo_precommit_failure(void **state)
     assert_undone_then_rewound(1, ends, 0);
 }
 
-/* A new database connection (maybe another server after a failover): nothing is applied on it
- * before the ledger's positions are read again (a rewind). */
-static void test_positions_read_again_after_reconnect(void **state)
+/* A new database connection to the same ledger is no loss: the position write's compare-and-set
+ * holds, nothing is read again (issue 39: whether the ledger is the one last seen is the write's
+ * question, not the connection's). */
+static void test_new_connection_to_the_same_ledger_goes_on(void **state)
 {
     (void)state;
     fk_open(0, NULL);
@@ -130,14 +131,83 @@ static void test_positions_read_again_after_reconnect(void **state)
     F.reconnect = 1;
     fk_put(0, 3, 3);
     fk_step(10);
-    assert_int_equal(F.n_calls, 2);
-    assert_true(fk_rewind_owed());
+    assert_false(fk_rewind_owed());
     assert_int_equal(F.n_positions_read, reads);
-    F.l->rec.at_ms = 0;
-    fk_step(10);
-    assert_int_equal(F.n_positions_read, reads + 1);
+    assert_int_equal(F.n_position_refused, 0);
+    fk_run(10, 10);
     assert_int_equal(F.n_calls, 3);
     fk_assert_answered_once(0, 0, 3);
+}
+
+/* Offsets 0 and 1 answered and committed; then the ledger goes back to before them behind the same
+ * connection (a pooler after a failover: no new connection, no error), and offset 2 comes. */
+static void ledger_gone_back(const char *const *kv)
+{
+    fk_open(0, kv);
+    fk_assign_parts(1);
+    fk_put(0, 1, 1);
+    fk_put(0, 2, 2);
+    fk_run(10, 10);
+    assert_int_equal(fk_kafka_committed(0), 2);
+    fk_ledger_position(0, 0, ""); /* the ledger lost both */
+    F.ledger_moved = 1;
+}
+
+/* Found at the next write: its position's compare-and-set is refused, the batch undone (nothing
+ * of it commits), the positions merged again, and what the ledger lost applied again without a
+ * second answer. */
+static void test_ledger_gone_back_behind_the_same_connection_is_found_at_the_next_write(void **state)
+{
+    (void)state;
+    static const char *const kv[] = {"loop.position_check_interval", "0", NULL};
+    ledger_gone_back(kv);
+    int commits = F.n_db_commit;
+    fk_put(0, 3, 3);
+    fk_step(10);
+    assert_int_equal(F.n_position_refused, 1);
+    assert_int_equal(F.n_db_commit, commits); /* the refused write's transaction never commits */
+    assert_int_equal(F.n_rollback, 1);
+    assert_true(fk_rewind_owed());
+    F.l->rec.at_ms = 0;
+    fk_run(10, 10);
+    assert_int_equal(F.n_rewind_rows, 1);    /* nifi_ops.position_rewind: the loss recorded */
+    assert_int_equal(fk_decisions(0, 0), 2); /* applied again */
+    assert_int_equal(fk_decisions(0, 1), 2);
+    fk_assert_answered_once(0, 0, 3);
+    assert_int_equal(fk_kafka_committed(0), 3);
+}
+
+/* Found with no input at all: the idle check (loop.position_check_interval) sees the position
+ * moved and the loop rewinds; the lost inputs are applied again, unanswered. Off, nothing finds it
+ * while no input comes. */
+static void test_ledger_gone_back_on_an_idle_partition_is_found_by_the_check(void **state)
+{
+    (void)state;
+    static const char *const kv[] = {"loop.position_check_interval", "PT1S", NULL};
+    ledger_gone_back(kv);
+    F.l->position_check_at = 0; /* due now */
+    int checks = F.n_position_checks;
+    fk_step(10);
+    assert_int_equal(F.n_position_checks, checks + 1);
+    assert_true(fk_rewind_owed());
+    F.l->rec.at_ms = 0;
+    fk_run(10, 10);
+    assert_int_equal(F.n_rewind_rows, 1);
+    assert_int_equal(fk_decisions(0, 0), 2);
+    assert_int_equal(fk_decisions(0, 1), 2);
+    fk_assert_answered_once(0, 0, 2);
+    assert_int_equal(F.n_position_refused, 0);
+}
+
+static void test_idle_check_off_finds_nothing_without_input(void **state)
+{
+    (void)state;
+    static const char *const kv[] = {"loop.position_check_interval", "0", NULL};
+    ledger_gone_back(kv);
+    fk_run(10, 10);
+    assert_false(fk_rewind_owed());
+    assert_int_equal(F.n_position_checks, 0);
+    assert_int_equal(fk_decisions(0, 0), 1);
 }
 
 /* ---- the Kafka failure classes ---------------------------------------------------------------- */
@@ -345,7 +415,12 @@ int main(void)
         cmocka_unit_test_teardown(test_undo_db_lost_mid_batch, fk_teardown),
         cmocka_unit_test_teardown(test_undo_db_commit_lost_after_an_earlier_commit, fk_teardown),
         cmocka_unit_test_teardown(test_undo_precommit_failure, fk_teardown),
-        cmocka_unit_test_teardown(test_positions_read_again_after_reconnect, fk_teardown),
+        cmocka_unit_test_teardown(test_new_connection_to_the_same_ledger_goes_on, fk_teardown),
+        cmocka_unit_test_teardown(test_ledger_gone_back_behind_the_same_connection_is_found_at_the_next_write,
+                                  fk_teardown),
+        cmocka_unit_test_teardown(test_ledger_gone_back_on_an_idle_partition_is_found_by_the_check,
+                                  fk_teardown),
+        cmocka_unit_test_teardown(test_idle_check_off_finds_nothing_without_input, fk_teardown),
         cmocka_unit_test_teardown(test_rewind_after_abortable_commit_error, fk_teardown),
         cmocka_unit_test_teardown(test_rewind_after_send_offsets_error, fk_teardown),
         cmocka_unit_test_teardown(test_rewind_after_produce_error, fk_teardown),

@@ -66,6 +66,9 @@ void ll_obs_schema(const char *reason);
 /* Offsets read again after an assignment or a rewind because one side's position was behind the
  * other's (behind: "ledger" = the database lost commits, "kafka" = a Kafka commit was lost). */
 void ll_obs_reread(const char *behind, int64_t offsets);
+/* A position write or check found the ledger's read position not the one this instance last read
+ * or wrote (kloop_position.c; docs/design.md §5): counted in loadledger_position_conflicts_total. */
+void ll_obs_position_conflict(void);
 /* One schema registry lookup of a writer schema id that asked the registry (not from its cache nor
  * answered by its backoff): result "ok", "not_found", "unavailable" or "invalid" (registry.h). */
 void ll_obs_registry(const char *result);

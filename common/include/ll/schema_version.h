@@ -20,10 +20,11 @@
 #ifndef LL_SCHEMA_VERSION_H
 #define LL_SCHEMA_VERSION_H
 
-/* The newest migration the services of this build need: 0010 grants them SELECT on the history. */
-#define LL_SCHEMA_MIN 10
+/* The newest migration the services of this build need: 0011 adds the position write token (the
+ * compare-and-set of every position write, kloop_position.c). */
+#define LL_SCHEMA_MIN 11
 /* The newest migration this build ships (schemas/sql). */
-#define LL_SCHEMA_MAX_KNOWN 10
+#define LL_SCHEMA_MAX_KNOWN 11
 /* The newest version this build accepts: 0011..0019 are reserved for additive migrations. */
 #define LL_SCHEMA_MAX_COMPAT 19
 

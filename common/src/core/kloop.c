@@ -69,6 +69,20 @@ static void observe_turn(ll_loop *l, size_t n, observed *o)
     ll_obs_held(msgs, runs);
 }
 
+/* The idle check of the ledger's positions (loop.position_check_interval; kloop_position.c), between
+ * batches while nothing is owed: a position that is not the one this instance last read or wrote
+ * (a database that went back in time behind an unchanged connection, with no input since to write
+ * it) owes a rewind, whose merge reads the ledger again. A failed read waits for the next check. */
+static void check_positions(ll_loop *l)
+{
+    int64_t now = ll_loop_now_ms();
+    if (l->position_check_ms <= 0 || ll_loop_recovering(l) || now < l->position_check_at)
+        return;
+    l->position_check_at = now + l->position_check_ms;
+    if (ll_loop_positions_check(l) > 0)
+        ll_loop_owe_rewind(l, 0);
+}
+
 int ll_loop_run(ll_loop *l)
 {
     rd_kafka_message_t **batch = calloc((size_t)l->batch_max, sizeof *batch);
@@ -145,6 +159,7 @@ void ll_loop_turn(ll_loop *l, int recovering, unsigned gen, rd_kafka_message_t *
      * begins (its thread's end wakes the poll above) */
     if (ll_loop_commit_poll(l) != 0)
         ll_loop_commit_failed(l);
+    check_positions(l);
 }
 
 /* ---- rebalances ---------------------------------------------------------------------------- */

@@ -169,6 +169,8 @@ typedef struct part_state {
     int64_t touched;     /* batch number of the last change to track (offsets to commit) */
     size_t held_bytes;   /* keys and values of the held copies (bytes; loop.max_held_bytes) */
     int64_t pos_batch;   /* batch number whose position of it is in the ledger (kloop_position.c) */
+    char pos_token[37];  /* the write token its ledger position carries as this instance last read
+                          * (merge) or wrote it; "": no row. Every write is a compare-and-set on it */
     run_clock clocks[LL_RUN_CLOCKS]; /* runs waiting for a prerequisite here (kloop_clock.c) */
     /* The offsets whose answers Kafka's commit holds (replies and dead letters commit with their
      * offsets) while the ledger lost their effects: applied again without a second answer
@@ -193,7 +195,8 @@ struct ll_loop {
     volatile sig_atomic_t stop;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
     int64_t max_held_bytes;     /* loop.max_held_bytes: keys and values held per partition */
-    uint64_t db_connects_seen;  /* db.connects when the positions were last merged (kloop_position.c) */
+    int64_t position_check_ms;  /* loop.position_check_interval (ms; 0: never): the idle check */
+    int64_t position_check_at;  /* monotonic ms of the next idle check */
     int position_missing_kafka; /* loop.position_missing = kafka: a partition without a position in
                                  * the ledger starts at Kafka's commit (the first start after the
                                  * upgrade to migration 0009), not at its beginning */
@@ -242,7 +245,8 @@ ll_loop *ll_loop_new_io(const char *service, const ll_config *cfg, const ll_inpu
 /* One turn of the loop after its poll: the batch of the n messages polled (borrowed), or, while a
  * recovery is owed (recovering: what ll_loop_recover_step returned before the poll) or a rebalance
  * came during the poll (gen: l->rebalance_gen before it), the batch dropped and a rewind; then the
- * Kafka commit that ended is taken and the staged records go into the next. */
+ * Kafka commit that ended is taken and the staged records go into the next; then, when due, the
+ * idle check of the ledger's positions (loop.position_check_interval). */
 void ll_loop_turn(ll_loop *l, int recovering, unsigned gen, rd_kafka_message_t **batch, size_t n);
 /* The consumer's rebalance callback (opaque: the loop): what is staged committed first, then the
  * new assignment at the committed offsets merged with the ledger's positions, or the revoked
@@ -396,13 +400,22 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n);
  * intersection with the ledger's position for this consumer group, and sets the list's offsets to
  * the trackers' bases: where fetching must start (docs/design.md §5, "After the database went back
  * in time"). A partition the ledger has no
- * position for keeps Kafka's. 0, or -1 when the ledger cannot be read (l->db.err; nothing may be
+ * position for keeps Kafka's. The rows read are fenced (a new write token, kept in each part_state
+ * as what this instance's next write expects): an instance that still expects an older token is
+ * refused its next write. 0, or -1 when the ledger cannot be read (l->db.err; nothing may be
  * applied until it can). */
 int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c);
+/* kloop_position.c: the idle check (every loop.position_check_interval, between batches): whether
+ * each assigned partition's ledger position still carries the token this instance last read or
+ * wrote, so that a database that went back in time is found without new input. 0 in step, 1 when
+ * some did not (position_conflict logged: the caller owes a rewind), -1 when the ledger could not
+ * be read (l->db.err; the next check or write finds it). */
+int ll_loop_positions_check(ll_loop *l);
 /* kloop_position.c: writes, in a statement of its own, the position of every partition changed in
  * this batch that no database transaction of the batch wrote (a batch that only skipped done
- * offsets or saw transaction markers). 0, or -1 (logged; the ledger stays behind: those offsets
- * are read again after a loss, harmlessly). */
+ * offsets or saw transaction markers), by the same compare-and-set as every write. 0, or -1
+ * (logged; the caller rewinds: a position not written must not let Kafka's commit pass the
+ * ledger, and one refused means the ledger is not the one this instance last saw). */
 int ll_loop_positions_flush(ll_loop *l);
 
 #endif

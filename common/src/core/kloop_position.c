@@ -9,6 +9,19 @@
  * its COMMIT (the run heartbeats), so the hot path gains no round trip. A held message is not done
  * and keeps the position below it, as it keeps the Kafka commit.
  *
+ * Every write is a compare-and-set (issue 39; docs/design.md §5, "Every write checks the ledger it
+ * last saw"): a position row carries the write token of its last writer (a random UUID), and this
+ * instance writes a partition's position only where the row still carries the token it last read
+ * or wrote itself (part_state.pos_token; no row where it saw none). Every write goes through
+ * write_positions (the batch's statement before its COMMIT, and the statement of its own after a
+ * batch that answered nothing in a transaction); a write that matches fewer rows than it names
+ * fails, the batch is undone and the loop rewinds, whose merge reads the ledger as it is now. So a
+ * database that went back in time is found at the first write after it, whatever the path to it
+ * (a new connection, or a pooler that reconnected behind the same one), and an instance the group
+ * evicted cannot write its older position over the new owner's: the merge fences (a new token on
+ * the rows of the partitions it reads). A partition that receives nothing is checked every
+ * loop.position_check_interval (ll_loop_positions_check), so its loss is found without new input.
+ *
  * Read: on every assignment and every rewind, after the Kafka commits are loaded, each
  * partition's tracker becomes the intersection of Kafka's and the ledger's: it starts at the
  * lower of the two offsets, and an offset done for one of them only is read and applied again. The
@@ -26,36 +39,56 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uuid/uuid.h>
 
 #include "kloop_batch.h"
 #include "ll/log.h"
 #include "ll/obs.h"
 #include "ll/pgarray.h"
 
-/* The run heartbeats asked for (ll_msg_touch_run) and the positions, in one statement. The
- * UPDATE in WITH runs to completion although nothing reads it (PostgreSQL, "Data-Modifying
- * Statements in WITH"). */
+/* The run heartbeats asked for (ll_msg_touch_run) and the positions, in one statement: each
+ * position written only where its row still carries the token this instance expects ($7: "" = no
+ * row), with the new token $8. Answers one row: how many positions were written (fewer than named:
+ * the ledger is not the one this instance last saw). The UPDATE of the runs in WITH runs to
+ * completion although nothing reads it (PostgreSQL, "Data-Modifying Statements in WITH"). */
 static const ll_stmt ST_PRECOMMIT = {
     "kloop_precommit",
     "WITH touched AS (UPDATE nifi_ops.load_run SET heartbeat_at = clock_timestamp()"
-    " WHERE run_id = ANY($1::uuid[]))"
-    " INSERT INTO nifi_ops.consumer_position (consumer_group, topic, kafka_partition, next_offset, "
-    "done_above,"
-    " updated_at) SELECT $2, k.topic, k.part, k.next, k.done, clock_timestamp()"
-    " FROM unnest($3::text[], $4::int[], $5::bigint[], $6::text[]) AS k(topic, part, next, done)"
-    " ON CONFLICT (consumer_group, topic, kafka_partition) DO UPDATE SET next_offset = EXCLUDED.next_offset,"
-    " done_above = EXCLUDED.done_above, updated_at = EXCLUDED.updated_at",
-    6};
+    " WHERE run_id = ANY($1::uuid[])),"
+    " k AS (SELECT * FROM unnest($3::text[], $4::int[], $5::bigint[], $6::text[], $7::text[])"
+    " AS k(topic, part, next, done, expect)),"
+    " moved AS (UPDATE nifi_ops.consumer_position c SET next_offset = k.next, done_above = k.done,"
+    " updated_at = clock_timestamp(), write_token = $8::uuid FROM k"
+    " WHERE c.consumer_group = $2 AND c.topic = k.topic AND c.kafka_partition = k.part"
+    " AND c.write_token = NULLIF(k.expect, '')::uuid RETURNING 1),"
+    " added AS (INSERT INTO nifi_ops.consumer_position (consumer_group, topic, kafka_partition, next_offset,"
+    " done_above, updated_at, write_token) SELECT $2, k.topic, k.part, k.next, k.done, clock_timestamp(),"
+    " $8::uuid FROM k WHERE k.expect = '' ON CONFLICT DO NOTHING RETURNING 1)"
+    " SELECT (SELECT count(*) FROM moved) + (SELECT count(*) FROM added)",
+    8};
 
 static const ll_stmt ST_TOUCH_RUNS = {
     "kloop_touch_runs",
     "UPDATE nifi_ops.load_run SET heartbeat_at = clock_timestamp() WHERE run_id = ANY($1::uuid[])", 1};
 
+/* The merge's read, and its fence: the positions of the listed partitions, each row given the
+ * token $4 (an instance that still expects the row's older token is refused its next write). */
 static const ll_stmt ST_POSITIONS = {
     "kloop_positions",
-    "SELECT topic, kafka_partition, next_offset, done_above FROM nifi_ops.consumer_position"
-    " WHERE consumer_group = $1 AND topic = ANY($2::text[])",
-    2};
+    "UPDATE nifi_ops.consumer_position c SET write_token = $4::uuid"
+    " FROM unnest($2::text[], $3::int[]) AS k(topic, part)"
+    " WHERE c.consumer_group = $1 AND c.topic = k.topic AND c.kafka_partition = k.part"
+    " RETURNING c.topic, c.kafka_partition, c.next_offset, c.done_above",
+    4};
+
+/* The idle check: how many of the listed partitions' rows do not carry the token this instance
+ * expects ("" = no row). Reads one primary-key row per partition. */
+static const ll_stmt ST_CHECK = {
+    "kloop_position_check",
+    "SELECT count(*) FROM unnest($2::text[], $3::int[], $4::text[]) AS k(topic, part, expect)"
+    " LEFT JOIN nifi_ops.consumer_position c ON c.consumer_group = $1 AND c.topic = k.topic"
+    " AND c.kafka_partition = k.part WHERE c.write_token IS DISTINCT FROM NULLIF(k.expect, '')::uuid",
+    4};
 
 static const ll_stmt ST_REWIND = {"kloop_position_rewind",
                                   "INSERT INTO nifi_ops.position_rewind (consumer_group, topic, "
@@ -80,9 +113,12 @@ static int record_rewind(ll_loop *l, const part_state *ps, int64_t from, int64_t
     return 0;
 }
 
-/* The positions of one statement, as its array parameters. Zero-initialise; positions_free. */
+/* The positions of one statement, as its array parameters, with the partitions they are of (the
+ * tokens of those written are set after it). Zero-initialise; positions_free. */
 typedef struct positions {
-    ll_pgarray topics, parts, next, done;
+    ll_pgarray topics, parts, next, done, expect;
+    part_state **ps; /* w->topics.n of them (owned array, borrowed states) */
+    size_t cap;
 } positions;
 
 static void positions_free(positions *w)
@@ -91,27 +127,68 @@ static void positions_free(positions *w)
     ll_pgarray_free(&w->parts);
     ll_pgarray_free(&w->next);
     ll_pgarray_free(&w->done);
+    ll_pgarray_free(&w->expect);
+    free(w->ps);
+}
+
+/* A fresh write token (a random UUID's text) into tok[37]. */
+static void new_token(char tok[37])
+{
+    uuid_t u;
+    uuid_generate_random(u);
+    uuid_unparse_lower(u, tok);
+}
+
+/* Records in l->db.err that the ledger is not the one this instance last saw: `moved` of `named`
+ * partitions' rows did not carry the token expected (what) and logs it once. */
+static void position_conflict(ll_loop *l, const char *what, long long moved, long long named)
+{
+    snprintf(l->db.err.sqlstate, sizeof l->db.err.sqlstate, "LL001");
+    snprintf(l->db.err.message, sizeof l->db.err.message,
+             "%s: the ledger's position of %lld of %lld partitions is not the one this instance last read or"
+             " wrote (the database went back in time, or another instance took the partition)",
+             what, moved, named);
+    ll_log(LL_WARN, NULL, "position_conflict",
+           "%s: the ledger's positions are merged again before anything more is applied", l->db.err.message);
+    ll_obs_position_conflict();
 }
 
 /* Writes the heartbeats of runs (an array literal) and the positions w in one statement
- * (ST_PRECOMMIT); only the heartbeats when there is no position. 0, or -1 with l->db.err. */
+ * (ST_PRECOMMIT), each by compare-and-set on the token its partition expects; only the heartbeats
+ * when there is no position. The one write of positions (every path comes here). 0 (each
+ * partition's token now the new one), or -1 with l->db.err: the statement failed, or some row did
+ * not carry its expected token (LL001, position_conflict; inside a transaction, nothing of it may
+ * commit: the caller undoes it and the loop rewinds). */
 static int write_positions(ll_loop *l, const char *runs, positions *w)
 {
-    PGresult *r;
-    if (w->topics.n > 0) {
-        const char *p[6] = {runs,
-                            l->group,
-                            ll_pgarray_text(&w->topics),
-                            ll_pgarray_text(&w->parts),
-                            ll_pgarray_text(&w->next),
-                            ll_pgarray_text(&w->done)};
-        r = l->kio->db_exec(&l->db, &ST_PRECOMMIT, p);
-    } else {
+    if (w->topics.n == 0) {
         const char *p[1] = {runs};
-        r = l->kio->db_exec(&l->db, &ST_TOUCH_RUNS, p);
+        PGresult *r = l->kio->db_exec(&l->db, &ST_TOUCH_RUNS, p);
+        PQclear(r);
+        return r ? 0 : -1;
     }
+    char tok[37];
+    new_token(tok);
+    const char *p[8] = {runs,
+                        l->group,
+                        ll_pgarray_text(&w->topics),
+                        ll_pgarray_text(&w->parts),
+                        ll_pgarray_text(&w->next),
+                        ll_pgarray_text(&w->done),
+                        ll_pgarray_text(&w->expect),
+                        tok};
+    PGresult *r = l->kio->db_exec(&l->db, &ST_PRECOMMIT, p);
+    if (!r)
+        return -1;
+    long long written = PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : -1;
     PQclear(r);
-    return r ? 0 : -1;
+    if (written != (long long)w->topics.n) {
+        position_conflict(l, "position write", (long long)w->topics.n - written, (long long)w->topics.n);
+        return -1;
+    }
+    for (size_t i = 0; i < w->topics.n; i++)
+        memcpy(w->ps[i]->pos_token, tok, sizeof tok);
+    return 0;
 }
 
 /* Adds the partition ps's position after this transaction: its tracker with the batch's earlier
@@ -137,10 +214,19 @@ static void add_position(batch *b, part_state *ps, positions *w)
         t.base = ps->track.base;
     }
     (void)lossy; /* a lossy text names fewer offsets: behind the ledger, never ahead */
+    if (w->topics.n == w->cap) {
+        w->cap = w->cap ? w->cap * 2 : 8;
+        part_state **a = realloc(w->ps, w->cap * sizeof *a);
+        if (!a)
+            abort();
+        w->ps = a;
+    }
+    w->ps[w->topics.n] = ps;
     ll_pgarray_add(&w->topics, ps->topic);
     ll_pgarray_add_ll(&w->parts, ps->partition);
     ll_pgarray_add_ll(&w->next, (long long)t.base);
     ll_pgarray_add(&w->done, md);
+    ll_pgarray_add(&w->expect, ps->pos_token);
     ll_offtrack_free(&t);
 }
 
@@ -182,12 +268,17 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
 {
     if (c->cnt == 0)
         return 0;
-    ll_pgarray topics = {0};
-    for (int i = 0; i < c->cnt; i++)
+    ll_pgarray topics = {0}, parts = {0};
+    for (int i = 0; i < c->cnt; i++) {
         ll_pgarray_add(&topics, c->elems[i].topic);
-    const char *p[2] = {l->group, ll_pgarray_text(&topics)};
+        ll_pgarray_add_ll(&parts, c->elems[i].partition);
+    }
+    char tok[37];
+    new_token(tok);
+    const char *p[4] = {l->group, ll_pgarray_text(&topics), ll_pgarray_text(&parts), tok};
     PGresult *r = l->kio->db_ensure(&l->db) == LL_DB_OK ? l->kio->db_exec(&l->db, &ST_POSITIONS, p) : NULL;
     ll_pgarray_free(&topics);
+    ll_pgarray_free(&parts);
     if (!r)
         return -1;
     ll_offtrack ledger;
@@ -201,9 +292,11 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
                 strtol(PQgetvalue(r, k, 1), NULL, 10) == e->partition)
                 row = k;
         int64_t kafka_base = e->offset >= 0 ? e->offset : -1;
+        part_state *ps = ll_loop_part(l, e->topic, e->partition);
+        /* what this instance's next write of the position expects: the row as fenced now */
+        snprintf(ps->pos_token, sizeof ps->pos_token, "%s", row >= 0 ? tok : "");
         if (row < 0 && (kafka_base < 0 || l->position_missing_kafka))
             continue; /* nothing anywhere; or the first start after the upgrade to 0009 */
-        part_state *ps = ll_loop_part(l, e->topic, e->partition);
         if (kafka_base < 0)
             ll_offtrack_reset(&ps->track, 0); /* Kafka's done set: empty */
         int64_t next = row >= 0 ? strtoll(PQgetvalue(r, row, 2), NULL, 10) : 0;
@@ -249,8 +342,34 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     }
     ll_offtrack_free(&ledger);
     PQclear(r);
-    if (rc == 0)
-        l->db_connects_seen = l->db.connects;
+    return rc;
+}
+
+int ll_loop_positions_check(ll_loop *l)
+{
+    positions w = {0};
+    for (size_t i = 0; i < l->n_parts; i++) {
+        ll_pgarray_add(&w.topics, l->parts[i]->topic);
+        ll_pgarray_add_ll(&w.parts, l->parts[i]->partition);
+        ll_pgarray_add(&w.expect, l->parts[i]->pos_token);
+    }
+    int rc = 0;
+    if (w.topics.n > 0) {
+        const char *p[4] = {l->group, ll_pgarray_text(&w.topics), ll_pgarray_text(&w.parts),
+                            ll_pgarray_text(&w.expect)};
+        PGresult *r = l->kio->db_ensure(&l->db) == LL_DB_OK ? l->kio->db_exec(&l->db, &ST_CHECK, p) : NULL;
+        if (!r) {
+            rc = -1;
+        } else {
+            long long moved = PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+            PQclear(r);
+            if (moved > 0) {
+                position_conflict(l, "position check", moved, (long long)w.topics.n);
+                rc = 1;
+            }
+        }
+    }
+    positions_free(&w);
     return rc;
 }
 

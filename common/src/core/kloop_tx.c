@@ -46,16 +46,9 @@ int ll_batch_tx_begin(batch *b)
     ll_loop *l = b->l;
     if (l->kio->db_ensure(&l->db) != LL_DB_OK)
         return -1;
-    if (l->db.connects != l->db_connects_seen) {
-        /* a new connection, maybe to another server (a failover): it may have lost transactions
-         * whose offsets Kafka has, so the positions are read again first (the batch is undone
-         * and the loop rewinds: kloop_position.c) */
-        snprintf(l->db.err.sqlstate, sizeof l->db.err.sqlstate, "08006");
-        snprintf(
-            l->db.err.message, sizeof l->db.err.message,
-            "a new database connection: the ledger's positions are read again before anything is applied");
-        return -1;
-    }
+    /* no check of the connection here: whether the ledger is still the one this instance last saw
+     * is the position write's compare-and-set before the COMMIT (kloop_position.c), which every
+     * path passes, whatever the path to the server (a new connection, a pooler behind the same one) */
     if (ll_batch_db_cmd(b, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
         return -1;
     b->in_tx = 1;

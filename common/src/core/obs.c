@@ -40,8 +40,8 @@ static struct {
     ll_obs_kind kind;
     int64_t stall_ms;
     ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
-        *outbox_age, *dispatches, *sweeps, *reread, *withheld, *turns, *rss, *start_time, *ready_g, *db_up_g,
-        *active_runs, *runs_idle, *dead_dispatches, *build_info, *registry;
+        *outbox_age, *dispatches, *sweeps, *reread, *conflicts, *withheld, *turns, *rss, *start_time,
+        *ready_g, *db_up_g, *active_runs, *runs_idle, *dead_dispatches, *build_info, *registry;
 } g;
 
 static atomic_llong last_turn_ms;
@@ -101,6 +101,12 @@ static int families(void)
                        "Offsets read again at an assignment or rewind because the ledger's position "
                        "(behind=ledger: the database lost commits) or Kafka's (behind=kafka) was behind",
                        "behind", 2, NULL, 0);
+    g.conflicts =
+        ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_position_conflicts_total",
+                       "Position writes and checks that found the ledger's read position not the one "
+                       "this instance last read or wrote (the database went back in time, or another "
+                       "instance took the partition): the batch undone, the positions merged again",
+                       "", 1, NULL, 0);
     g.withheld = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_answers_withheld_total",
                                 "Inputs applied again after the database lost them whose answer Kafka "
                                 "already held (not answered twice)",
@@ -141,8 +147,8 @@ static int families(void)
                                   "version,commit", 1, NULL, 0);
     return g.build_info && g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit &&
                    g.kafka_commit && g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps &&
-                   g.reread && g.withheld && g.turns && g.ready_g && g.db_up_g && g.active_runs &&
-                   g.runs_idle && g.dead_dispatches && g.registry && g.rss && g.start_time
+                   g.reread && g.conflicts && g.withheld && g.turns && g.ready_g && g.db_up_g &&
+                   g.active_runs && g.runs_idle && g.dead_dispatches && g.registry && g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -370,6 +376,12 @@ void ll_obs_reread(const char *behind, int64_t offsets)
     const char *v[1] = {behind};
     if (g.reg && offsets > 0)
         ll_metric_add(g.reread, v, (double)offsets);
+}
+
+void ll_obs_position_conflict(void)
+{
+    if (g.reg)
+        ll_metric_add(g.conflicts, NULL, 1);
 }
 
 void ll_obs_answer_withheld(void)

@@ -1,0 +1,11 @@
+-- 0011_position_token: every write of a read position is a compare-and-set (issue 39, item 1;
+-- docs/design.md §5, "Every write checks the ledger it last saw"). write_token is set afresh by
+-- each write (a random UUID chosen by the writer) and by each merge at an assignment or a rewind
+-- (the fence); a service writes a position only where the row still carries the token it last
+-- read or wrote itself, in the same statement as the heartbeats before its COMMIT. A database
+-- that went back in time (a failover to an asynchronous standby, a restore, behind a pooler that
+-- kept the client's connection open) holds an older token, or no row: the write matches nothing,
+-- the transaction is undone and the partition merged and read again. An instance the group
+-- evicted finds the new owner's fence and is refused the same way. NULL: a row no instance has
+-- merged since this migration (the next merge fences it).
+ALTER TABLE nifi_ops.consumer_position ADD COLUMN write_token uuid;
