@@ -58,6 +58,7 @@ from llsim.chaos_flow import Workload  # noqa: E402
 from llsim.chaos_kill import Killer  # noqa: E402
 from llsim.drills import Isolated, lag, loadctl_verify, watermarks  # noqa: E402
 from llsim.kafkaio import SCHEMAS, Nifi  # noqa: E402
+from llsim.pooler import PgBouncer  # noqa: E402
 from llsim.stack import Stack, read_env  # noqa: E402
 
 MODES = {  # failovers, runs, overall timeout (s)
@@ -178,6 +179,8 @@ class HAStack(Stack):
         self.ha_ports = ports
 
     def conninfo(self, user="postgres", port=None):
+        if port:  # the services' conninfo with --pooler: the drill's PgBouncer
+            return "host=127.0.0.1 port=%d dbname=%s user=%s connect_timeout=5" % (port, self.pg["dbname"], user)
         return "host=%s port=%s dbname=%s user=%s target_session_attrs=read-write connect_timeout=5" % (
             ",".join("127.0.0.1" for _ in self.ha_ports), ",".join(str(p) for p in self.ha_ports),
             self.pg["dbname"], user)
@@ -190,8 +193,9 @@ class Failovers:
     run (until the next is due and a standby streams) -> lagging (walsenders stopped) -> kill ->
     promoting (until another node leads) -> rejoining (until a standby streams again)."""
 
-    def __init__(self, pat, rnd, count, lag_s, gap):
+    def __init__(self, pat, rnd, count, lag_s, gap, pooler=None):
         self.pat = pat
+        self.pooler = pooler  # --pooler: repointed to the new leader once it leads
         self.rnd = rnd
         self.count = count
         self.lag = lag_s
@@ -234,6 +238,8 @@ class Failovers:
             if now - self.cur["lag_from"] < self.lag:
                 return
             c = self.cur
+            if self.pooler:  # the services' client connections now: how many outlive the failover
+                c["clients_before"] = self.client_ids()
             primary = self.pat.lsn(c["old"], "SELECT pg_current_wal_lsn()::text")
             standby = self.pat.lsn(c["new"], "SELECT pg_last_wal_receive_lsn()::text")
             os.kill(c["pm"], signal.SIGKILL)
@@ -252,6 +258,8 @@ class Failovers:
             lead = self.pat.leader()
             if lead == c["new"]:
                 c["promoted_s"] = round(time.time() - c["at"], 1)
+                if self.pooler:  # the pooler's failover hook: its clients' connections stay open
+                    self.pooler.repoint(self.pat.ports[lead])
                 self.state = "rejoining"
             elif time.time() - c["at"] > 60:
                 raise Fail("failover %d: %s not promoted 60 s after the kill" % (c["n"], c["new"]))
@@ -259,6 +267,9 @@ class Failovers:
             c = self.cur
             if self.pat.ready() == c["new"]:
                 c["rejoined_s"] = round(time.time() - c["at"], 1)
+                if self.pooler:
+                    before = c.pop("clients_before")
+                    c["clients_kept"] = "%d of %d" % (len(before & self.client_ids()), len(before))
                 say("  failover %d: %s leads %.1f s after the kill; %s streams again after %.1f s" % (
                     c["n"], c["new"], c["promoted_s"], c["old"], c["rejoined_s"]))
                 self.done.append(c)
@@ -267,6 +278,10 @@ class Failovers:
                 self.next_at = time.time() + self.rnd.uniform(*self.gap)
             elif time.time() - c["at"] > 150:
                 raise Fail("failover %d: %s not back as a streaming standby 150 s after the kill" % (c["n"], c["old"]))
+
+    def client_ids(self):
+        """The services' client connections to the pooler, as (port, connect_time)."""
+        return {(r["port"], str(r["connect_time"])) for r in self.pooler.clients() if r["user"].startswith("ll_")}
 
     def release(self):
         """Whatever is still stopped goes on (a drill cut short)."""
@@ -461,6 +476,9 @@ def parse():
     ap.add_argument("--mode", choices=sorted(MODES), default="short")
     ap.add_argument("--seed", type=int, default=None, help="replay a drill (default: random, printed)")
     ap.add_argument("--sync", action="store_true", help="synchronous_mode: true (nothing may be lost or re-applied)")
+    ap.add_argument("--pooler", action="store_true",
+                    help="the services connect through a PgBouncer (transaction pooling) that is repointed to the"
+                         " new primary after each failover, their client connections left open (issue 39)")
     ap.add_argument("--failovers", type=int, help="failovers (mode's default: short 3, long 30)")
     ap.add_argument("--runs", type=int, help="runs of the workload (mode's default)")
     ap.add_argument("--lag", type=float, default=1.5, help="seconds the primary's walsender is stopped before the kill")
@@ -548,10 +566,12 @@ def main():
     a = parse()
     # ctest's timeout (SIGTERM): the finally below still stops the services and the pair
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    mode = "synchronous_mode" if a.sync else "asynchronous"
-    say("failover drill: mode %s, %s replication, seed %d, %d runs, %d failovers, walsender stopped %.1f s before "
+    mode = ("synchronous_mode" if a.sync else "asynchronous") + " replication" + (
+        ", the services through PgBouncer" if a.pooler else "")
+    say("failover drill: mode %s, %s, seed %d, %d runs, %d failovers, walsender stopped %.1f s before "
         "each kill (replay: scripts/drill.sh failover --mode %s%s --seed %d)" % (
-            a.mode, mode, a.seed, a.runs, a.failovers, a.lag, a.mode, " --sync" if a.sync else "", a.seed))
+            a.mode, mode, a.seed, a.runs, a.failovers, a.lag, a.mode,
+            (" --sync" if a.sync else "") + (" --pooler" if a.pooler else ""), a.seed))
     rnd = random.Random(a.seed)
     t_env = time.time()
     pat, down = patroni_up(a)
@@ -560,10 +580,17 @@ def main():
     ok = False
     iso = None
     work = None
-    fo = Failovers(pat, rnd, a.failovers, a.lag, a.gap)
+    pooler = None
+    if a.pooler:
+        pooler = PgBouncer(pat.dir + "-pgbouncer", pat.ports[pat.leader()])
+        say("PgBouncer on 127.0.0.1:%d in front of the leader %s (repointed after each failover)" % (
+            pooler.port, pat.leader()))
+    fo = Failovers(pat, rnd, a.failovers, a.lag, a.gap, pooler)
     figures = {}
     try:
         iso = Isolated("failover", stack_cls=functools.partial(HAStack, list(pat.ports.values())))
+        if pooler:
+            iso.stack.service_port = pooler.port
         say("database %s, topic prefix %s, logs in %s" % (iso.dbname, iso.prefix, iso.stack.log_dir))
         nifi = Nifi(iso.bootstrap, iso.prefix)
         # runs admitted over about the time the failovers take (one cycle: gap, lag, ~3 s to promote,
@@ -601,7 +628,8 @@ def main():
                 "re-applied %d, answered twice %d%s" % (
                     f["n"], f["old"], f["new"], f["promoted_s"], f["old"], f["rejoined_s"], f["wal_behind_bytes"],
                     f["lost"], f["reapplied"], f["twice"],
-                    ", disagreeing %s" % f["disagreeing_by_topic"] if f["disagreeing_by_topic"] else ""))
+                    (", disagreeing %s" % f["disagreeing_by_topic"] if f["disagreeing_by_topic"] else "") +
+                    (", service connections to the pooler kept %s" % f["clients_kept"] if "clients_kept" in f else "")))
         stuck = work.stuck(20)
         if statuses.get("SUCCESS", 0) != a.runs or work.final() != a.runs:
             bad.append("runs SUCCESS in the ledger %d of %d (flow: %d final)" % (statuses.get("SUCCESS", 0), a.runs,
@@ -647,10 +675,11 @@ def main():
                    "drive_seconds": round(duration, 1) if duration else None, "ok": ok}
         for b in bad:
             say("FAILED: " + b)
-        say("FAILOVER seed=%d mode=%s replication=%s runs_success=%d/%d failovers=%d/%d lost=%d reapplied=%d"
+        say("FAILOVER seed=%d mode=%s replication=%s%s runs_success=%d/%d failovers=%d/%d lost=%d reapplied=%d"
             " answered_twice=%d disagreeing_replies=%d double_grants=%d verify=%s events_sent=%d duplicates=%d rival_claims=%d"
             " max_promote=%.1fs max_rejoin=%.1fs duration=%.0fs result=%s" % (
-                a.seed, a.mode, "sync" if a.sync else "async", statuses.get("SUCCESS", 0), a.runs, len(fo.done),
+                a.seed, a.mode, "sync" if a.sync else "async", " pooler=pgbouncer" if a.pooler else "",
+                statuses.get("SUCCESS", 0), a.runs, len(fo.done),
                 a.failovers, lost, reapplied, twice, len(violations), len(doubles), "PASS" if rc == 0 else "FAIL",
                 work.sent, work.duplicates, work.rival_claims, max([f["promoted_s"] for f in fo.done] or [0]),
                 max([f["rejoined_s"] for f in fo.done] or [0]), time.time() - t_env, "PASS" if ok else "FAIL"))
@@ -668,6 +697,8 @@ def main():
                 iso.close(drop=(ok or down is not None) and not a.keep)
             except psycopg2.Error as e:
                 say("cleanup: %s" % e)
+        if pooler:
+            pooler.stop()
         if down and not a.keep:
             down()
         if a.json:
