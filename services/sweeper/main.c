@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ll/config.h"
 #include "ll/daemon.h"
@@ -31,6 +32,14 @@ static const ll_config_key keys[] = {
     {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold", LL_CONFIG_NO_RANGE},
     {"recovery.sweeper_interval", "PT1M", false, "time between ticks", LL_CONFIG_DURATION, 1,
      LL_CONFIG_NO_MAX},
+    {"recovery.start_grace", "PT2M", false,
+     "no rule acts this long after the sweeper's start, a new database connection, or a tick that found the"
+     " ledger gone back in time: the consuming services find and re-read what the ledger lost first",
+     LL_CONFIG_NO_RANGE},
+    {"recovery.reread_window", "PT6H", false,
+     "detected database losses (nifi_ops.position_rewind) this recent keep the rules waiting until their"
+     " consumer groups have read them again",
+     LL_CONFIG_NO_RANGE},
     {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_NO_RANGE},
     {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)",
      LL_CONFIG_INT, 1, LL_CONFIG_NO_MAX},
@@ -45,6 +54,8 @@ static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, siz
         ll_config_duration_ms(cfg, "recovery.publish_stale", &s->publish_stale_ms, err, n) ||
         ll_config_duration_ms(cfg, "recovery.sweeper_interval", &s->interval_ms, err, n) ||
         ll_config_duration_ms(cfg, "dispatch.ack_timeout", &s->ack_timeout_ms, err, n) ||
+        ll_config_duration_ms(cfg, "recovery.start_grace", &s->start_grace_ms, err, n) ||
+        ll_config_duration_ms(cfg, "recovery.reread_window", &s->reread_window_ms, err, n) ||
         ll_config_int(cfg, "recovery.max_attempts", &max_attempts, err, n) ||
         ll_config_int(cfg, "dispatch.max_attempts", &dispatch_max, err, n))
         return -1;
@@ -126,10 +137,20 @@ int main(int argc, char **argv)
         ll_daemon_end(&d); /* stopped while waiting for a schema it knows */
         return 0;
     }
+    char host[256] = "sweeper";
+    const char *instance = ll_config_get(d.cfg, "service.instance_id");
+    if (!instance || !*instance) {
+        if (gethostname(host, sizeof host - 1) != 0)
+            snprintf(host, sizeof host, "sweeper");
+        instance = host;
+    }
+    sweep_gate *gate = sweep_gate_new(instance, s.start_grace_ms, s.reread_window_ms);
+    if (!gate)
+        return ll_daemon_fail(&d, "out of memory");
     while (!ll_daemon_stopping) {
         sweep_counts c;
         bool acted = false;
-        if (sweep_tick(&d.db, &s, &c, &acted) != LL_DB_OK)
+        if (sweep_tick(&d.db, &s, gate, &c, &acted) != LL_DB_OK)
             ll_log(LL_WARN, NULL, "sweeper_error", "tick failed: %s %s", d.db.err.sqlstate, d.db.err.message);
         else if (acted)
             report(&c);
@@ -138,6 +159,7 @@ int main(int argc, char **argv)
                    d.db.err.message);
         sleep_ms(&d.db, s.interval_ms);
     }
+    sweep_gate_free(gate);
     ll_log(LL_INFO, NULL, "service_stopped", "sweeper stopped");
     ll_daemon_end(&d);
     return 0;

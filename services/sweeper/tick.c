@@ -1,7 +1,8 @@
 /*
  * tick.c - one sweeper tick (docs/contract.md §7): one transaction that first tries the advisory lock
- * on the text load_control_sweeper (held only by this transaction); the rules in the fixed order,
- * each in its own savepoint so that a failing rule is rolled back alone and retried next tick.
+ * on the text load_control_sweeper (held only by this transaction); then the gate (gate.c: no rule
+ * acts while the ledger's lost inputs are not re-read); the rules in the fixed order, each in its
+ * own savepoint so that a failing rule is rolled back alone and retried next tick.
  */
 #include <stdio.h>
 
@@ -29,6 +30,7 @@ void sweep_interval_text(int64_t ms, char *out, size_t outlen)
 
 struct tick_arg {
     const sweep_settings *s;
+    sweep_gate *gate;
     sweep_counts *c;
     bool *acted;
 };
@@ -44,6 +46,11 @@ static ll_db_rc tick_tx(ll_db *db, void *arg)
     PQclear(r);
     if (!*a->acted)
         return LL_DB_ROLLBACK;
+    int open = sweep_gate_open(a->gate, db);
+    if (open < 0)
+        return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
+    if (!open)
+        return LL_DB_OK; /* its token committed, no rule run */
     for (size_t i = 0; i < sizeof RULES / sizeof RULES[0]; i++) {
         if (ll_db_command(db, "SAVEPOINT sweeper_rule") != LL_DB_OK)
             return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
@@ -61,10 +68,15 @@ static ll_db_rc tick_tx(ll_db *db, void *arg)
     return LL_DB_OK;
 }
 
-ll_db_rc sweep_tick(ll_db *db, const sweep_settings *s, sweep_counts *c, bool *acted)
+ll_db_rc sweep_tick(ll_db *db, const sweep_settings *s, sweep_gate *gate, sweep_counts *c, bool *acted)
 {
-    struct tick_arg a = {s, c, acted};
+    struct tick_arg a = {s, gate, c, acted};
     *acted = false;
+    *c = (sweep_counts){0};
     ll_db_rc rc = ll_db_transaction(db, tick_tx, &a);
+    if (rc == LL_DB_OK && *acted)
+        sweep_gate_committed(gate);
+    else
+        sweep_gate_undone(gate);
     return rc == LL_DB_ROLLBACK ? LL_DB_OK : rc;
 }

@@ -141,10 +141,11 @@ def ledger_tables(cur):
     """The nifi_ops tables of the business ledger: not the migrations' bookkeeping, nor the
     consumer groups' read positions and the ranges they read again (consumer_position,
     position_rewind, issue 27: where each service is in its topics, which differs between two
-    ledgers of the same business history)."""
+    ledgers of the same business history), nor the sweepers' tick tokens (sweeper_instance, issue
+    39)."""
     cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'nifi_ops'"
                 " AND table_type = 'BASE TABLE' AND table_name NOT IN ('schema_migrations', 'alembic_version',"
-                " 'consumer_position', 'position_rewind')"
+                " 'consumer_position', 'position_rewind', 'sweeper_instance')"
                 " ORDER BY table_name")
     return [r[0] for r in cur.fetchall()]
 

@@ -87,7 +87,9 @@ class Stack:
         if service != "sweeper":
             lines += ["kafka.bootstrap.servers = " + self.bootstrap, "topic.prefix = " + self.prefix]
         if service == "sweeper":
-            lines += ["recovery.sweeper_interval = PT1S"]
+            # the tests' sweepers act at once: the gate's start grace (PT2M by default) is set by the
+            # tests of the gate themselves (test_pitr_drill.py, test_sweeper.py)
+            lines += ["recovery.sweeper_interval = PT1S", "recovery.start_grace = PT0S"]
         elif service == "dispatcher":
             lines += ["dispatch.poll_interval = PT1S", "dispatch.backoff_min = PT1S"]
         else:
