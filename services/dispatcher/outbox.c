@@ -4,7 +4,10 @@
  * dispatch.batch rows; nothing is held open while the commands travel. The delivered rows of a
  * lease are marked SENT by one statement; a retry or a DEAD row (rare) by one statement each.
  * Every update after delivery is conditional on PENDING, so an ACK that came first (validation
- * started) stays ACKED.
+ * started) stays ACKED, and on the lease it settles (the row's attempt_count still the one this
+ * lease set, issue 39 item 6): a dispatcher whose lease ran out while it delivered, and another
+ * leased the row since, settles nothing; the row is the newer lessee's to mark (a stale lessee
+ * must not mark DEAD, or back off, a command the other one delivered).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,30 +45,31 @@ static const ll_stmt ST_REISSUE_INPUT = {
     2};
 
 /* Marks the delivered rows of a lease: $1 their dispatch ids, $2 their recorded HTTP statuses
- * (0 = none), both array literals (ll/pgarray.h) in the same order. One statement, so the rows
- * share one sent_at (the statement's start). */
+ * (0 = none), $3 the attempt_count each lease set, array literals (ll/pgarray.h) in the same
+ * order. One statement, so the rows share one sent_at (the statement's start). */
 static const ll_stmt ST_SENT = {
     "outbox_sent",
     "UPDATE nifi_ops.load_dispatch d SET status = 'SENT', sent_at = statement_timestamp(),"
     " last_http_status = nullif(s.http, 0), last_error = NULL"
-    " FROM unnest($1::uuid[], $2::int[]) AS s(id, http)"
-    " WHERE d.dispatch_id = s.id AND d.status = 'PENDING'",
-    2};
+    " FROM unnest($1::uuid[], $2::int[], $3::int[]) AS s(id, http, attempt)"
+    " WHERE d.dispatch_id = s.id AND d.status = 'PENDING' AND d.attempt_count = s.attempt",
+    3};
 
 static const ll_stmt ST_RETRY = {
     "outbox_retry",
     "UPDATE nifi_ops.load_dispatch SET"
     " next_attempt_at = clock_timestamp() + make_interval(secs => $2::double precision / 1000),"
     " last_http_status = nullif($4::int, 0), last_error = left($3, 2000)"
-    " WHERE dispatch_id = $1::uuid AND status = 'PENDING'",
-    4};
+    " WHERE dispatch_id = $1::uuid AND status = 'PENDING' AND attempt_count = $5::int",
+    5};
 
 static const ll_stmt ST_DEAD = {
     "outbox_dead",
     "UPDATE nifi_ops.load_dispatch SET status = 'DEAD', last_http_status = nullif($3::int, 0),"
-    " last_error = left($2, 2000) WHERE dispatch_id = $1::uuid AND status = 'PENDING'"
+    " last_error = left($2, 2000) WHERE dispatch_id = $1::uuid AND status = 'PENDING' AND attempt_count = "
+    "$4::int"
     " RETURNING run_id::text, partition_id, dispatch_type, attempt_count",
-    3};
+    4};
 
 struct lease_arg {
     const dispatch_settings *s;
@@ -229,15 +233,16 @@ static ll_send_outcome outcome_of(const dispatch_settings *s, const leased *l)
 static ll_db_rc mark_sent(ll_db *db, const dispatch_settings *s, const leased *rows, size_t n, long *sent,
                           bool alone)
 {
-    ll_pgarray ids = {0}, https = {0};
+    ll_pgarray ids = {0}, https = {0}, attempts = {0};
     for (size_t i = 0; i < n; i++)
         if (outcome_of(s, &rows[i]) == LL_SEND_SENT) {
             ll_pgarray_add(&ids, rows[i].dispatch_id);
             ll_pgarray_add_ll(&https, rows[i].recorded_http_status);
+            ll_pgarray_add_ll(&attempts, rows[i].attempt);
         }
     ll_db_rc rc = LL_DB_OK;
     if (ids.n > 0) {
-        const char *p[2] = {ll_pgarray_text(&ids), ll_pgarray_text(&https)};
+        const char *p[3] = {ll_pgarray_text(&ids), ll_pgarray_text(&https), ll_pgarray_text(&attempts)};
         PGresult *r = alone ? exec_alone(db, &ST_SENT, p) : ll_db_exec(db, &ST_SENT, p);
         if (r) {
             *sent += ll_db_affected(r);
@@ -248,14 +253,16 @@ static ll_db_rc mark_sent(ll_db *db, const dispatch_settings *s, const leased *r
     }
     ll_pgarray_free(&ids);
     ll_pgarray_free(&https);
+    ll_pgarray_free(&attempts);
     return rc;
 }
 
 static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
 {
-    char status[16];
+    char status[16], attempt[16];
     snprintf(status, sizeof status, "%d", l->recorded_http_status);
-    const char *p[3] = {l->dispatch_id, why, status};
+    snprintf(attempt, sizeof attempt, "%d", l->attempt);
+    const char *p[4] = {l->dispatch_id, why, status, attempt};
     PGresult *r = ll_db_exec(db, &ST_DEAD, p);
     if (!r)
         return LL_DB_ERROR;
@@ -283,11 +290,12 @@ static ll_db_rc mark_dead(ll_db *db, leased *l, const char *why, long *dead)
 
 static ll_db_rc mark_retry(ll_db *db, const dispatch_settings *s, leased *l, long *retried)
 {
-    char status[16], delay[24];
+    char status[16], delay[24], attempt[16];
     snprintf(status, sizeof status, "%d", l->recorded_http_status);
     snprintf(delay, sizeof delay, "%lld",
              (long long)ll_dispatch_backoff_ms(l->attempt, s->backoff_min_ms, s->backoff_max_ms));
-    const char *p[4] = {l->dispatch_id, delay, l->error, status};
+    snprintf(attempt, sizeof attempt, "%d", l->attempt);
+    const char *p[5] = {l->dispatch_id, delay, l->error, status, attempt};
     PGresult *r = ll_db_exec(db, &ST_RETRY, p);
     if (!r)
         return LL_DB_ERROR;
