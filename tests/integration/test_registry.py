@@ -627,8 +627,10 @@ def test_standin_unavailable_at_start_is_waited_for_then_a_clear_stop(tmp_path):
     """A registry answering 503 when a service starts (a registry restarting with the hosts): the
     registration is retried with backoff for schema.registry.start_wait, logged registry_unavailable,
     and the service starts once the registry answers; a registry still down after the wait stops the
-    service with exit 1 naming the subject, the key and the time waited (a database down at start is
-    waited for as well: docs/design.md §9)."""
+    service with exit 3 (LL_EXIT_REGISTRY_UNAVAILABLE: the systemd unit restarts it, unlike exit 1, a
+    configuration error) naming the subject, the key and the time waited; a stop signal during the
+    wait ends it at once with exit 0 (issue 39, item 6; a database down at start is waited for as
+    well: docs/design.md §9)."""
     s = Stack(prefix=START_PREFIX)
     s.migrate()
     ensure_topics(s.bootstrap, START_PREFIX)
@@ -654,9 +656,18 @@ def test_standin_unavailable_at_start_is_waited_for_then_a_clear_stop(tmp_path):
                              "schema.registry.start_wait": "PT2S"})
         t0 = time.time()
         code, log = start_failure(s, "registrar", "registrar-registry-gone", conf)
-        assert code == 1 and time.time() - t0 >= 2, (code, log[-2000:])
+        assert code == 3 and time.time() - t0 >= 2, (code, log[-2000:])
         assert "schema.registry.start_wait" in log and subject in log and "2000 ms" in log, log[-2000:]
         assert log.count('"registry_unavailable"') >= 2, log[-3000:]
+        # a stop signal during a long wait ends it at once, exit 0 (nothing was applied)
+        conf = dict(conf, **{"schema.registry.start_wait": "PT60S"})
+        since = log_size(s, "registrar-registry-term")
+        s.start("registrar", instance="registrar-registry-term", settings=conf)
+        wait_log(s, "registrar-registry-term", "registry_unavailable", since=since, timeout=30)
+        t0 = time.time()
+        s.procs["registrar-registry-term"][0].terminate()
+        code = s.wait_exit("registrar-registry-term", timeout=30)
+        assert code == 0 and time.time() - t0 < 5, (code, time.time() - t0)
     finally:
         bad = stop_checked(s)
         reg.stop()

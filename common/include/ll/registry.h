@@ -15,6 +15,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "ll/config.h"
@@ -291,5 +292,19 @@ int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, 
  */
 int ll_registry_topic_id(ll_registry *r, const char *topic, const struct ll_schema *schema, int32_t *id,
                          char *err, size_t errlen);
+
+/* The exit status of a service whose schema registry still did not answer at the end of
+ * schema.registry.start_wait (issue 39, item 6): not 1 (a configuration error, which the systemd
+ * unit does not restart: RestartPreventExitStatus=1) but 3, a start-up dependency that was down,
+ * which Restart=on-failure retries. */
+#define LL_EXIT_REGISTRY_UNAVAILABLE 3
+
+/* Makes the start-up waits of ll_registry_topic_id end early when *flag becomes non-zero (a stop
+ * signal; borrowed for the process's life; NULL: never). Called once before the clients start. */
+void ll_registry_stop_flag(volatile sig_atomic_t *flag);
+
+/* 1 when the last ll_registry_topic_id of this process failed because the registry did not answer
+ * within schema.registry.start_wait (or a stop signal ended the wait), else 0. */
+int ll_registry_start_gave_up(void);
 
 #endif

@@ -49,6 +49,33 @@ static int64_t mono_ms(void)
  * (ll_registry_start_pause_ms), each failure logged registry_unavailable. The last status; why
  * says why for any but OK, and after the wait err names the subject, the key and the time waited.
  */
+static volatile sig_atomic_t *g_stop; /* ll_registry_stop_flag */
+static int g_gave_up;                 /* ll_registry_start_gave_up */
+
+void ll_registry_stop_flag(volatile sig_atomic_t *flag)
+{
+    g_stop = flag;
+}
+
+int ll_registry_start_gave_up(void)
+{
+    return g_gave_up;
+}
+
+/* Sleeps ms in steps of at most 100 ms; 1 when a stop signal came (the wait ends at once). */
+static int pause_or_stop(int64_t ms)
+{
+    while (ms > 0) {
+        if (g_stop && *g_stop)
+            return 1;
+        int64_t step = ms < 100 ? ms : 100;
+        struct timespec ts = {step / 1000, (step % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        ms -= step;
+    }
+    return g_stop && *g_stop;
+}
+
 static ll_registry_status ask(ll_registry *r, const char *subject, const struct ll_schema *schema,
                               ll_registry_version *v, int *code, int32_t *id, char *why, size_t whylen,
                               char *err, size_t errlen)
@@ -59,6 +86,7 @@ static ll_registry_status ask(ll_registry *r, const char *subject, const struct 
         ll_registry_status st =
             v ? ll_registry_lookup(r, subject, ll_schema_text(schema), v, code, why, whylen)
               : ll_registry_register(r, subject, ll_schema_text(schema), id, why, whylen);
+        g_gave_up = 0;
         if (st != LL_REGISTRY_UNAVAILABLE)
             return st;
         int64_t pause = ll_registry_start_pause_ms(mono_ms() - t0, failures, o->start_wait_ms,
@@ -70,10 +98,16 @@ static ll_registry_status ask(ll_registry *r, const char *subject, const struct 
                      "schema registry: subject %s: no answer within schema.registry.start_wait (%lld ms, %u "
                      "tries): %s",
                      subject, (long long)o->start_wait_ms, failures, why);
+            g_gave_up = 1;
             return st;
         }
-        struct timespec ts = {pause / 1000, (pause % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
+        if (pause_or_stop(pause)) {
+            snprintf(err, errlen,
+                     "schema registry: subject %s: stopped while waiting for an answer (%u tries)", subject,
+                     failures);
+            g_gave_up = 1;
+            return st;
+        }
     }
 }
 

@@ -13,6 +13,7 @@
 
 #include "ll/log.h"
 #include "ll/obs.h"
+#include "ll/registry.h"
 #include "ll/schema_gate.h"
 #include "ll/topics.h"
 #include "ll/version.h"
@@ -177,9 +178,13 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
     } else if (log_started(svc->name, cfg), install_signals(),
                ll_schema_gate(svc->name, cfg, &g_stopping) != 0) {
         rc = 0; /* stopped while waiting for a schema it knows: nothing was applied */
-    } else if (!(g_loop =
+    } else if (ll_registry_stop_flag(&g_stopping),
+               !(g_loop =
                      ll_loop_new(svc->name, cfg, svc->inputs, svc->n_inputs, svc->state, err, sizeof err))) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
+        /* stopped during a start-up wait: nothing was applied; a registry still down after its
+         * wait: a code the unit restarts (not 1, a configuration error) */
+        rc = g_stopping ? 0 : ll_registry_start_gave_up() ? LL_EXIT_REGISTRY_UNAVAILABLE : 1;
     } else {
         if (g_stopping)
             ll_loop_stop(g_loop);
