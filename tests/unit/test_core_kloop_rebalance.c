@@ -280,15 +280,20 @@ static void test_rebalance_committed_unread(void **state)
 
 /* Kafka's commit of partition 0 at kafka (no metadata), the ledger's position at ledger, 12
  * inputs in the log; the assignment taken. */
-static void positions_apart(long long kafka, long long ledger)
+static void positions_apart_kv(long long kafka, long long ledger, const char *const *kv)
 {
-    fk_open(0, NULL);
+    fk_open(0, kv);
     rd_kafka_topic_partition_list_add(F.kc, FK_TOPIC, 0)->offset = kafka;
     fk_ledger_position(0, ledger, "");
     for (int i = 1; i <= 12; i++)
         fk_put(0, i, i);
     fk_assign_parts(1);
     assert_int_equal(fk_find(F.assigned, 0)->offset, kafka < ledger ? kafka : ledger);
+}
+
+static void positions_apart(long long kafka, long long ledger)
+{
+    positions_apart_kv(kafka, ledger, NULL);
 }
 
 static void test_ledger_behind_kafka_applies_without_second_answer(void **state)
@@ -348,6 +353,49 @@ static void test_ledger_lost_twice_never_answers_twice(void **state)
     for (long long o = 4; o < 10; o++)
         assert_int_equal(fk_answers(0, o), 0);
     fk_assert_answered_once(0, 10, 12); /* answered after the first loss, not again */
+    assert_int_equal(fk_kafka_committed(0), 12);
+}
+
+/* An input answered before the loss (offset 4) whose prerequisite is not read again yet waits past
+ * loop.prerequisite_wait, up to loop.reapplied_wait: it is not dead-lettered out of sight (issue
+ * 39, item 4), and is applied, unanswered, once the prerequisite comes. */
+static void test_answered_input_waits_past_the_prerequisite_wait(void **state)
+{
+    (void)state;
+    static const char *const kv[] = {"loop.prerequisite_wait", "PT0S", "loop.reapplied_wait", "PT1H", NULL};
+    positions_apart_kv(10, 4, kv);
+    F.decide = decide_held_at_5;
+    fk_run(20, 10);
+    assert_int_equal(fk_held(0), 1);
+    assert_int_equal(F.n_dead_events, 0);
+    F.prereq = 1;
+    fk_make_due();
+    fk_run(20, 10);
+    assert_int_equal(fk_held(0), 0);
+    assert_int_equal(F.n_dead_events, 0);
+    for (long long o = 4; o < 10; o++)
+        assert_int_equal(fk_answers(0, o), 0);
+    fk_assert_answered_once(0, 10, 12);
+    assert_int_equal(fk_kafka_committed(0), 12);
+}
+
+/* Past loop.reapplied_wait its dead letter is visible (staged, not withheld like a second reply):
+ * the effect the ledger lost is not lost out of sight; `loadctl redrive` applies it. */
+static void test_answered_input_dead_letter_after_the_reapplied_wait_is_visible(void **state)
+{
+    (void)state;
+    static const char *const kv[] = {"loop.prerequisite_wait", "PT0S", "loop.reapplied_wait", "PT0S", NULL};
+    positions_apart_kv(10, 4, kv);
+    F.decide = decide_held_at_5;
+    fk_run(20, 10);
+    assert_int_equal(fk_held(0), 0);
+    assert_int_equal(F.n_dead_events, 1);
+    assert_int_equal(fk_answers(0, 4), 1);
+    for (size_t i = 0; i < F.n_vis; i++)
+        if (F.vis[i].off == 4)
+            assert_string_equal(F.vis[i].topic, FK_DLQ);
+    for (long long o = 5; o < 10; o++)
+        assert_int_equal(fk_answers(0, o), 0); /* replies withheld as before */
     assert_int_equal(fk_kafka_committed(0), 12);
 }
 
@@ -418,6 +466,9 @@ int main(void)
         cmocka_unit_test_teardown(test_ledger_behind_kafka_applies_without_second_answer, fk_teardown),
         cmocka_unit_test_teardown(test_kafka_behind_ledger_answers_as_replays, fk_teardown),
         cmocka_unit_test_teardown(test_ledger_lost_twice_never_answers_twice, fk_teardown),
+        cmocka_unit_test_teardown(test_answered_input_waits_past_the_prerequisite_wait, fk_teardown),
+        cmocka_unit_test_teardown(test_answered_input_dead_letter_after_the_reapplied_wait_is_visible,
+                                  fk_teardown),
         cmocka_unit_test_teardown(test_positions_not_written_rewinds, fk_teardown),
         cmocka_unit_test_teardown(test_position_flush_after_a_loss_is_refused, fk_teardown),
     };

@@ -66,6 +66,8 @@ void ll_obs_schema(const char *reason);
 /* Offsets read again after an assignment or a rewind because one side's position was behind the
  * other's (behind: "ledger" = the database lost commits, "kafka" = a Kafka commit was lost). */
 void ll_obs_reread(const char *behind, int64_t offsets);
+/* The sweeper's rules wait (1) or act (0): loadledger_sweeper_waiting (services/sweeper/gate.c). */
+void ll_obs_sweeper_waiting(int waiting);
 /* A position write or check found the ledger's read position not the one this instance last read
  * or wrote (kloop_position.c; docs/design.md §5): counted in loadledger_position_conflicts_total. */
 void ll_obs_position_conflict(void);
@@ -89,8 +91,10 @@ void ll_obs_dead_letters(const char *topic, const char *code, size_t n);
 
 /* One poll batch of n messages (n > 0). */
 void ll_obs_batch(size_t n);
-/* Messages held now (all partitions) and the distinct runs they belong to. */
-void ll_obs_held(size_t msgs, size_t runs);
+/* Messages held now (all partitions), the distinct runs they belong to, and of those messages the
+ * ones answered before the database lost their effect, waiting for their prerequisite's re-read
+ * (loop.reapplied_wait; docs/design.md §5). */
+void ll_obs_held(size_t msgs, size_t runs, size_t answered);
 /* Durations of a database COMMIT and of a Kafka commit (send offsets + commit), in seconds. */
 void ll_obs_db_commit(double seconds);
 void ll_obs_kafka_commit(double seconds);

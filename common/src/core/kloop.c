@@ -55,18 +55,19 @@ static void observe_turn(ll_loop *l, size_t n, observed *o)
     if (!http || now - o->held_at < 1000)
         return;
     o->held_at = now;
-    size_t msgs = 0, runs = 0;
+    size_t msgs = 0, runs = 0, answered = 0;
     for (size_t i = 0; i < l->n_parts; i++) {
         const part_state *ps = l->parts[i];
         msgs += ps->n_held;
         for (size_t k = 0; k < ps->n_held; k++) {
+            answered += ll_msg_answered_before(ps->held[k]);
             size_t j = 0;
             while (j < k && strcmp(ps->held[j]->run, ps->held[k]->run) != 0)
                 j++;
             runs += j == k;
         }
     }
-    ll_obs_held(msgs, runs);
+    ll_obs_held(msgs, runs, answered);
 }
 
 /* The idle check of the ledger's positions (loop.position_check_interval; kloop_position.c), between

@@ -31,14 +31,19 @@ int ll_batch_undo(batch *b, size_t touches_before)
     return ll_batch_db_cmd(b, "ROLLBACK");
 }
 
+int64_t ll_batch_prereq_wait(const batch *b, const lmsg *m)
+{
+    return ll_msg_answered_before(m) ? b->l->reapplied_wait_ms : b->l->prereq_wait_ms;
+}
+
 /* What an apply function sees of message m (value: its decoded record, borrowed; now in ms). */
 ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
 {
     ll_loop *l = b->l;
     /* its own clock (held behind its run's first deferral), else its run's on the partition: a
      * message read again after a full queue's pause waited as long as the held ones */
-    int64_t since =
-        m->defer_since_ms ? m->defer_since_ms : ll_loop_clock_of(m->ps, m->run, l->prereq_wait_ms, now);
+    int64_t wait = ll_batch_prereq_wait(b, m);
+    int64_t since = m->defer_since_ms ? m->defer_since_ms : ll_loop_clock_of(m->ps, m->run, wait, now);
     return (ll_msg){.logical = m->io->in->logical,
                     .topic = m->ps->topic,
                     .partition = m->ps->partition,
@@ -46,7 +51,7 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
                     .key = m->run[0] ? m->run : NULL,
                     .value = value,
                     .service = l->service,
-                    .wait_expired = since && now - since >= l->prereq_wait_ms,
+                    .wait_expired = since && now - since >= wait,
                     .txn = b};
 }
 
@@ -112,7 +117,7 @@ static w_result registry_wait(batch *b, lmsg *m, const char *why)
     if (view.wait_expired) {
         char err[1024];
         snprintf(err, sizeof err, "writer schema not in the registry after %lld ms: %s",
-                 (long long)b->l->prereq_wait_ms, why);
+                 (long long)ll_batch_prereq_wait(b, m), why);
         r = ll_batch_dead(b, m, run, "DECODE_FAILED", err);
     } else {
         r = ll_batch_hold(b, m, 1, NULL, why);
@@ -174,8 +179,11 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
         r = ll_batch_hold(b, m, 1, pid, out.reason);
         break;
     case LL_STEP_UNDO_DEAD_PREREQ:
-        snprintf(err, sizeof err, "prerequisite not in the ledger after %lld ms: %s",
-                 (long long)l->prereq_wait_ms, out.reason);
+        snprintf(err, sizeof err, "prerequisite not in the ledger after %lld ms (%s): %s",
+                 (long long)ll_batch_prereq_wait(b, m),
+                 ll_msg_answered_before(m) ? "loop.reapplied_wait: answered before the database lost it"
+                                           : "loop.prerequisite_wait",
+                 out.reason);
         r = ll_batch_dead(b, m, rid, "PREREQUISITE_TIMEOUT", err);
         break;
     case LL_STEP_UNDO_DEAD:

@@ -163,6 +163,10 @@ w_result ll_batch_dead(batch *b, lmsg *m, const char *run_id, const char *code, 
 int ll_batch_undo(batch *b, size_t touches_before);
 /* What an apply function sees of message m (value: its decoded record, borrowed; now in ms). */
 ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now);
+/* How long m waits for its prerequisite (ms): loop.reapplied_wait for an input answered before the
+ * database lost its effect (its prerequisite comes with another service's re-read), else
+ * loop.prerequisite_wait (docs/design.md §5, §6). */
+int64_t ll_batch_prereq_wait(const batch *b, const lmsg *m);
 /* Message m's value (of the work of b; m->io set) decoded with its topic's options, once per
  * batch: the first call decodes it (counted in b->n_decodes) and keeps the value, or the reason
  * it did not decode, with m (lmsg.decoded, lmsg.decode_err) until ll_batch_decoded_drop; later

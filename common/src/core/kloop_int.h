@@ -195,6 +195,8 @@ struct ll_loop {
     volatile sig_atomic_t stop;
     int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
     int64_t max_held_bytes;     /* loop.max_held_bytes: keys and values held per partition */
+    int64_t reapplied_wait_ms;  /* loop.reapplied_wait: the prerequisite wait of an input answered
+                                 * before the database lost its effect (ms) */
     int64_t position_check_ms;  /* loop.position_check_interval (ms; 0: never): the idle check */
     int64_t position_check_at;  /* monotonic ms of the next idle check */
     int position_missing_kafka; /* loop.position_missing = kafka: a partition without a position in
@@ -303,6 +305,14 @@ int ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);
 void ll_loop_resume_partition(ll_loop *l, part_state *ps);
 /* Resumes the stopped partitions whose held queue drained to half of both limits. */
 void ll_loop_resume_drained(ll_loop *l);
+
+/* Whether m's answer is already in Kafka, committed with its offset before the ledger lost its
+ * effect (kloop_position.c): applied again, it is not answered again, and it waits for its
+ * prerequisite up to loop.reapplied_wait (docs/design.md §5). */
+static inline bool ll_msg_answered_before(const lmsg *m)
+{
+    return m->ps->answered_any && ll_offtrack_is_done(&m->ps->answered, m->offset);
+}
 
 /* Whether a recovery is owed (nothing may be applied; ll_recovery). */
 static inline bool ll_loop_recovering(const ll_loop *l)

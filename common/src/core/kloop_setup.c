@@ -75,6 +75,11 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      " transactions, or the database is new), or kafka (at the group's committed offset: only for the"
      " first start after the upgrade to migration 0009, docs/operations.md)",
      LL_CONFIG_NO_RANGE},
+    {"loop.reapplied_wait", "PT1H", false,
+     "how long an input answered before the database lost its effect waits for its prerequisite when it is"
+     " applied again (the other service's re-read); then its dead letter is visible, for `loadctl redrive`"
+     " (docs/design.md §5)",
+     LL_CONFIG_NO_RANGE},
     {"loop.position_check_interval", "PT5S", false,
      "how often, while no input comes, the ledger's read positions of the assigned partitions are compared"
      " with the ones this instance last read or wrote, so that a database that went back in time behind an"
@@ -208,6 +213,7 @@ static ll_loop *loop_new(const char *service, const ll_config *cfg, const ll_inp
         ll_config_duration_ms(cfg, "loop.poll", &l->poll_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.prerequisite_wait", &l->prereq_wait_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.position_check_interval", &l->position_check_ms, err, errlen) ||
+        ll_config_duration_ms(cfg, "loop.reapplied_wait", &l->reapplied_wait_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.retry_backoff_min", &l->backoff_min_ms, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.retry_backoff_max", &l->backoff_max_ms, err, errlen) ||
         ll_config_int(cfg, "loop.max_held", &l->max_held, err, errlen) ||

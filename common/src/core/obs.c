@@ -39,9 +39,10 @@ static struct {
     ll_http *http;
     ll_obs_kind kind;
     int64_t stall_ms;
-    ll_metric *inputs, *dead, *held_msgs, *held_runs, *batch, *db_commit, *kafka_commit, *lag, *outbox,
-        *outbox_age, *dispatches, *sweeps, *reread, *conflicts, *withheld, *turns, *rss, *start_time,
-        *ready_g, *db_up_g, *active_runs, *runs_idle, *dead_dispatches, *build_info, *registry;
+    ll_metric *inputs, *dead, *held_msgs, *held_runs, *held_answered, *batch, *db_commit, *kafka_commit, *lag,
+        *outbox, *outbox_age, *dispatches, *sweeps, *sweeper_waiting, *reread, *conflicts, *withheld, *turns,
+        *rss, *start_time, *ready_g, *db_up_g, *active_runs, *runs_idle, *dead_dispatches, *build_info,
+        *registry;
 } g;
 
 static atomic_llong last_turn_ms;
@@ -75,6 +76,11 @@ static int families(void)
                                  "Messages held in memory because their run waits", "", 1, NULL, 0);
     g.held_runs =
         ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_held_runs", "Runs with held messages", "", 1, NULL, 0);
+    g.held_answered =
+        ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_held_answered_messages",
+                       "Held messages answered before the database lost their effect, waiting for "
+                       "their prerequisite to be read again (loop.reapplied_wait)",
+                       "", 1, NULL, 0);
     g.batch = ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_batch_messages", "Messages per poll batch",
                              "", 1, BATCH_BOUNDS, sizeof BATCH_BOUNDS / sizeof BATCH_BOUNDS[0]);
     g.db_commit = ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_db_commit_duration_seconds",
@@ -96,6 +102,11 @@ static int families(void)
                                   "result", 4, NULL, 0);
     g.sweeps = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_sweeper_actions_total",
                               "Rows the sweeper acted on, by rule and action", "rule,action", 16, NULL, 0);
+    g.sweeper_waiting =
+        ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_sweeper_waiting",
+                       "1 while the sweeper's rules wait for the ledger's lost inputs to be read "
+                       "again (its start grace, or a detected loss not yet re-read)",
+                       "", 1, NULL, 0);
     g.reread =
         ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_reread_offsets_total",
                        "Offsets read again at an assignment or rewind because the ledger's position "
@@ -145,10 +156,11 @@ static int families(void)
                                   "1, labelled with the version and the commit the binary was built from "
                                   "(ll/version.h)",
                                   "version,commit", 1, NULL, 0);
-    return g.build_info && g.inputs && g.dead && g.held_msgs && g.held_runs && g.batch && g.db_commit &&
-                   g.kafka_commit && g.lag && g.outbox && g.outbox_age && g.dispatches && g.sweeps &&
-                   g.reread && g.conflicts && g.withheld && g.turns && g.ready_g && g.db_up_g &&
-                   g.active_runs && g.runs_idle && g.dead_dispatches && g.registry && g.rss && g.start_time
+    return g.build_info && g.inputs && g.dead && g.held_msgs && g.held_runs && g.held_answered && g.batch &&
+                   g.db_commit && g.kafka_commit && g.lag && g.outbox && g.outbox_age && g.dispatches &&
+                   g.sweeps && g.reread && g.sweeper_waiting && g.conflicts && g.withheld && g.turns &&
+                   g.ready_g && g.db_up_g && g.active_runs && g.runs_idle && g.dead_dispatches &&
+                   g.registry && g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -322,10 +334,11 @@ void ll_obs_batch(size_t n)
     ll_metric_observe(g.batch, NULL, (double)n);
 }
 
-void ll_obs_held(size_t msgs, size_t runs)
+void ll_obs_held(size_t msgs, size_t runs, size_t answered)
 {
     ll_metric_set(g.held_msgs, NULL, (double)msgs);
     ll_metric_set(g.held_runs, NULL, (double)runs);
+    ll_metric_set(g.held_answered, NULL, (double)answered);
 }
 
 void ll_obs_db_commit(double seconds)
@@ -376,6 +389,12 @@ void ll_obs_reread(const char *behind, int64_t offsets)
     const char *v[1] = {behind};
     if (g.reg && offsets > 0)
         ll_metric_add(g.reread, v, (double)offsets);
+}
+
+void ll_obs_sweeper_waiting(int waiting)
+{
+    if (g.reg)
+        ll_metric_set(g.sweeper_waiting, NULL, waiting ? 1 : 0);
 }
 
 void ll_obs_position_conflict(void)
