@@ -48,7 +48,9 @@ HEADER = """\
 --   uuid (v5) in C;
 -- * the run heartbeats are written for the transaction's runs in run order;
 -- * the read position is one row per pgbench client (its partition :client_id of a topic
---   "bench.chunks" of group "bench.completion"), at the batch's end offset, nothing done above.
+--   "bench.chunks" of group "bench.completion.<pre>"), at the batch's end offset, nothing done
+--   above; its compare-and-set (issue 39) expects the token transaction t - 1 wrote and writes
+--   md5(pre, client, t) as the new one (the service: a random UUID from libuuid).
 """
 
 
@@ -154,6 +156,11 @@ def completions(stmts, e):
     return with_arrays(stmts, COMPLETE, [e.runs(), "ARRAY(SELECT md5(x::text)::uuid FROM unnest(%s) AS x)" % e.runs()])
 
 
+def token(t):
+    """The position's write token of transaction t (an expression) of this client and run set."""
+    return "md5(:pre::text || '-' || :client_id || '-' || (%s))::uuid" % t
+
+
 def chunk_sql_body(chunk_sql):
     """chunk.sql without its comments and its step of the chunk counter (the caller sets :n)."""
     lines = [x for x in chunk_sql.splitlines() if not x.startswith("--")]
@@ -187,8 +194,10 @@ def script(repo, per_tx, chunks, parts, chunk_sql):
            gates(stmts, Chunks("n0", "e", "k % :C::int = :C::int - 1")),
            "\\endif\n",
            "\\if :ends > 0\n", completions(stmts, Chunks("n0", "e", run_end)), "\\endif\n",
-           with_arrays(stmts, PRECOMMIT, [Chunks("n0", "e").runs(), "'bench.completion'", "ARRAY['bench.chunks']",
-                                          "ARRAY[:client_id]", "ARRAY[:e]", "ARRAY['']"]),
+           with_arrays(stmts, PRECOMMIT, [Chunks("n0", "e").runs(), "'bench.completion.' || :pre::text",
+                                          "ARRAY['bench.chunks']", "ARRAY[:client_id]", "ARRAY[:e]", "ARRAY['']",
+                                          "ARRAY[CASE WHEN :t = 0 THEN '' ELSE %s::text END]" % token(":t - 1"),
+                                          token(":t")]),
            "COMMIT;\n"]
     return "".join(out)
 
