@@ -47,12 +47,15 @@ def bouncer():
 
 
 def admin(port, sql):
-    """Rows of a PgBouncer admin console command (SHOW ...), as dicts."""
+    """Rows of a PgBouncer admin console command (SHOW ...), as dicts; [] for one that returns
+    none (PAUSE, RELOAD, ...)."""
     c = psycopg2.connect(host="127.0.0.1", port=port, dbname="pgbouncer", user="postgres")
     c.autocommit = True
     try:
         with c.cursor() as cur:
             cur.execute(sql)
+            if cur.description is None:
+                return []
             cols = [d[0] for d in cur.description]
             return [dict(zip(cols, r)) for r in cur.fetchall()]
     finally:
@@ -205,17 +208,6 @@ def past_copy(stack, name):
                    capture_output=True, timeout=120)
 
 
-def admin_cmd(port, sql):
-    """A PgBouncer admin console command that returns no rows (PAUSE, RELOAD, ...)."""
-    c = psycopg2.connect(host="127.0.0.1", port=port, dbname="pgbouncer", user="postgres")
-    c.autocommit = True
-    try:
-        with c.cursor() as cur:
-            cur.execute(sql)
-    finally:
-        c.close()
-
-
 def redirect_behind_pooler(stack, port, dbname, target):
     """What a pooler does after a failover: its server connections for dbname now reach `target`
     (here a database of the same cluster holding the past), while every client connection stays
@@ -230,16 +222,16 @@ def redirect_behind_pooler(stack, port, dbname, target):
     if not target:
         with open(ini, "w") as f:
             f.write("\n".join(lines) + "\n")
-        admin_cmd(port, "RELOAD")
+        admin(port, "RELOAD")
         return
-    admin_cmd(port, "PAUSE %s" % dbname)
+    admin(port, "PAUSE %s" % dbname)
     try:
         with open(ini, "w") as f:
             f.write("\n".join(lines) + "\n")
-        admin_cmd(port, "RELOAD")
-        admin_cmd(port, "RECONNECT %s" % dbname)
+        admin(port, "RELOAD")
+        admin(port, "RECONNECT %s" % dbname)
     finally:
-        admin_cmd(port, "RESUME %s" % dbname)
+        admin(port, "RESUME %s" % dbname)
 
 
 def claims_in(stack, dbname, run_id):
