@@ -9,8 +9,9 @@
 #           coordinator mid-workload; it makes its own environment (scripts/drill_cluster.sh)
 #   failover PostgreSQL HA under Patroni + etcd (scripts/env_patroni.sh, a pair of its own):
 #           kill -9 of the primary's postmaster under the chaos workload, >= 3 failovers
-#           (--mode short|long, --sync for synchronous_mode, --seed N); every visible reply
-#           must agree with the final ledger
+#           (--mode short|long, --sync for synchronous_mode, --pooler for the services behind a
+#           PgBouncer repointed after each failover with their connections kept, --seed N);
+#           every visible reply must agree with the final ledger
 #   upgrade rolling upgrade: two instances of every service from an older commit's build (cached
 #           in ~/.cache/loadledger/upgrade-base), N+1's expand migration, then each instance
 #           replaced by this build's binary under the chaos workload (docs/upgrading.md); every

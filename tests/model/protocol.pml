@@ -34,13 +34,19 @@
  *   OFFSET_BEFORE_DB     offset committed before the database transaction (liveness)    -> L
  *   SEEK_KAFKA_ONLY      (DBLOSS) a consumer starts at Kafka's committed offset alone,
  *                        not at min(ledger position, Kafka)                               -> D2
- *   NO_REREAD_ON_CONNECT (DBLOSS) positions not read again on a new database connection
- *                        (only on an assignment / a crash)                                -> D2
+ *   UNCONDITIONAL_POSITION (DBLOSS) the position written whatever the row's write token (no
+ *                        compare-and-set, no position check): a loss behind a pooler is never
+ *                        found, a stale instance writes its older position last            -> D2
  *
  * -DDBLOSS (issue 27): the database may lose its last k <= 2 committed transactions, once, at
- * any point (failover() below); the ledger (a struct) keeps each consumer's position, written in
- * the transaction of the effects; a consumer starts at min(ledger, Kafka) on a crash (a new
- * assignment) and on its first transaction after the loss (a new connection, kloop_tx.c).
+ * any point (failover() below), and nothing tells the consumers (a pooler reconnects behind their
+ * unchanged connections, issue 39); the ledger (a struct) keeps each consumer's position, written
+ * in the transaction of the effects by compare-and-set on its write token (kloop_position.c): a
+ * write that finds another token than the one the consumer last read or wrote is refused, and the
+ * consumer rewinds to min(ledger, Kafka), fencing the row with a new token, as it does on a crash
+ * (a new assignment); a position check finds the same with no input (loop.position_check_interval).
+ * The claimer also has a stale instance: at a rebalance the evicted instance may still commit the
+ * transaction it had in hand, later, with the token it had (its Kafka transaction is fenced).
  * What holds then: I1-I5 in every ledger state (their ghosts are part of the ledger and go back
  * with it); D1 an input applied again answers what its visible reply said (REPLY); an OWN_NOT_YET
  * chunk is deferred, not asserted away; at rest D2 the final ledger holds every input of every
@@ -136,6 +142,10 @@ typedef Ledger {
     /* ghost: the inputs this ledger state has applied (bit = Kafka offset) */
     short f_ap_cl, f_ap_ch;
     byte f_ap_vs;
+    /* consumer_position.write_token (0011): a small id, a new one never equal to any token still
+     * held somewhere (the ledger, its saved copies, an expectation: NEWTOK), as random UUIDs never
+     * repeat */
+    byte f_tk_cl, f_tk_ch, f_tk_vs;
 #endif
 };
 Ledger L;
@@ -206,7 +216,13 @@ byte next_tok, stale_used, requeue_used, dcrash_used, resend_used, deadline_used
 #endif
 Ledger H1, H2;
 byte nh, hk, loss_used;
-bool nt_cl, nt_ch, nt_vs;  /* the consumer has not yet seen its new database connection */
+byte ntk;                  /* NEWTOK's scratch */
+#ifndef ZOMBIE_MAX
+#define ZOMBIE_MAX 0
+#endif
+byte tk_cl, tk_ch, tk_vs;  /* the write token each consumer last read or wrote */
+bool zpend;                /* the claimer's stale instance still holds a transaction ... */
+byte zi, ztk, zombie_used; /* ... of input zi, written with token ztk if it commits */
 byte cl_rd, ch_st, vs_rd;  /* the consumers' read positions (ch_st: the chunk consumer's first
                             * staged offset; ch_app its next one) */
 byte ch_res[MAXCH];        /* the chunk consumer's staged answers */
@@ -215,6 +231,7 @@ byte ch_res[MAXCH];        /* the chunk consumer's staged answers */
     D.f_nrd = S.f_nrd; D.f_decisions = S.f_decisions; D.f_v_rows = S.f_v_rows; D.f_sv_wins = S.f_sv_wins; \
     D.f_pos_cl = S.f_pos_cl; D.f_pos_ch = S.f_pos_ch; D.f_pos_vs = S.f_pos_vs; \
     D.f_ap_cl = S.f_ap_cl; D.f_ap_ch = S.f_ap_ch; D.f_ap_vs = S.f_ap_vs; \
+    D.f_tk_cl = S.f_tk_cl; D.f_tk_ch = S.f_tk_ch; D.f_tk_vs = S.f_tk_vs; \
     for (hk : 0 .. NP - 1) { D.f_part_st[hk] = S.f_part_st[hk]; D.f_part_tok[hk] = S.f_part_tok[hk]; \
         D.f_part_att[hk] = S.f_part_att[hk]; D.f_part_files[hk] = S.f_part_files[hk]; \
         D.f_was_success[hk] = S.f_was_success[hk] } \
@@ -227,7 +244,7 @@ byte ch_res[MAXCH];        /* the chunk consumer's staged answers */
 #define CLEAR(D) \
     D.f_run_st = 0; D.f_vd_st = 0; D.f_vd_att = 0; D.f_vd_leased = 0; D.f_nrd = 0; D.f_decisions = 0; \
     D.f_v_rows = 0; D.f_sv_wins = 0; D.f_pos_cl = 0; D.f_pos_ch = 0; D.f_pos_vs = 0; D.f_ap_cl = 0; \
-    D.f_ap_ch = 0; D.f_ap_vs = 0; \
+    D.f_ap_ch = 0; D.f_ap_vs = 0; D.f_tk_cl = 0; D.f_tk_ch = 0; D.f_tk_vs = 0; \
     for (hk : 0 .. NP - 1) { D.f_part_st[hk] = 0; D.f_part_tok[hk] = 0; D.f_part_att[hk] = 0; \
         D.f_part_files[hk] = 0; D.f_was_success[hk] = 0 } \
     for (hk : 0 .. NP * NC - 1) { D.f_file_st[hk] = 0; D.f_file_tok[hk] = 0; D.f_snap[hk] = 0 } \
@@ -237,30 +254,43 @@ byte ch_res[MAXCH];        /* the chunk consumer's staged answers */
 /* at the start of every ledger transaction */
 #define SAVE if :: loss_used < LOSS_MAX -> COPY(H2, H1); COPY(H1, L); if :: nh < 2 -> nh++ :: else -> skip fi \
              :: else -> skip fi
-/* the position written in the transaction of the effects (and the ghost of what it applied) */
-#define POS(x, i) L.f_pos_##x = i + 1; L.f_ap_##x = L.f_ap_##x | (1 << i)
-/* where a consumer starts on an assignment, a rewind, a new database connection:
- * min(ledger, Kafka) (kloop_position.c); the mutant seeks to Kafka's committed offset alone */
-#ifndef MUTANT_SEEK_KAFKA_ONLY
-#define SEEK(x, rd) if :: L.f_pos_##x < x##_com -> rd = L.f_pos_##x :: else -> rd = x##_com fi
+/* the position written in the transaction of the effects (and the ghost of what it applied), with
+ * a new write token; the write is allowed only where TOKOK (the compare-and-set) */
+/* a token no one holds: not the ledger's, not a saved copy's, not an expectation (the stale
+ * claimer's too) */
+#define ZREF_cl (zpend && ntk == ztk)
+#define ZREF_ch false
+#define ZREF_vs false
+#define FREETOK(x) ntk = 0; \
+    do \
+    :: ntk == L.f_tk_##x || ntk == H1.f_tk_##x || ntk == H2.f_tk_##x || ntk == tk_##x || ZREF_##x -> ntk++ \
+    :: else -> break \
+    od
+#define NEWTOK(x) FREETOK(x); L.f_tk_##x = ntk; tk_##x = ntk; ntk = 0
+#define POS(x, i) L.f_pos_##x = i + 1; L.f_ap_##x = L.f_ap_##x | (1 << i); NEWTOK(x)
+#ifndef MUTANT_UNCONDITIONAL_POSITION
+#define TOKOK(x) (L.f_tk_##x == tk_##x)
 #else
-#define SEEK(x, rd) rd = x##_com
+#define TOKOK(x) true
+#endif
+/* where a consumer starts on an assignment or a rewind: min(ledger, Kafka) (kloop_position.c),
+ * the row fenced with a new token; the mutant seeks to Kafka's committed offset alone */
+#define FENCE(x) NEWTOK(x)
+#ifndef MUTANT_SEEK_KAFKA_ONLY
+#define SEEK(x, rd) if :: L.f_pos_##x < x##_com -> rd = L.f_pos_##x :: else -> rd = x##_com fi; FENCE(x)
+#else
+#define SEEK(x, rd) rd = x##_com; FENCE(x)
 #endif
 /* a Kafka commit of offsets up to rd: the committed offset never moves back in the model */
 #define KCOMMIT(x, rd) if :: rd > x##_com -> x##_com = rd :: else -> skip fi
 /* a reply made visible: the first answer for an input, or (re-applied after a loss) the same one */
 #define REPLY(a, i, v) if :: a[i] == 0 -> a[i] = v :: else -> assert(a[i] == v) fi
 #define ANSWERED(a, i) (a[i] != 0)
-/* a new connection seen (kloop_tx.c: db.connects changed); the mutant keeps its position */
-#ifndef MUTANT_NO_REREAD_ON_CONNECT
-#define RESEEK(x, rd) SEEK(x, rd)
-#else
-#define RESEEK(x, rd) skip
-#endif
+/* the position write refused, or the position check found another token: the loop rewinds */
+#define MOVED(x) (!TOKOK(x))
 /* OWN_NOT_YET (ownership.c): the chunk's token is not granted yet while it could be: deferred */
 #define NOTYET(m) (part_tok[(m / 2) % 2] != m / 4 && tok_part[m / 4] != (m / 2) % 2 + 1 && \
                    run_st == EXTRACTING && (part_st[(m / 2) % 2] == PENDING || part_st[(m / 2) % 2] == RETRY))
-#define FRESH(n) !n
 #else
 #define SAVE skip
 #define POS(x, i) skip
@@ -269,7 +299,7 @@ byte ch_res[MAXCH];        /* the chunk consumer's staged answers */
 #define REPLY(a, i, v) a[i]++; assert(a[i] == 1)
 #define ANSWERED(a, i) (a[i] == 1)
 #define NOTYET(m) false
-#define FRESH(n) true
+#define TOKOK(x) true
 #define cl_rd cl_com
 #define ch_st ch_com
 #define vs_rd vs_com
@@ -434,7 +464,7 @@ active proctype claimer() {
     byte m, p, t, r, k;
 end_idle:
     do
-    :: atomic { cl_rd < cl_len && FRESH(nt_cl) -> SAVE; m = cl[cl_rd]; t = m / 2; p = m % 2; apply_claim(p, t, r);
+    :: atomic { cl_rd < cl_len && TOKOK(cl) -> SAVE; m = cl[cl_rd]; t = m / 2; p = m % 2; apply_claim(p, t, r);
                 POS(cl, cl_rd);
 #ifdef MUTANT_REPLY_OUTSIDE_TX
                 cl_ans[cl_com]++; assert(cl_ans[cl_com] == 1);
@@ -453,7 +483,24 @@ end_idle:
                 fi;
                 m = 0; p = 0; t = 0; r = 0; k = 0; CHECK }
 #ifdef DBLOSS
-    :: atomic { nt_cl -> nt_cl = false; RESEEK(cl, cl_rd) } /* a new database connection */
+    :: atomic { MOVED(cl) -> SEEK(cl, cl_rd) } /* a refused write or the position check: rewind */
+    /* a rebalance evicts this instance while it applies input cl_rd: the new owner merges (and
+     * fences); the old one may still commit that transaction later, with the token it had */
+    :: atomic { zombie_used < ZOMBIE_MAX && cl_rd < cl_len -> zombie_used++; zpend = true; zi = cl_rd;
+                ztk = tk_cl; SEEK(cl, cl_rd) }
+    :: atomic { zpend -> zpend = false;
+                if
+#ifndef MUTANT_UNCONDITIONAL_POSITION
+                :: L.f_tk_cl == ztk ->
+#else
+                :: true ->
+#endif
+                    SAVE; m = cl[zi]; t = m / 2; p = m % 2; apply_claim(p, t, r);
+                    /* a token of its own (a random UUID: never one the new owner holds) */
+                    L.f_pos_cl = zi + 1; L.f_ap_cl = L.f_ap_cl | (1 << zi); FREETOK(cl); L.f_tk_cl = ntk; ntk = 0
+                :: else -> skip /* refused: the new owner's fence */
+                fi;
+                m = 0; p = 0; t = 0; r = 0; CHECK }
 #endif
     od
 }
@@ -472,7 +519,7 @@ end_idle:
      * Kafka transaction commits their replies and moves the offset past them; a crash, or a
      * failed Kafka commit, in between loses the staged replies, and every one of those messages
      * is read again from the committed offset */
-    :: atomic { ch_app < ch_len && ch_app < ch_st + STAGED_MAX && FRESH(nt_ch) && !NOTYET(ch[ch_app]) ->
+    :: atomic { ch_app < ch_len && ch_app < ch_st + STAGED_MAX && TOKOK(ch) && !NOTYET(ch[ch_app]) ->
                 SAVE; m = ch[ch_app]; c = m % 2; p = (m / 2) % 2; t = m / 4;
                 apply_chunk(p, c, t);
                 POS(ch, ch_app);
@@ -504,13 +551,9 @@ end_idle:
 #else
     :: atomic { ch_app > ch_st && crashes < CRASH_MAX -> crashes++; SEEK(ch, ch_st); ch_app = ch_st;
                 for (k : 0 .. MAXCH - 1) { ch_res[k] = 0 }; k = 0 }
-    :: atomic { nt_ch -> nt_ch = false; /* a new connection: the batch is undone, the loop rewinds */
-                RESEEK(ch, ch_st);
-#ifndef MUTANT_NO_REREAD_ON_CONNECT
-                ch_app = ch_st;
-                for (k : 0 .. MAXCH - 1) { ch_res[k] = 0 }; k = 0
-#endif
-              }
+    :: atomic { MOVED(ch) -> /* a refused write or the position check: the loop rewinds */
+                SEEK(ch, ch_st); ch_app = ch_st;
+                for (k : 0 .. MAXCH - 1) { ch_res[k] = 0 }; k = 0 }
 #endif
 #else
     :: atomic { ch_com < ch_len -> m = ch[ch_com]; c = m % 2; p = (m / 2) % 2; t = m / 4;
@@ -548,7 +591,7 @@ active proctype completion_vstarts() {
     byte res;
 end_idle:
     do
-    :: atomic { vs_rd < vs_len && FRESH(nt_vs) -> SAVE; apply_vstart(); POS(vs, vs_rd);
+    :: atomic { vs_rd < vs_len && TOKOK(vs) -> SAVE; apply_vstart(); POS(vs, vs_rd);
 #ifdef MUTANT_REPLY_OUTSIDE_TX
                 vs_ans[vs_com]++; assert(vs_ans[vs_com] == 1);
 #endif
@@ -562,7 +605,7 @@ end_idle:
                 fi;
                 res = 0; CHECK }
 #ifdef DBLOSS
-    :: atomic { nt_vs -> nt_vs = false; RESEEK(vs, vs_rd) }
+    :: atomic { MOVED(vs) -> SEEK(vs, vs_rd) } /* a refused write or the position check */
 #endif
     od
 }
@@ -721,7 +764,8 @@ active proctype at_rest() {
 
 #ifdef DBLOSS
 /* the database fails over (or is restored) and has lost its last k <= 2 committed transactions;
- * every consumer's next transaction is on a new connection */
+ * nothing tells the consumers (a pooler keeps their connections): only their position writes'
+ * compare-and-set and their position checks can find it */
 active proctype failover() {
 end_wait:
     atomic { loss_used < LOSS_MAX && nh > 0 -> loss_used++;
@@ -729,8 +773,7 @@ end_wait:
              :: COPY(L, H1)
              :: nh == 2 -> COPY(L, H2)
              fi;
-             CLEAR(H1); CLEAR(H2); nh = 0;
-             nt_cl = true; nt_ch = true; nt_vs = true; CHECK }
+             CLEAR(H1); CLEAR(H2); nh = 0; CHECK }
 }
 #endif
 

@@ -259,6 +259,17 @@ int ll_obs_start(const char *service, ll_obs_kind kind, const ll_config *cfg, ch
     ll_metric_set(g.start_time, NULL, (double)time(NULL));
     const char *build[2] = {ll_version(), ll_version_commit()};
     ll_metric_set(g.build_info, build, 1);
+    /* the series an alert watches for its first increase, present at 0 from the start (a series
+     * that appears with its first sample defeats increase(); issue 39's rules) */
+    if (kind == LL_OBS_CONSUMER) {
+        static const char *const behind[2][1] = {{"ledger"}, {"kafka"}};
+        ll_metric_add(g.reread, behind[0], 0);
+        ll_metric_add(g.reread, behind[1], 0);
+        ll_metric_add(g.conflicts, NULL, 0);
+        ll_metric_set(g.held_answered, NULL, 0);
+    } else if (strcmp(service, "sweeper") == 0) {
+        ll_metric_set(g.sweeper_waiting, NULL, 0);
+    }
     atomic_store(&last_turn_ms, mono_ms());
     const char *listen = ll_config_get(cfg, "http.listen");
     if (listen && *listen) {
