@@ -20,18 +20,27 @@ high watermark on every partition). Then:
 - load_event gains no row at all (a replay writes no event; a dead letter's event has a
   name-based id, so its replay is absorbed);
 - no second validate-run command is published;
-- every replayed input is answered again, and no answer is ACCEPTED (nothing was applied).
+- every replayed input is answered again, and no answer is ACCEPTED (nothing was applied);
+- every replayed input restates its first answer (docs/contract.md K§1, docs/design.md §5, "A replay
+  restates"): REPLAY, or the same refusal with the same code, nothing granted that was refused;
+  `loadctl verify --topics` passes; the refusals recorded for that (input_refusal) are not written
+  again. The scenario has an ending of each kind for it: runs that ended SUCCESS, FAILED_EXTRACT
+  (with a rival's refused claim and a CLAIM_MISMATCH chunk), FAILED_STAGE_VALIDATION (a
+  gate-blocked stage validation), FAILED_PUBLISH (PUBLISH_UNKNOWN resolved by the operator), a run
+  request refused DUPLICATE_ACTIVE_RUN, a partition the sweeper reissued. On 0a54c2f 42 of 145
+  replayed inputs were answered otherwise (REJECTED RUN_STATUS_MISMATCH after ACCEPTED, mostly).
 
 The drill runs on a database and topics of its own (llsim.drills.Isolated), so "every table" and
 "every topic" mean exactly this scenario.
 """
 import time
+import uuid
 
 import pytest
 
 from conftest import new_run
-from llsim.drills import (Isolated, RawReader, committed, lag, ledger_digest, reset_group, snapshot, snapshot_diff,
-                          wait_until, watermarks)
+from llsim.drills import (Isolated, RawReader, committed, lag, ledger_digest, loadctl_verify, reset_group, snapshot,
+                          snapshot_diff, wait_until, watermarks)
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
 from llsim.lifecycle import Lifecycle, staging_metrics
@@ -48,9 +57,10 @@ def iso():
     assert not bad, "services did not exit cleanly: %s; logs in %s" % (bad, i.stack.log_dir)
 
 
-def scenario(flow, life):
+def scenario(flow, life, stack):
     """The main path plus the detours a replay must reproduce without effect. Returns the runs."""
     nifi = flow.nifi
+    r0 = reissued(flow, stack)
     # R1: the reference run to EXTRACTED_VALIDATED and its one command, then to SUCCESS through
     # validation and publish; a validation start sent twice, a second publish claim refused
     r1 = new_run()
@@ -94,6 +104,16 @@ def scenario(flow, life):
     assert flow.reply("run-decisions", dup3.run_id)[0]["code"] == "DUPLICATE_ACTIVE_RUN"
     flow.register(r3)
     flow.claim_all(r3)
+    # on the way: a rival's claim of a running partition (refused) and a chunk under a token that
+    # does not hold its partition (CLAIM_MISMATCH)
+    rival = str(uuid.uuid4())
+    nifi.send("partition-claims", r3.claim("0001", token=rival, worker="nifi-node-7"))
+    nifi.send("chunks", r3.chunk("0002", 0, 3, 5000, token=rival))
+    nifi.flush()
+    refused = flow.reply("claim-decisions", r3.run_id, pred=lambda v: v["claimToken"] == rival)[0]
+    assert (refused["outcome"], refused["claimed"]) == ("REJECTED", False), refused
+    mismatch = flow.reply("chunk-outcomes", r3.run_id, pred=lambda v: v["claimToken"] == rival)[0]
+    assert (mismatch["outcome"], mismatch["code"]) == ("REJECTED", "CLAIM_MISMATCH"), mismatch
     nifi.send("chunks", r3.chunks("0000")[0])
     nifi.send("partition-failures", r3.partition_failure("0000"))
     nifi.send("partition-failures", r3.partition_failure("0000"))
@@ -111,7 +131,73 @@ def scenario(flow, life):
     assert life.metrics(r4, "STAGING", staging_metrics(r4, fail=("AMOUNT_SUM",)))["failCount"] == 1
     assert life.stage_validated(r4)["outcome"] == "REJECTED"
     assert life.fail(r4, "STAGE_VALIDATING", "FAILED_STAGE_VALIDATION")["runStatus"] == "FAILED_STAGE_VALIDATION"
-    return [r1, dup, r2, r3, dup3, r4]
+    # R5: the publish's answer lost (PUBLISH_UNKNOWN), resolved by the operator (§5.15); a second
+    # publish claim while it was unknown is refused
+    r5 = new_run()
+    d5 = flow.to_extracted(r5)["commands"][0]["dispatchId"]
+    life.start_validation(r5, d5)
+    life.metrics(r5, "STAGING", staging_metrics(r5))
+    assert life.stage_validated(r5)["outcome"] == "ACCEPTED"
+    token, granted = life.claim_publish(r5)
+    assert granted["claimed"], granted
+    assert life.publish_result(r5, token, "PUBLISH_UNKNOWN", message="hive session lost")["runStatus"] == \
+        "PUBLISH_UNKNOWN"
+    _t, second = life.claim_publish(r5)
+    assert not second["claimed"], second
+    done = stack.loadctl("resolve-publish-unknown", r5.run_id, "--as", "FAILED_PUBLISH",
+                         "--reason", "hive history shows the query was never submitted", check=False)
+    assert done.returncode == 0, done.stderr
+    return [r0, r1, dup, r2, r3, dup3, r4, r5]
+
+
+def reissued(flow, stack):
+    """R0: a partition whose worker stalled, reissued by the sweeper (REISSUE mode, a short
+    recovery.stale), claimed by a new token; the stalled worker's late chunk is refused; the run
+    extracts. The sweeper runs only here (the other runs would go stale in the replay's pauses)."""
+    nifi = flow.nifi
+    r0 = new_run(partitions=2, empty=())
+    flow.create(r0)
+    flow.register(r0)
+    flow.claim_all(r0)
+    stale = r0.nonempty()[-1]
+    nifi.send("chunks", r0.chunks(r0.nonempty()[0])[0])
+    for c in r0.chunks(r0.nonempty()[0])[1:]:
+        nifi.send("chunks", c)
+    nifi.send("chunks", r0.chunks(stale)[0])
+    nifi.flush()
+    flow.reply("chunk-outcomes", r0.run_id, count=4)
+    stack.start("sweeper", settings={"recovery.mode": "REISSUE", "recovery.max_attempts": "3",
+                                     "recovery.extract_query_timeout": "PT1S", "recovery.stale": "PT3S",
+                                     "recovery.sweeper_interval": "PT0.5S"})
+    db = stack.db()
+    try:
+        wait_until(lambda: _partition_status(db, r0, stale) == "RETRY", 30, "the sweeper's reissue")
+    finally:
+        db.close()
+    assert stack.stop("sweeper-0") == 0
+    zombie = r0.tokens[stale]
+    fresh = str(uuid.uuid4())
+    r0.tokens[stale] = fresh
+    nifi.send("partition-claims", r0.claim(stale, token=fresh, worker="nifi-node-9"))
+    nifi.flush()
+    c = flow.reply("claim-decisions", r0.run_id, lambda v: v["claimToken"] == fresh)[0]
+    assert (c["outcome"], c["claimed"], c["attempt"]) == ("ACCEPTED", True, 2), c
+    nifi.send("chunks", r0.chunks(stale, token=zombie)[1])
+    nifi.flush()
+    late = flow.reply("chunk-outcomes", r0.run_id, lambda v: v["claimToken"] == zombie and v["chunkIndex"] == 1)
+    assert late[0]["outcome"] == "REJECTED", late
+    for ch in r0.chunks(stale, token=fresh):
+        nifi.send("chunks", ch)
+    nifi.flush()
+    assert len(flow.validate_commands(r0)) == 1
+    return r0
+
+
+def _partition_status(db, run, pid):
+    with db.cursor() as c:
+        c.execute("SELECT status FROM nifi_ops.load_partition WHERE run_id = %s AND partition_id = %s",
+                  (run.run_id, pid))
+        return c.fetchone()[0]
 
 
 def group_topics(iso):
@@ -138,7 +224,7 @@ def test_replay_from_earliest_changes_nothing(iso):
     db = st.db()
     cur = db.cursor()
     try:
-        runs = scenario(flow, life)
+        runs = scenario(flow, life, st)
         groups = group_topics(iso)
         assert iso.topic("chunks") in groups[iso.groups["completion"]], groups
         assert iso.topic("run-requests") in groups[iso.groups["registrar"]], groups
@@ -147,9 +233,14 @@ def test_replay_from_earliest_changes_nothing(iso):
         codes = st.stop_all()
         assert codes == {s + "-0": 0 for s in SERVICES}, codes
 
+        for r in flow.r.values():
+            r.drain(0.5)
+        first = answers(flow.r)
         before, digest_before = snapshot(cur), ledger_digest(cur)
-        assert len(before["load_run"]) == 4 and len(before["load_run_rejection"]) == 2
-        assert len(before["load_file"]) == 43 and len(before["load_dispatch"]) == 2
+        refusals_before = refusals(cur)
+        assert len(refusals_before) >= 10, refusals_before  # the scenario's refusals and its dead letter
+        assert len(before["load_run"]) == 6 and len(before["load_run_rejection"]) == 2
+        assert len(before["load_file"]) == 70 and len(before["load_dispatch"]) == 5
         assert [e["event_name"] for e in before["load_event"]].count("DEAD_LETTER") == 1
         inputs = {t: sum(hi - lo for lo, hi in _wm(iso, t).values())
                   for ts in groups.values() for t in ts}
@@ -170,6 +261,7 @@ def test_replay_from_earliest_changes_nothing(iso):
             r.drain(0.5)
 
         after = snapshot(cur)
+        assert refusals(cur) == refusals_before, "the replay recorded a refusal again"
         assert snapshot_diff(before, after) == [], "the replay changed the ledger"
         assert ledger_digest(cur) == digest_before
         assert set(digest_before) >= {"load_run", "load_partition", "load_file", "load_validation", "load_dispatch",
@@ -188,18 +280,65 @@ def test_replay_from_earliest_changes_nothing(iso):
             for rec in r.records:
                 outcomes.setdefault(rec["value"].get("outcome"), []).append((t, rec["value"]))
         assert "ACCEPTED" not in outcomes, outcomes.get("ACCEPTED")
-        assert set(outcomes) <= {"REPLAY", "REJECTED"}, set(outcomes)
+        # every replayed input restates its first answer (docs/design.md §5, "A replay restates"):
+        # REPLAY, with the first answer's code when that was a refusal, or the same refusal again
+        second = answers(replies.r)
+        assert set(second) == set(first), (set(first) ^ set(second))
+        differ = ["%s[%d]@%d: %s -> %s" % (k[0].rsplit(".", 1)[-1], k[1], k[2], brief(first[k][0]), brief(second[k][0]))
+                  for k in sorted(first) if not restates(first[k][0], second[k][0])]
+        assert not differ, "%d of %d replayed inputs answered otherwise than the first time: %s" % (
+            len(differ), len(first), differ)
         replies.close()
-        print("replay of %d inputs took %.1fs" % (sum(inputs.values()), replay_s))
-        r1, dup, r2, r3, dup3, r4 = runs
+        rc, checks = loadctl_verify(iso)
+        bad = {n: c for n, c in checks.items() if c["violations"] or c.get("incomplete")}
+        assert rc == 0 and not bad, "verify --topics after the replay: %s" % bad
+        print("replay of %d inputs took %.1fs; %d answers, each restating the first" % (sum(inputs.values()), replay_s, len(second)))
+        r0, r1, dup, r2, r3, dup3, r4, r5 = runs
         status = {r["run_id"]: r["status"] for r in after["load_run"]}
-        assert status == {r1.run_id: "SUCCESS", r2.run_id: "FAILED_MANIFEST", r3.run_id: "FAILED_EXTRACT",
-                          r4.run_id: "FAILED_STAGE_VALIDATION"}
+        assert status == {r0.run_id: "EXTRACTED_VALIDATED", r1.run_id: "SUCCESS", r2.run_id: "FAILED_MANIFEST",
+                          r3.run_id: "FAILED_EXTRACT", r4.run_id: "FAILED_STAGE_VALIDATION",
+                          r5.run_id: "FAILED_PUBLISH"}
         assert {r["run_id"]: r["code"] for r in after["load_run_rejection"]} == {
             dup.run_id: "DUPLICATE_ACTIVE_RUN", dup3.run_id: "DUPLICATE_ACTIVE_RUN"}
     finally:
         flow.close()
         db.close()
+
+
+def answers(readers):
+    """{(sourceTopic, sourcePartition, sourceOffset): [reply values]} of the reply readers."""
+    out = {}
+    for t, r in readers.items():
+        if t == "validate-run-commands":
+            continue
+        for rec in r.records:
+            v = rec["value"]
+            out.setdefault((v["sourceTopic"], v["sourcePartition"], v["sourceOffset"]), []).append(v)
+    return out
+
+
+GRANTS = ("claimed", "started")
+
+
+def restates(orig, again):
+    """A replayed input's answer restates its first: REPLAY, or REJECTED as the first was; a
+    refusal keeps its code; nothing refused at first is granted now."""
+    if again["outcome"] not in ("REPLAY", orig["outcome"]) or again["outcome"] == "ACCEPTED":
+        return False
+    if orig["outcome"] == "REJECTED" and again.get("code") != orig.get("code"):
+        return False
+    return not any(orig.get(g) is False and again.get(g) is True for g in GRANTS)
+
+
+def refusals(cur):
+    """The recorded refusals and dead letters (nifi_ops.input_refusal), every column."""
+    cur.execute("SELECT * FROM nifi_ops.input_refusal ORDER BY topic, kafka_partition, kafka_offset")
+    return cur.fetchall()
+
+
+def brief(v):
+    """outcome/code (runStatus) of a reply, for a failure message."""
+    return "%s/%s (%s)" % (v["outcome"], v.get("code"), v.get("runStatus"))
 
 
 def _wm(iso, topic):

@@ -34,7 +34,7 @@ NOT_CODES = {
     # the schema registry's schemaType of an Avro schema (Confluent REST API; registry.c)
     "registry": """AVRO""",
     # the NULL partition id (docs/contract.md §4.1), SQL keywords and time zone, HTTP methods
-    "syntax": """NULL BEGIN COMMIT ROLLBACK UTC GET HEAD""",
+    "syntax": """NULL BEGIN COMMIT ROLLBACK UTC GET HEAD NOTHING""",
     # the obs.c metric label for an outcome/code outside the known set; a substring loadctl matches
     "label": """OTHER NOT_FOUND""",
     # environment variables and a macro name in a message
@@ -43,6 +43,9 @@ NOT_CODES = {
     # the SQLSTATE-shaped class loadledger gives a refused position write in ll_db.err (kloop_position.c;
     # never sent to a client: the batch is undone and the loop rewinds)
     "sqlstate": """LL001""",
+    # nifi_ops.input_refusal.kind (migration 0013; kloop_position.c) and the code recorded for a
+    # refusal whose reply named none (never sent: the row only restates the reply it holds)
+    "refusal_kind": """REPLY UNKNOWN""",
     # column headers of loadctl's text tables
     "column": """ACTUAL ATT ATTEMPTS CHUNKS CLASS CODE DISPATCH EXPECTED EXTRACTED HELD IDLE INPUTS JOB METRIC
         OUTBOX PARTITION PARTS REASON RESULT ROWS RUN SERVICE STAGE STATE STATUS TYPE VERSION WORKER

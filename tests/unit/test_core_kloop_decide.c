@@ -129,6 +129,28 @@ static void test_commit_blocked(void **state)
     assert_int_equal(ll_loop_commit_decide(&s, false), LL_COMMIT_TAKE_START);
 }
 
+/* A replayed input: the recorded refusal restated, else applied again and never refused anew. */
+static void test_replay_decide(void **state)
+{
+    (void)state;
+    assert_int_equal(ll_replay_decide(false, false, false), LL_REPLAY_APPLY);
+    assert_int_equal(ll_replay_decide(false, true, true), LL_REPLAY_APPLY);
+    assert_int_equal(ll_replay_decide(true, true, true), LL_REPLAY_RESTATE);
+    assert_int_equal(ll_replay_decide(true, true, false), LL_REPLAY_APPLY);
+    assert_int_equal(ll_replay_decide(true, false, false), LL_REPLAY_AS_REPLAY);
+}
+
+static void test_replay_outcome(void **state)
+{
+    (void)state;
+    assert_string_equal(ll_replay_outcome(LL_REPLAY_AS_REPLAY, "REJECTED"), "REPLAY");
+    assert_string_equal(ll_replay_outcome(LL_REPLAY_AS_REPLAY, "REPLAY"), "REPLAY");
+    assert_string_equal(ll_replay_outcome(LL_REPLAY_AS_REPLAY, "ACCEPTED"), "ACCEPTED");
+    assert_string_equal(ll_replay_outcome(LL_REPLAY_APPLY, "REJECTED"), "REJECTED");
+    assert_string_equal(ll_replay_outcome(LL_REPLAY_RESTATE, "REJECTED"), "REJECTED");
+    assert_null(ll_replay_outcome(LL_REPLAY_AS_REPLAY, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -139,6 +161,8 @@ int main(void)
         cmocka_unit_test(test_commit_none_in_flight),
         cmocka_unit_test(test_commit_in_flight),
         cmocka_unit_test(test_commit_blocked),
+        cmocka_unit_test(test_replay_decide),
+        cmocka_unit_test(test_replay_outcome),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -194,8 +194,18 @@ static void test_input_answers(void **state)
     assert_int_equal(ll_input_judge_answers(d1, 2, false), LL_INPUT_DUPLICATE);
     const ll_answer d2[] = {acc, dead};
     assert_int_equal(ll_input_judge_answers(d2, 2, false), LL_INPUT_DUPLICATE);
-    const ll_answer d3[] = {rej, rej};
+    const ll_answer d3[] = {rej, {.outcome = "REJECTED", .code = "RUN_STATUS_MISMATCH"}};
     assert_int_equal(ll_input_judge_answers(d3, 2, false), LL_INPUT_DUPLICATE);
+    const ll_answer d5[] = {rej, acc};
+    assert_int_equal(ll_input_judge_answers(d5, 2, false), LL_INPUT_DUPLICATE);
+    /* a refusal or dead letter given again as it was: a replay's restatement (docs/design.md §5,
+     * "A replay restates"), not a second answer */
+    const ll_answer s1[] = {rej, rej, rej};
+    assert_int_equal(ll_input_judge_answers(s1, 3, false), LL_INPUT_OK);
+    const ll_answer s2[] = {dead, dead};
+    assert_int_equal(ll_input_judge_answers(s2, 2, false), LL_INPUT_OK);
+    const ll_answer s3[] = {rej, {.outcome = "REPLAY", .code = "DUPLICATE_ACTIVE_RUN"}, rej};
+    assert_int_equal(ll_input_judge_answers(s3, 3, false), LL_INPUT_OK);
     const ll_answer d4[] = {acc, rep, {.outcome = "REJECTED", .code = "CLAIM_MISMATCH"}};
     assert_int_equal(ll_input_judge_answers(d4, 3, false), LL_INPUT_DUPLICATE);
 
@@ -220,7 +230,7 @@ static void test_input_answers(void **state)
      * missed, so a second non-REPLAY answer agreeing in outcome, code and grant is no violation;
      * a third, or one that disagrees, still is */
     assert_int_equal(ll_input_judge_answers(d1, 2, true), LL_INPUT_OK);
-    assert_int_equal(ll_input_judge_answers(d3, 2, true), LL_INPUT_OK);
+    assert_int_equal(ll_input_judge_answers(s1, 3, true), LL_INPUT_OK);
     const ll_answer r1[] = {acc, acc, acc};
     assert_int_equal(ll_input_judge_answers(r1, 3, true), LL_INPUT_DUPLICATE);
     const ll_answer r2[] = {acc, {.outcome = "REJECTED", .code = "CLAIM_MISMATCH"}};

@@ -91,4 +91,30 @@ typedef struct ll_commit_state {
 /* The second table: may_wait is false for the loop's turn (never blocks), true after a batch. */
 ll_commit_step ll_loop_commit_decide(const ll_commit_state *s, bool may_wait);
 
+/*
+ * The third table: an input read again that the ledger answered before (its offset done in the
+ * ledger's position for the group, not in Kafka's commit: a group reset, a Kafka commit that did
+ * not happen) restates its first answer (docs/contract.md K§1: "a replayed input is answered as it
+ * was the first time"; docs/design.md §5, "A replay restates"):
+ *
+ *   not answered before                          -> APPLY    (the rule decides)
+ *   a refusal or dead letter recorded for it,
+ *     of the same bytes (input_refusal)          -> RESTATE  (that answer again; nothing applied)
+ *   recorded, other bytes (the topic was made
+ *     again and the offset is another input's)   -> APPLY
+ *   none recorded: it was applied                -> REPLAY   (the rule answers; a refusal it
+ *                                                   computes from a run that moved on is REPLAY)
+ */
+typedef enum ll_replay_step {
+    LL_REPLAY_APPLY = 0, /* a fresh input: the rule's answer as it is */
+    LL_REPLAY_RESTATE,   /* the recorded refusal or dead letter, nothing applied */
+    LL_REPLAY_AS_REPLAY  /* applied before: the rule's answer, a REJECTED one answered REPLAY */
+} ll_replay_step;
+
+ll_replay_step ll_replay_decide(bool answered_before, bool recorded, bool same_bytes);
+
+/* The outcome a reply goes out with under step s: "REPLAY" for a REJECTED answer under
+ * LL_REPLAY_AS_REPLAY, else outcome itself (borrowed; NULL stays NULL). */
+const char *ll_replay_outcome(ll_replay_step s, const char *outcome);
+
 #endif

@@ -137,9 +137,6 @@ struct ll_schema {
     uint64_t cache_clock;
 };
 
-/* The CRC-64-AVRO (Rabin) fingerprint of len bytes (fingerprint.c). */
-uint64_t ll_fingerprint64(const void *buf, size_t len);
-
 /* err helpers (common.c) */
 void ll_codec_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *ll_type_name(ll_type t);

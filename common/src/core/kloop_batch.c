@@ -127,6 +127,11 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         goto out;
     b.use_savepoints = b.n_work > 1 && l->db_batch_max > 1;
     b.bulk_on = l->db_batch_max > 1;
+    /* inputs the ledger answered before restate that answer, before anything is applied */
+    if (ll_batch_restate(&b) != 0) {
+        undo(&b);
+        goto out;
+    }
     run_waits held_runs = {0}; /* partitions where the current run has a message held */
     for (size_t i = 0; i < b.n_work; i++) {
         lmsg *m = b.work[i];

@@ -15,6 +15,7 @@
  *                    positions (kloop_int.h has the rest of the file)
  *   kloop_apply.c    one message applied with a savepoint, and what the loop does with its answer
  *   kloop_bulk.c     the set-based part of a transaction (ll_bulk_fn) and the run order it keeps
+ *   kloop_restate.c  inputs the ledger answered before, read again: their first answer restated
  */
 #ifndef LL_KLOOP_BATCH_H
 #define LL_KLOOP_BATCH_H
@@ -23,6 +24,7 @@
 #include <stdint.h>
 
 #include "kloop_int.h"
+#include "ll/codec.h"
 #include "ll/kloop_decide.h"
 
 /* What became of one message in the database transaction. */
@@ -44,6 +46,8 @@ typedef struct out_item {
     char *reason;         /* dead-letter reason, owned */
     char run_id[128];
     char outcome[16], reply_code[48]; /* a reply's labels for loadledger_inputs_total (obs.h) */
+    char *refusal; /* a REJECTED reply as compact JSON, owned, recorded before the commit so that
+                    * a replay restates it (nifi_ops.input_refusal, kloop_restate.c); NULL: none */
 } out_item;
 
 /* An offset whose reply or dead letter is staged: marked done in its partition's tracker at the
@@ -153,6 +157,30 @@ void ll_batch_outs_clear(batch *b);
  * (ll_msg_touch_run) and the read position of every partition it answered on (docs/design.md §5,
  * "After the database went back in time"), in one statement. 0, or -1 with l->db.err. */
 int ll_batch_precommit(batch *b);
+
+/* Whether o is recorded with its input before the COMMIT (nifi_ops.input_refusal): a refusal or a
+ * dead letter, unless it restates one recorded already. */
+static inline bool ll_out_recorded(const out_item *o)
+{
+    return o->m->replay_step != LL_REPLAY_RESTATE && (!o->is_reply || o->refusal);
+}
+
+/* kloop_restate.c: a replay restates (docs/design.md §5, "A replay restates") */
+/* Before anything of the batch is applied: for each message the ledger answered before
+ * (ll_msg_replayed), its recorded refusal or dead letter (nifi_ops.input_refusal) is looked up in
+ * one statement; one of the same bytes is answered again as it was (queued in the open
+ * transaction, lmsg.decided = -1: nothing applied); the others are marked LL_REPLAY_AS_REPLAY
+ * (applied before: the rule answers, never REJECTED). Nothing replayed: no statement. 0, or -1
+ * with l->db.err (the batch is undone). */
+int ll_batch_restate(batch *b);
+/* The digest of m's key and value (ll_fingerprint64 of each, combined) a recorded refusal is
+ * matched on: an offset of a topic made again is another input. */
+static inline int64_t ll_msg_digest(const lmsg *m)
+{
+    uint64_t v = ll_fingerprint64(m->value, m->value ? m->len : 0);
+    uint64_t k = ll_fingerprint64(m->key, m->key ? m->key_len : 0);
+    return (int64_t)(v ^ ((k << 1) | (k >> 63)));
+}
 
 /* kloop_apply.c */
 /* A dead letter: its event in the open transaction, its record after the commit. W_DONE, or

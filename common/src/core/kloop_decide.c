@@ -1,8 +1,10 @@
 /*
  * kloop_decide.c - the consumer loop's decision tables (kloop_decide.h has them as tables): one
  * switch over the service's apply decision, then the database error's class; and when the staged
- * records go into a Kafka commit. Pure.
+ * records go into a Kafka commit; how an input the ledger answered before is answered again. Pure.
  */
+#include <string.h>
+
 #include "ll/kloop_decide.h"
 
 ll_loop_step ll_loop_decide(ll_apply answer, bool bulk, bool wait_expired, ll_loop_fault fault)
@@ -43,4 +45,20 @@ ll_commit_step ll_loop_commit_decide(const ll_commit_state *s, bool may_wait)
         return s->owed ? LL_COMMIT_START : LL_COMMIT_LEAVE;
     bool full = s->staged >= s->max_staged || s->staged_bytes >= s->max_staged_bytes;
     return full && may_wait ? LL_COMMIT_WAIT_START : LL_COMMIT_LEAVE;
+}
+
+ll_replay_step ll_replay_decide(bool answered_before, bool recorded, bool same_bytes)
+{
+    if (!answered_before)
+        return LL_REPLAY_APPLY;
+    if (recorded)
+        return same_bytes ? LL_REPLAY_RESTATE : LL_REPLAY_APPLY;
+    return LL_REPLAY_AS_REPLAY;
+}
+
+const char *ll_replay_outcome(ll_replay_step s, const char *outcome)
+{
+    if (s == LL_REPLAY_AS_REPLAY && outcome && strcmp(outcome, "REJECTED") == 0)
+        return "REPLAY";
+    return outcome;
 }

@@ -99,6 +99,8 @@ typedef struct lmsg {
     int decided;              /* in the current batch: applied by its input's bulk function, in
                                * the batch's set-based call of this number (0: not decided) */
     int retry;                /* left by it only for its run's order (ll_bulk_out.retry) */
+    int replay_step;          /* in the current batch: how an input the ledger answered before is
+                               * answered again (ll_replay_step, kloop_restate.c); 0: a fresh one */
     json_t *decoded;          /* in the current batch: its value decoded once (ll_batch_decode), owned
                                * by the batch until ll_batch_decoded_drop (at the latest the batch's
                                * end); NULL: not decoded (yet), or it did not decode. A held copy
@@ -177,6 +179,12 @@ typedef struct part_state {
      * (kloop_position.c, docs/design.md §5). Kept while answered_any; NULL ranges otherwise. */
     ll_offtrack answered;
     int answered_any;
+    /* The ledger's done offsets, kept while it holds some that Kafka's commit does not (a group
+     * reset to earlier offsets, a Kafka commit that did not happen): inputs the ledger answered
+     * before, read again; each restates its first answer (kloop_restate.c, docs/design.md §5, "A
+     * replay restates"). NULL ranges while !replayed_any. */
+    ll_offtrack replayed;
+    int replayed_any;
 } part_state;
 
 struct ll_loop {
@@ -312,6 +320,13 @@ void ll_loop_resume_drained(ll_loop *l);
 static inline bool ll_msg_answered_before(const lmsg *m)
 {
     return m->ps->answered_any && ll_offtrack_is_done(&m->ps->answered, m->offset);
+}
+
+/* Whether the ledger answered m before (its offset is done in the ledger's position for this
+ * group, not in Kafka's commit): read again, m restates that answer (kloop_restate.c). */
+static inline bool ll_msg_replayed(const lmsg *m)
+{
+    return m->ps->replayed_any && ll_offtrack_is_done(&m->ps->replayed, m->offset);
 }
 
 /* Whether a recovery is owed (nothing may be applied; ll_recovery). */

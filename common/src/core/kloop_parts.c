@@ -33,6 +33,7 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition)
     ps->partition = partition;
     ll_offtrack_init(&ps->track, 0);
     ll_offtrack_init(&ps->answered, 0);
+    ll_offtrack_init(&ps->replayed, 0);
     l->parts[l->n_parts++] = ps;
     return ps;
 }
@@ -64,6 +65,7 @@ void ll_loop_forget_parts(ll_loop *l)
         free(l->parts[i]->held);
         ll_offtrack_free(&l->parts[i]->track);
         ll_offtrack_free(&l->parts[i]->answered);
+        ll_offtrack_free(&l->parts[i]->replayed);
         free(l->parts[i]);
     }
     l->n_parts = 0;

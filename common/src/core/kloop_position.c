@@ -71,6 +71,23 @@ static const ll_stmt ST_TOUCH_RUNS = {
     "kloop_touch_runs",
     "UPDATE nifi_ops.load_run SET heartbeat_at = clock_timestamp() WHERE run_id = ANY($1::uuid[])", 1};
 
+/* The refusals and dead letters of the transaction, each with its input (kloop_restate.c; migration
+ * 0013): a replay restates them. Written once, in the transaction that answered them ("" = NULL). */
+static const ll_stmt ST_REFUSALS_RECORD = {
+    "kloop_refusals_record",
+    "INSERT INTO nifi_ops.input_refusal (consumer_group, topic, kafka_partition, kafka_offset, value_digest, "
+    "kind,"
+    " code, reply, reason) SELECT $1, k.topic, k.part, k.off, k.digest, k.kind, k.code, NULLIF(k.reply, ''),"
+    " NULLIF(k.reason, '') FROM unnest($2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::text[], "
+    "$7::text[],"
+    " $8::text[], $9::text[]) AS k(topic, part, off, digest, kind, code, reply, reason) ON CONFLICT DO "
+    "NOTHING",
+    9};
+
+/* The most bytes of a recorded dead letter's reason (the column's bound, migration 0013); a longer
+ * one (never written by the loop's own reasons, ≤ 1 KiB) is recorded without it. */
+#define LL_REFUSAL_REASON_MAX 65536
+
 /* The merge's read, and its fence: the positions of the listed partitions, each row given the
  * token $4 (an instance that still expects the row's older token is refused its next write). */
 static const ll_stmt ST_POSITIONS = {
@@ -230,9 +247,48 @@ static void add_position(batch *b, part_state *ps, positions *w)
     ll_offtrack_free(&t);
 }
 
+/* Records the transaction's refusals and dead letters (not those restated: recorded already).
+ * 0, or -1 with l->db.err. */
+static int record_refusals(batch *b)
+{
+    ll_loop *l = b->l;
+    ll_pgarray a[8] = {{0}};
+    for (size_t i = 0; i < b->n_outs; i++) {
+        const out_item *o = &b->outs[i];
+        const lmsg *m = o->m;
+        if (!ll_out_recorded(o))
+            continue;
+        const char *reason =
+            !o->is_reply && o->reason && strlen(o->reason) <= LL_REFUSAL_REASON_MAX ? o->reason : "";
+        const char *code = o->is_reply ? o->reply_code : o->code;
+        ll_pgarray_add(&a[0], m->ps->topic);
+        ll_pgarray_add_ll(&a[1], m->ps->partition);
+        ll_pgarray_add_ll(&a[2], (long long)m->offset);
+        ll_pgarray_add_ll(&a[3], (long long)ll_msg_digest(m));
+        ll_pgarray_add(&a[4], o->is_reply ? "REPLY" : "DEAD_LETTER");
+        ll_pgarray_add(&a[5], code[0] ? code : "UNKNOWN");
+        ll_pgarray_add(&a[6], o->is_reply ? o->refusal : "");
+        ll_pgarray_add(&a[7], reason);
+    }
+    int rc = 0;
+    if (a[0].n > 0) {
+        const char *p[9] = {l->group};
+        for (int k = 0; k < 8; k++)
+            p[k + 1] = ll_pgarray_text(&a[k]);
+        PGresult *r = l->kio->db_exec(&l->db, &ST_REFUSALS_RECORD, p);
+        rc = r ? 0 : -1;
+        PQclear(r);
+    }
+    for (int k = 0; k < 8; k++)
+        ll_pgarray_free(&a[k]);
+    return rc;
+}
+
 int ll_batch_precommit(batch *b)
 {
     ll_loop *l = b->l;
+    if (record_refusals(b) != 0)
+        return -1;
     ll_pgarray runs = {0};
     positions w = {0};
     for (size_t i = 0; i < b->n_touch; i++)
@@ -295,6 +351,8 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         part_state *ps = ll_loop_part(l, e->topic, e->partition);
         /* what this instance's next write of the position expects: the row as fenced now */
         snprintf(ps->pos_token, sizeof ps->pos_token, "%s", row >= 0 ? tok : "");
+        ps->replayed_any = 0; /* set below when the ledger has applied offsets Kafka has not */
+        ll_offtrack_reset(&ps->replayed, 0);
         if (row < 0 && (kafka_base < 0 || l->position_missing_kafka))
             continue; /* nothing anywhere; or the first start after the upgrade to 0009 */
         if (kafka_base < 0)
@@ -321,6 +379,12 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         ps->answered_any = kafka_only > 0;
         if (!ps->answered_any)
             ll_offtrack_reset(&ps->answered, 0);
+        /* the ledger's done set, while it holds offsets Kafka's does not: those inputs were
+         * answered before (a group reset to earlier offsets, a Kafka commit that did not happen);
+         * read again, each restates its first answer (kloop_restate.c) */
+        ps->replayed_any = ledger_only > 0;
+        if (ps->replayed_any)
+            ll_offtrack_copy(&ps->replayed, &ledger);
         if (kafka_only > 0) {
             ll_log(
                 LL_ERROR, &ctx, "ledger_behind_kafka",
@@ -335,7 +399,8 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         if (ledger_only > 0) {
             ll_log(
                 LL_INFO, &ctx, "kafka_behind_ledger",
-                "%lld offsets applied in the ledger were not committed to Kafka: answered again as replays",
+                "%lld offsets applied in the ledger were not committed to Kafka (a group reset, or a Kafka "
+                "commit that did not happen): each one read again restates its first answer",
                 (long long)ledger_only);
             ll_obs_reread("kafka", ledger_only);
         }

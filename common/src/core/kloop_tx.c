@@ -75,7 +75,17 @@ void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const
     if (reply) {
         char why[400];
         o->is_reply = 1;
+        /* an input applied before, read again: a refusal computed from a run that moved on since
+         * is no answer of it (kloop_restate.c) */
+        const char *was = json_string_value(json_object_get(reply, "outcome"));
+        const char *now = ll_replay_outcome((ll_replay_step)m->replay_step, was);
+        if (now != was)
+            json_object_set_new(reply, "outcome", json_string(now));
         ll_obs_reply_labels(reply, o->outcome, sizeof o->outcome, o->reply_code, sizeof o->reply_code);
+        /* a refusal is recorded with its input, so that a replay restates it (not one restated) */
+        if (m->replay_step != LL_REPLAY_RESTATE && strcmp(o->outcome, "REJECTED") == 0 &&
+            !(o->refusal = json_dumps(reply, JSON_COMPACT)))
+            abort();
         if (ll_encode(&m->io->eopts, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
             o->reply = NULL;
             o->encode_err = strdup(why);
@@ -96,6 +106,7 @@ void ll_batch_outs_truncate(batch *b, size_t keep)
         free(b->outs[i].reply);
         free(b->outs[i].encode_err);
         free(b->outs[i].reason);
+        free(b->outs[i].refusal);
     }
     if (keep < b->n_outs)
         b->n_outs = keep;
@@ -184,7 +195,15 @@ int ll_batch_tx_commit(batch *b)
 {
     ll_loop *l = b->l;
     if (!b->in_tx) {
-        return flush_outs(b);
+        /* a refusal whose transaction was rolled back whole (one message, no savepoint) is still
+         * recorded before it is answered: in a transaction of its own, with the positions */
+        bool record = false;
+        for (size_t i = 0; i < b->n_outs && !record; i++)
+            record = ll_out_recorded(&b->outs[i]);
+        if (!record)
+            return flush_outs(b);
+        if (ll_batch_tx_begin(b) != 0)
+            return -1;
     }
     if (ll_batch_precommit(b) != 0)
         return -1; /* still in the (failed) transaction: the batch undoes it (ll_batch_tx_undo) */

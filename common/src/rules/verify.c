@@ -137,15 +137,24 @@ static bool replay_agrees(const ll_answer *o, const ll_answer *r)
     return true;
 }
 
+/* A refusal or a dead letter given again as it was (the same kind, code and grant): a replay's
+ * restatement, not a second answer (docs/design.md §5, "A replay restates"). */
+static bool restates(const ll_answer *o, const ll_answer *r)
+{
+    bool refusal = o->dead_letter || (o->outcome && strcmp(o->outcome, "REJECTED") == 0);
+    return refusal && fresh_agrees(o, r);
+}
+
 ll_input_verdict ll_input_judge_answers(const ll_answer *a, size_t n, bool restored)
 {
     if (!a || n == 0)
         return LL_INPUT_MISSING;
-    /* the original: the first answer that is no REPLAY, else the first */
+    /* the original: the first answer that is no REPLAY, else the first; a later one that restates
+     * a refusal or dead letter is no second answer */
     const ll_answer *orig = NULL, *second = NULL;
     size_t fresh = 0;
     for (size_t i = 0; i < n; i++)
-        if (!is_replay(&a[i])) {
+        if (!is_replay(&a[i]) && !(orig && restates(orig, &a[i]))) {
             if (fresh == 0)
                 orig = &a[i];
             else if (fresh == 1)
