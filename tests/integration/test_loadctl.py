@@ -75,7 +75,7 @@ def publish_unknown_run(cur, **kw):
 # ---- help and usage -----------------------------------------------------------------------------
 
 COMMANDS = ["status", "runs", "show", "monitor", "resolve-publish-unknown", "resend", "cleanup-candidates",
-            "cleanup", "migrate"]
+            "cleanup", "migrate", "accept-gap"]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)

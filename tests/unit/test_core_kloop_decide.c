@@ -151,6 +151,21 @@ static void test_replay_outcome(void **state)
     assert_null(ll_replay_outcome(LL_REPLAY_AS_REPLAY, NULL));
 }
 
+/* A refused fetch: a range the broker deleted, a position past the log's end, or none. */
+static void test_gap_decide(void **state)
+{
+    (void)state;
+    assert_int_equal(ll_gap_decide(10, 40, 90), LL_GAP_BELOW);
+    assert_int_equal(ll_gap_decide(39, 40, 90), LL_GAP_BELOW);
+    assert_int_equal(ll_gap_decide(40, 40, 90), LL_GAP_NONE);
+    assert_int_equal(ll_gap_decide(90, 40, 90), LL_GAP_NONE);
+    assert_int_equal(ll_gap_decide(91, 40, 90), LL_GAP_ABOVE);
+    assert_true(ll_gap_accepted(10, 10, 40));
+    assert_true(ll_gap_accepted(39, 10, 40));
+    assert_false(ll_gap_accepted(40, 10, 40));
+    assert_false(ll_gap_accepted(9, 10, 40));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -163,6 +178,7 @@ int main(void)
         cmocka_unit_test(test_commit_blocked),
         cmocka_unit_test(test_replay_decide),
         cmocka_unit_test(test_replay_outcome),
+        cmocka_unit_test(test_gap_decide),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

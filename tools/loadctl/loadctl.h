@@ -63,6 +63,9 @@ int lc_runs(const lc_opts *o, int argc, char **argv);
 int lc_show(const lc_opts *o, int argc, char **argv);
 /* `loadctl resolve-publish-unknown RUN --as PUBLISHED|FAILED_PUBLISH --reason TEXT` (resolve.c). */
 int lc_resolve(const lc_opts *o, int argc, char **argv);
+/* `loadctl accept-gap GROUP TOPIC PARTITION --from N --to N --reason TEXT` (gap.c): records that a
+ * range of input offsets the broker deleted before the group read them is lost for good. */
+int lc_accept_gap(const lc_opts *o, int argc, char **argv);
 /* `loadctl resend RUN DISPATCH`: DEAD/SENT dispatch back to PENDING (resend.c). */
 int lc_resend(const lc_opts *o, int argc, char **argv);
 /* `loadctl cleanup-candidates [--job KEY] [--limit N]`: runs due for cleanup (cleanup.c). */

@@ -30,6 +30,8 @@ static const struct {
     {"redrive", lc_redrive, "republish dead letters to their source topic (once)"},
     {"verify", lc_verify, "check the ledger's (and --topics: the topics') invariants"},
     {"offsets", lc_offsets, "save / restore the input groups' committed offsets (backup, restore)"},
+    {"accept-gap", lc_accept_gap,
+     "accept a range of input offsets deleted before they were read (reason required)"},
     {"topics", lc_topics, "create the topics of config/topics.conf (one request, existing kept)"},
     {"migrate", lc_migrate, "apply the SQL migrations not yet applied"},
 };

@@ -117,4 +117,18 @@ ll_replay_step ll_replay_decide(bool answered_before, bool recorded, bool same_b
  * LL_REPLAY_AS_REPLAY, else outcome itself (borrowed; NULL stays NULL). */
 const char *ll_replay_outcome(ll_replay_step s, const char *outcome);
 
+/* The fourth table: a fetch the broker refused (auto.offset.reset = error) at position `from` of a
+ * partition whose log holds [lo, hi) (docs/design.md §5, "Offsets the topic no longer holds"). */
+typedef enum ll_gap_verdict {
+    LL_GAP_NONE = 0, /* the position is readable: a start without an offset, seek there again */
+    LL_GAP_BELOW,    /* [from, lo) was deleted by retention before it was read: stop the partition */
+    LL_GAP_ABOVE     /* from is past the log's end (the topic made again): stop the partition */
+} ll_gap_verdict;
+
+ll_gap_verdict ll_gap_decide(int64_t from, int64_t lo, int64_t hi);
+
+/* Whether an operator's acceptance of [acc_from, acc_to) lets a partition read on from acc_to
+ * when its position is base: base lies in the accepted range. */
+bool ll_gap_accepted(int64_t base, int64_t acc_from, int64_t acc_to);
+
 #endif

@@ -71,6 +71,10 @@ void ll_obs_sweeper_waiting(int waiting);
 /* A position write or check found the ledger's read position not the one this instance last read
  * or wrote (kloop_position.c; docs/design.md §5): counted in loadledger_position_conflicts_total. */
 void ll_obs_position_conflict(void);
+/* The input offsets the broker no longer holds below (or past) this instance's positions, over
+ * its stopped partitions (kloop_gap.c): loadledger_unreadable_offsets; 0 once every gap was
+ * accepted by an operator. */
+void ll_obs_unreadable(int64_t offsets);
 /* One schema registry lookup of a writer schema id that asked the registry (not from its cache nor
  * answered by its backoff): result "ok", "not_found", "unavailable" or "invalid" (registry.h). */
 void ll_obs_registry(const char *result);

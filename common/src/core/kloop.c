@@ -82,6 +82,8 @@ static void check_positions(ll_loop *l)
     l->position_check_at = now + l->position_check_ms;
     if (ll_loop_positions_check(l) > 0)
         ll_loop_owe_rewind(l, 0);
+    else
+        ll_loop_gaps_check(l); /* a stopped partition's gap accepted by an operator */
 }
 
 int ll_loop_run(ll_loop *l)
@@ -97,7 +99,9 @@ int ll_loop_run(ll_loop *l)
         rd_kafka_message_t *rkm = rd_kafka_consumer_poll(l->consumer, wait);
         while (rkm) {
             if (rkm->err) {
-                if (rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+                if (rkm->err == RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET)
+                    ll_loop_offset_refused(l, rkm); /* a position the broker no longer holds */
+                else if (rkm->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
                     ll_log(LL_WARN, NULL, "consumer_error", "%s", rd_kafka_message_errstr(rkm));
                 rd_kafka_message_destroy(rkm);
             } else {

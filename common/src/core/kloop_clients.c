@@ -297,7 +297,9 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
         conf_set(cc, "enable.auto.commit", "false", err, errlen) ||
         conf_set(cc, "enable.auto.offset.store", "false", err, errlen) ||
         conf_set(cc, "isolation.level", "read_committed", err, errlen) ||
-        conf_set(cc, "auto.offset.reset", "earliest", err, errlen) ||
+        /* a position the broker no longer holds stops its partition (kloop_gap.c), never skipped;
+         * a partition with no position anywhere is given the log's start by the merge */
+        conf_set(cc, "auto.offset.reset", "error", err, errlen) ||
         (!ll_config_get(l->cfg, "kafka.partition.assignment.strategy") &&
          conf_set(cc, "partition.assignment.strategy", "range", err, errlen)) ||
         fetch_bounds(l, cc, err, errlen) != 0) {

@@ -62,3 +62,17 @@ const char *ll_replay_outcome(ll_replay_step s, const char *outcome)
         return "REPLAY";
     return outcome;
 }
+
+ll_gap_verdict ll_gap_decide(int64_t from, int64_t lo, int64_t hi)
+{
+    if (from < lo)
+        return LL_GAP_BELOW;
+    if (from > hi)
+        return LL_GAP_ABOVE;
+    return LL_GAP_NONE;
+}
+
+bool ll_gap_accepted(int64_t base, int64_t acc_from, int64_t acc_to)
+{
+    return acc_from <= base && base < acc_to;
+}

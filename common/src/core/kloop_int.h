@@ -18,6 +18,8 @@
  *   kloop_position.c the consumer group's read positions kept in the ledger, merged with Kafka's
  *                    commits at an assignment or a rewind
  *   kloop_dlq.c      dead letters: the ledger event and the record that always fits
+ *   kloop_gap.c      a partition whose position the broker no longer holds: stopped until an
+ *                    operator accepts the gap
  *   kloop_parts.c    the assigned partitions: the committed offsets and their metadata, held
  *                    copies freed, a partition paused while its held queue is full, the whole
  *                    assignment paused and resumed for the recovery
@@ -185,6 +187,10 @@ typedef struct part_state {
      * replay restates"). NULL ranges while !replayed_any. */
     ll_offtrack replayed;
     int replayed_any;
+    /* Stopped because the broker no longer holds [gap_from, gap_to) (deleted by retention before
+     * it was read, or a position past the log's end): paused until an operator accepts the gap
+     * (kloop_gap.c, docs/design.md §5). gap_to 0: none. */
+    int64_t gap_from, gap_to;
 } part_state;
 
 struct ll_loop {
@@ -356,6 +362,28 @@ void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assi
 /* The recovery step that is due, if any. Returns 1 while a rewind or a producer is still owed
  * (nothing may be applied: the poll only keeps this member in its group). */
 int ll_loop_recover_step(ll_loop *l);
+
+/* kloop_gap.c: offsets the topic no longer holds (docs/design.md §5) */
+/* A fetch the broker refused (rkm: an RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET event; auto.offset.reset
+ * is error): the partition's log start and end are asked (at most LL_LOOP_WATERMARK_MS); a position
+ * below the log start or past its end stops the partition (paused, offsets_unreadable naming the
+ * range once, loadledger_unreadable_offsets); a readable one (a start without an offset) owes a
+ * rewind, which seeks there again. */
+void ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm);
+/* Every loop.position_check_interval while a partition is stopped for a gap: whether an operator
+ * accepted it (nifi_ops.offset_gap_acceptance); then a rewind is owed, whose merge reads on from
+ * the accepted range's end. */
+void ll_loop_gaps_check(ll_loop *l);
+/* The offsets of every stopped partition's gap, summed (loadledger_unreadable_offsets). */
+static inline int64_t ll_loop_unreadable(const ll_loop *l)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < l->n_parts; i++)
+        n += l->parts[i]->gap_to - l->parts[i]->gap_from;
+    return n;
+}
+/* The broker's answer to the log start and end (ms). */
+#define LL_LOOP_WATERMARK_MS 5000
 
 /* kloop_dlq.c: the DEAD_LETTER event in the open database transaction (0, or -1 with db->err),
  * and, once that transaction committed, the dead-letter record staged (ll_loop_stage_record) */

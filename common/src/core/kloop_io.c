@@ -60,6 +60,7 @@ const ll_loop_io LL_LOOP_IO_REAL = {
     .committed = rd_kafka_committed,
     .assign = assign,
     .pause = rd_kafka_pause_partitions,
+    .watermarks = rd_kafka_query_watermark_offsets,
     .resume = rd_kafka_resume_partitions,
     .seek = ll_kafka_seek,
 };

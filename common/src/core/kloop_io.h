@@ -56,6 +56,10 @@ typedef struct ll_loop_io {
     /* ll_kafka_seek (ll/kclient.h): 0, or -1 with why */
     int (*seek)(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *parts, int timeout_ms, char *why,
                 size_t whylen);
+    /* rd_kafka_query_watermark_offsets: a partition's log start (*lo) and end (*hi) offsets,
+     * asked of the broker, waiting at most timeout_ms */
+    rd_kafka_resp_err_t (*watermarks)(rd_kafka_t *rk, const char *topic, int32_t partition, int64_t *lo,
+                                      int64_t *hi, int timeout_ms);
 } ll_loop_io;
 
 /* The table of the real calls (kloop_io.c). */

@@ -69,6 +69,7 @@ void ll_loop_forget_parts(ll_loop *l)
         free(l->parts[i]);
     }
     l->n_parts = 0;
+    ll_obs_unreadable(0); /* no partition, no gap of its */
 }
 
 /* Loads each listed partition's committed offset and metadata into its tracker (a partition

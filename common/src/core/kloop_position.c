@@ -98,6 +98,17 @@ static const ll_stmt ST_POSITIONS = {
     " RETURNING c.topic, c.kafka_partition, c.next_offset, c.done_above",
     4};
 
+/* The operators' latest accepted gap of each listed partition (nifi_ops.offset_gap_acceptance,
+ * kloop_gap.c), by the index on (group, topic, partition, to_offset). */
+static const ll_stmt ST_GAP_ACCEPTANCES = {
+    "kloop_gap_acceptances",
+    "SELECT k.topic, k.part, a.from_offset, a.to_offset, a.acceptance_id"
+    " FROM unnest($2::text[], $3::int[]) AS k(topic, part)"
+    " CROSS JOIN LATERAL (SELECT from_offset, to_offset, acceptance_id FROM nifi_ops.offset_gap_acceptance g"
+    " WHERE g.consumer_group = $1 AND g.topic = k.topic AND g.kafka_partition = k.part"
+    " ORDER BY g.to_offset DESC LIMIT 1) a",
+    3};
+
 /* The idle check: how many of the listed partitions' rows do not carry the token this instance
  * expects ("" = no row). Reads one primary-key row per partition. */
 static const ll_stmt ST_CHECK = {
@@ -320,6 +331,35 @@ int ll_batch_precommit(batch *b)
     return rc;
 }
 
+/* Applies the operator's accepted gap of ps, if its latest one (row of r, or none) holds the
+ * partition's position: the range up to its end is marked done (read on from there; nothing of it
+ * is applied or answered), the partition's position is written with the batch's next flush and
+ * goes with the next Kafka commit, and its stop is over. */
+static void accept_gap(ll_loop *l, part_state *ps, const PGresult *r)
+{
+    for (int k = 0; r && k < PQntuples(r); k++) {
+        if (strcmp(PQgetvalue(r, k, 0), ps->topic) != 0 ||
+            strtol(PQgetvalue(r, k, 1), NULL, 10) != ps->partition)
+            continue;
+        int64_t from = strtoll(PQgetvalue(r, k, 2), NULL, 10), to = strtoll(PQgetvalue(r, k, 3), NULL, 10);
+        if (!ll_gap_accepted(ps->track.base, from, to))
+            return;
+        ll_offtrack gone;
+        ll_offtrack_init(&gone, to);
+        ll_offtrack_union(&ps->track, &gone);
+        ll_offtrack_free(&gone);
+        ll_log_ctx ctx = {NULL, NULL, ps->topic, ps->partition, to};
+        ll_log(LL_WARN, &ctx, "offsets_gap_accepted",
+               "offsets [%lld, %lld) accepted as lost by an operator (offset_gap_acceptance %s): reading on "
+               "from %lld",
+               (long long)from, (long long)to, PQgetvalue(r, k, 4), (long long)ps->track.base);
+        ps->touched = l->batch_no + 1; /* the next batch writes its position, the next commit takes it */
+        ps->gap_from = ps->gap_to = 0;
+        ll_obs_unreadable(ll_loop_unreadable(l));
+        return;
+    }
+}
+
 int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
 {
     if (c->cnt == 0)
@@ -333,10 +373,17 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     new_token(tok);
     const char *p[4] = {l->group, ll_pgarray_text(&topics), ll_pgarray_text(&parts), tok};
     PGresult *r = l->kio->db_ensure(&l->db) == LL_DB_OK ? l->kio->db_exec(&l->db, &ST_POSITIONS, p) : NULL;
+    /* the gaps operators accepted: read only while a partition is stopped for one (kloop_gap.c) */
+    bool gapped = false;
+    for (size_t i = 0; i < l->n_parts && !gapped; i++)
+        gapped = l->parts[i]->gap_to > 0;
+    PGresult *acc = r && gapped ? l->kio->db_exec(&l->db, &ST_GAP_ACCEPTANCES, p) : NULL;
     ll_pgarray_free(&topics);
     ll_pgarray_free(&parts);
-    if (!r)
+    if (!r || (gapped && !acc)) {
+        PQclear(r);
         return -1;
+    }
     ll_offtrack ledger;
     ll_offtrack_init(&ledger, 0);
     int rc = 0;
@@ -353,8 +400,13 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         snprintf(ps->pos_token, sizeof ps->pos_token, "%s", row >= 0 ? tok : "");
         ps->replayed_any = 0; /* set below when the ledger has applied offsets Kafka has not */
         ll_offtrack_reset(&ps->replayed, 0);
-        if (row < 0 && (kafka_base < 0 || l->position_missing_kafka))
-            continue; /* nothing anywhere; or the first start after the upgrade to 0009 */
+        if (row < 0 && (kafka_base < 0 || l->position_missing_kafka)) {
+            /* nothing anywhere: from the log's start (auto.offset.reset is error, kloop_gap.c); or the
+             * first start after the upgrade to 0009: Kafka's commit */
+            if (kafka_base < 0)
+                e->offset = RD_KAFKA_OFFSET_BEGINNING;
+            continue;
+        }
         if (kafka_base < 0)
             ll_offtrack_reset(&ps->track, 0); /* Kafka's done set: empty */
         int64_t next = row >= 0 ? strtoll(PQgetvalue(r, row, 2), NULL, 10) : 0;
@@ -375,6 +427,8 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
          * again, as replays, from the start */
         ll_offtrack_copy(&ps->answered, &ps->track);
         ll_offtrack_intersect(&ps->track, &ledger, &kafka_only, &ledger_only);
+        if (ps->gap_to > 0)
+            accept_gap(l, ps, acc);
         e->offset = ps->track.base;
         ps->answered_any = kafka_only > 0;
         if (!ps->answered_any)
@@ -407,6 +461,7 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     }
     ll_offtrack_free(&ledger);
     PQclear(r);
+    PQclear(acc);
     return rc;
 }
 

@@ -82,11 +82,21 @@ void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assi
  * Seeks every assigned partition back to its committed offset, or to the ledger's position when
  * that is lower (kloop_position.c), reloads the done offsets above it from the commit metadata
  * (intersected with the ledger's) and drops the held messages (they come again from the broker). A
- * partition without a committed offset starts at the beginning (auto.offset.reset is always
- * earliest). What this instance paused is resumed. If the positions cannot be reset (broker
- * unreachable), consuming on would skip messages: the assignment stays paused and the rewind is
- * retried with backoff. Returns 0 when the rewind is done.
+ * partition without a position anywhere starts at the log's start (the merge says so: the
+ * consumer's auto.offset.reset is error, kloop_gap.c). What this instance paused is resumed. If
+ * the positions cannot be reset (broker unreachable), consuming on would skip messages: the
+ * assignment stays paused and the rewind is retried with backoff. Returns 0 when the rewind is
+ * done.
  */
+/* Whether a seek of asg failed on a partition that is not fetching (RD_KAFKA_RESP_ERR__STATE). */
+static bool fetch_stopped(const rd_kafka_topic_partition_list_t *asg)
+{
+    for (int i = 0; i < asg->cnt; i++)
+        if (asg->elems[i].err == RD_KAFKA_RESP_ERR__STATE)
+            return true;
+    return false;
+}
+
 int ll_loop_rewind(ll_loop *l)
 {
     rd_kafka_topic_partition_list_t *asg = NULL;
@@ -116,7 +126,17 @@ int ll_loop_rewind(ll_loop *l)
                 for (int i = 0; i < asg->cnt; i++)
                     if (asg->elems[i].offset < 0)
                         asg->elems[i].offset = RD_KAFKA_OFFSET_BEGINNING;
-                l->kio->seek(l->consumer, asg, 10000, why, sizeof why);
+                if (l->kio->seek(l->consumer, asg, 10000, why, sizeof why) != 0 && fetch_stopped(asg)) {
+                    /* a partition whose fetch the broker refused (its position deleted, kloop_gap.c)
+                     * has stopped fetching, and librdkafka 2.0.2 refuses to seek it (__STATE): the
+                     * assignment is given again at the merged offsets, which starts its fetch */
+                    why[0] = '\0';
+                    for (int i = 0; i < asg->cnt; i++)
+                        asg->elems[i].err = RD_KAFKA_RESP_ERR_NO_ERROR;
+                    rd_kafka_resp_err_t ae = l->kio->assign(l->consumer, asg);
+                    if (ae)
+                        snprintf(why, sizeof why, "assign: %s", rd_kafka_err2str(ae));
+                }
             }
         }
     }

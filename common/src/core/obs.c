@@ -39,10 +39,10 @@ static struct {
     ll_http *http;
     ll_obs_kind kind;
     int64_t stall_ms;
-    ll_metric *inputs, *dead, *held_msgs, *held_runs, *held_answered, *batch, *db_commit, *kafka_commit, *lag,
-        *outbox, *outbox_age, *dispatches, *sweeps, *sweeper_waiting, *reread, *conflicts, *withheld, *turns,
-        *rss, *start_time, *ready_g, *db_up_g, *active_runs, *runs_idle, *dead_dispatches, *build_info,
-        *registry;
+    ll_metric *inputs, *dead, *held_msgs, *held_runs, *held_answered, *unreadable, *batch, *db_commit,
+        *kafka_commit, *lag, *outbox, *outbox_age, *dispatches, *sweeps, *sweeper_waiting, *reread,
+        *conflicts, *withheld, *turns, *rss, *start_time, *ready_g, *db_up_g, *active_runs, *runs_idle,
+        *dead_dispatches, *build_info, *registry;
 } g;
 
 static atomic_llong last_turn_ms;
@@ -81,6 +81,11 @@ static int families(void)
                        "Held messages answered before the database lost their effect, waiting for "
                        "their prerequisite to be read again (loop.reapplied_wait)",
                        "", 1, NULL, 0);
+    g.unreadable = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_unreadable_offsets",
+                                  "Input offsets the broker no longer holds below (or past) this instance's "
+                                  "positions (deleted by retention before they were read): their partitions "
+                                  "are stopped until an operator accepts the gap (loadctl accept-gap)",
+                                  "", 1, NULL, 0);
     g.batch = ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_batch_messages", "Messages per poll batch",
                              "", 1, BATCH_BOUNDS, sizeof BATCH_BOUNDS / sizeof BATCH_BOUNDS[0]);
     g.db_commit = ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_db_commit_duration_seconds",
@@ -156,11 +161,11 @@ static int families(void)
                                   "1, labelled with the version and the commit the binary was built from "
                                   "(ll/version.h)",
                                   "version,commit", 1, NULL, 0);
-    return g.build_info && g.inputs && g.dead && g.held_msgs && g.held_runs && g.held_answered && g.batch &&
-                   g.db_commit && g.kafka_commit && g.lag && g.outbox && g.outbox_age && g.dispatches &&
-                   g.sweeps && g.reread && g.sweeper_waiting && g.conflicts && g.withheld && g.turns &&
-                   g.ready_g && g.db_up_g && g.active_runs && g.runs_idle && g.dead_dispatches &&
-                   g.registry && g.rss && g.start_time
+    return g.build_info && g.inputs && g.dead && g.held_msgs && g.held_runs && g.held_answered &&
+                   g.unreadable && g.batch && g.db_commit && g.kafka_commit && g.lag && g.outbox &&
+                   g.outbox_age && g.dispatches && g.sweeps && g.reread && g.sweeper_waiting && g.conflicts &&
+                   g.withheld && g.turns && g.ready_g && g.db_up_g && g.active_runs && g.runs_idle &&
+                   g.dead_dispatches && g.registry && g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -267,6 +272,7 @@ int ll_obs_start(const char *service, ll_obs_kind kind, const ll_config *cfg, ch
         ll_metric_add(g.reread, behind[1], 0);
         ll_metric_add(g.conflicts, NULL, 0);
         ll_metric_set(g.held_answered, NULL, 0);
+        ll_metric_set(g.unreadable, NULL, 0);
     } else if (strcmp(service, "sweeper") == 0) {
         ll_metric_set(g.sweeper_waiting, NULL, 0);
     }
@@ -343,6 +349,11 @@ void ll_obs_dead_letters(const char *topic, const char *code, size_t n)
 void ll_obs_batch(size_t n)
 {
     ll_metric_observe(g.batch, NULL, (double)n);
+}
+
+void ll_obs_unreadable(int64_t offsets)
+{
+    ll_metric_set(g.unreadable, NULL, (double)offsets);
 }
 
 void ll_obs_held(size_t msgs, size_t runs, size_t answered)
