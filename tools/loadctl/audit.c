@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ll/rules.h"
 #include "loadctl.h"
 
 /* The person at the keyboard: $SUDO_USER, else the effective user's name, else $USER. */
@@ -44,4 +45,17 @@ json_t *lc_audit_details(void)
     json_object_set_new(d, "operatorUser", lc_json_str(user));
     json_object_set_new(d, "host", lc_json_str(host));
     return d;
+}
+
+int lc_check_reason(const lc_opts *o, const char *reason, const char *what)
+{
+    if (!reason)
+        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--reason is required: record %s", what);
+    /* The contract's input rule (§5.15: reason 5-2000 chars, else 422): refused, not usage. */
+    long chars = ll_utf8_chars(reason);
+    if (chars < 5 || chars > 2000)
+        return lc_fail(o, LC_REFUSED, "INVALID_REASON",
+                       json_pack("{s:I,s:i,s:i}", "chars", (json_int_t)chars, "min", 5, "max", 2000),
+                       "--reason must be 5..2000 characters of UTF-8 text (got %ld)", chars);
+    return LC_CONTINUE;
 }

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "ll/ledger.h"
-#include "ll/rules.h"
 #include "loadctl.h"
 
 static const char USAGE[] =
@@ -55,13 +54,8 @@ int lc_accept_gap(const lc_opts *go, int argc, char **argv)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "PARTITION must be an integer >= 0");
     if (parse_offset(from_s, &from) != 0 || parse_offset(to_s, &to) != 0 || to <= from)
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--from and --to must be offsets with --from < --to");
-    if (!reason)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--reason is required: record why the inputs are lost");
-    long chars = ll_utf8_chars(reason);
-    if (chars < 5 || chars > 2000)
-        return lc_fail(o, LC_REFUSED, "INVALID_REASON",
-                       json_pack("{s:I,s:i,s:i}", "chars", (json_int_t)chars, "min", 5, "max", 2000),
-                       "--reason must be 5..2000 characters of UTF-8 text (got %ld)", chars);
+    if ((rc = lc_check_reason(o, reason, "why the inputs are lost")) != LC_CONTINUE)
+        return rc;
     json_t *who = lc_audit_details();
     char *by = json_dumps(who, JSON_COMPACT | JSON_SORT_KEYS);
     json_decref(who);

@@ -170,4 +170,9 @@ PGresult *lc_query(const lc_opts *o, ll_db *db, const ll_stmt *st, const char *c
  */
 json_t *lc_audit_details(void);
 
+/* An operator's --reason (docs/contract.md §5.15: 5..2000 characters of UTF-8): LC_CONTINUE; a
+ * missing one LC_USAGE ("--reason is required: record <what>"), one out of bounds LC_REFUSED
+ * (INVALID_REASON, details chars/min/max), each reported. */
+int lc_check_reason(const lc_opts *o, const char *reason, const char *what);
+
 #endif

@@ -107,15 +107,7 @@ static int check_args(const lc_opts *o, const char *run, char run_id[37], const 
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "RUN must be a run id (UUID)");
     if (!as || (strcmp(as, "PUBLISHED") != 0 && strcmp(as, "FAILED_PUBLISH") != 0))
         return lc_fail(o, LC_USAGE, "USAGE", NULL, "--as must be PUBLISHED or FAILED_PUBLISH");
-    if (!reason)
-        return lc_fail(o, LC_USAGE, "USAGE", NULL, "--reason is required: record the evidence");
-    /* The contract's input rule (§5.15: reason 5-2000 chars, else 422): refused, not usage. */
-    long chars = ll_utf8_chars(reason);
-    if (chars < 5 || chars > 2000)
-        return lc_fail(o, LC_REFUSED, "INVALID_REASON",
-                       json_pack("{s:I,s:i,s:i}", "chars", (json_int_t)chars, "min", 5, "max", 2000),
-                       "--reason must be 5..2000 characters of UTF-8 text (got %ld)", chars);
-    return LC_CONTINUE;
+    return lc_check_reason(o, reason, "the evidence");
 }
 
 int lc_resolve(const lc_opts *go, int argc, char **argv)
