@@ -81,6 +81,7 @@ void ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm)
         return; /* said already */
     ps->gap_from = gap_from;
     ps->gap_to = gap_to;
+    ps->gap_above = v == LL_GAP_ABOVE;
     ll_obs_unreadable(ll_loop_unreadable(l));
     if (v == LL_GAP_BELOW)
         ll_log(
@@ -99,10 +100,33 @@ void ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm)
             topic, (int)rkm->partition, (long long)from, (long long)hi);
 }
 
+/* Whether the log's end of ps, found short of its position, caught up with it (the partition's
+ * leader was behind): then its stop is over. */
+static bool caught_up(ll_loop *l, part_state *ps)
+{
+    int64_t lo = -1, hi = -1;
+    if (l->kio->watermarks(l->consumer, ps->topic, ps->partition, &lo, &hi, LL_LOOP_WATERMARK_MS) ||
+        ll_gap_decide(ps->track.base, lo, hi) != LL_GAP_NONE)
+        return false;
+    ll_log_ctx ctx = {NULL, NULL, ps->topic, ps->partition, ps->track.base};
+    ll_log(LL_INFO, &ctx, "offsets_readable", "the log's end reached the position again (%lld): reading on",
+           (long long)hi);
+    ps->gap_from = ps->gap_to = 0;
+    ps->gap_above = 0;
+    ll_obs_unreadable(ll_loop_unreadable(l));
+    return true;
+}
+
 void ll_loop_gaps_check(ll_loop *l)
 {
     ll_pgarray topics = {0}, parts = {0}, offs = {0};
+    bool resume = false;
     for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->gap_above && caught_up(l, l->parts[i]))
+            resume = true;
+    if (resume)
+        ll_loop_owe_rewind(l, 0);
+    for (size_t i = 0; i < l->n_parts && !resume; i++)
         if (l->parts[i]->gap_to > 0) {
             ll_pgarray_add(&topics, l->parts[i]->topic);
             ll_pgarray_add_ll(&parts, l->parts[i]->partition);

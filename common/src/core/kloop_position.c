@@ -355,6 +355,7 @@ static void accept_gap(ll_loop *l, part_state *ps, const PGresult *r)
                (long long)from, (long long)to, PQgetvalue(r, k, 4), (long long)ps->track.base);
         ps->touched = l->batch_no + 1; /* the next batch writes its position, the next commit takes it */
         ps->gap_from = ps->gap_to = 0;
+        ps->gap_above = 0;
         ll_obs_unreadable(ll_loop_unreadable(l));
         return;
     }
