@@ -7,7 +7,7 @@
 -- the loop answers it with what the row holds and applies nothing; without one it was applied, and
 -- a refusal computed now from a run that moved on is answered REPLAY. Applied inputs are not
 -- recorded (their effect in the ledger is their record): the hot path writes nothing more.
--- recorded_at bounds a retention (loadctl retention) by an index, not by a scan.
+-- recorded_at lets a retention (issue 42) find old rows by an index, not by a scan.
 CREATE TABLE nifi_ops.input_refusal (
     consumer_group  text        NOT NULL CHECK (length(consumer_group) BETWEEN 1 AND 255),
     topic           text        NOT NULL CHECK (length(topic) BETWEEN 1 AND 255),

@@ -114,6 +114,7 @@ typedef struct fake {
                          * finds them moved until the next positions read (the merge's fence) */
     int n_position_checks, n_position_refused;
     int n_positions_read, n_precommit, n_rewind_rows, n_dead_events;
+    char first_precommit_next[64]; /* the next offsets ($5) of the first position write */
     struct {
         int part;
         char next[24], done[256];
@@ -321,7 +322,8 @@ static inline PGresult *fk_db_exec(ll_db *db, const ll_stmt *st, const char *con
         return NULL;
     }
     if (strcmp(st->name, "kloop_precommit") == 0) {
-        F.n_precommit++;
+        if (F.n_precommit++ == 0)
+            snprintf(F.first_precommit_next, sizeof F.first_precommit_next, "%s", params[4]);
         if (F.ledger_moved)
             F.n_position_refused++;
         return fk_count_result(F.ledger_moved ? 0 : fk_array_len(params[2])); /* the positions written */

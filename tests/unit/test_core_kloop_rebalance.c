@@ -334,6 +334,21 @@ static void test_kafka_behind_ledger_answers_as_replays(void **state)
     assert_int_equal(fk_kafka_committed(0), 12);
 }
 
+/* A group reset to earlier offsets (Kafka at 4, the ledger at 10): the first batch's position
+ * write keeps the ledger's own done offsets (next 10, not 6), so that a replay interrupted after it
+ * (a rewind, a restart) still knows that 6..9 were answered before and restates them. */
+static void test_a_replay_keeps_the_ledgers_position_until_read_again(void **state)
+{
+    (void)state;
+    positions_apart(4, 10);
+    fk_run(2, 1);
+    assert_true(F.n_precommit >= 1);
+    assert_string_equal(F.first_precommit_next, "{\"10\"}");
+    fk_run(20, 10);
+    fk_assert_answered_once(0, 4, 12);
+    assert_int_equal(fk_kafka_committed(0), 12);
+}
+
 /* The database lost its effects twice while an input stayed held: every offset Kafka's commit
  * held as answered before the first loss (4..9, the held one too) is applied again without an
  * answer, also after the second loss, and 10, 11 (answered after the first) are not answered
@@ -473,6 +488,7 @@ int main(void)
         cmocka_unit_test_teardown(test_rebalance_committed_unread, fk_teardown),
         cmocka_unit_test_teardown(test_ledger_behind_kafka_applies_without_second_answer, fk_teardown),
         cmocka_unit_test_teardown(test_kafka_behind_ledger_answers_as_replays, fk_teardown),
+        cmocka_unit_test_teardown(test_a_replay_keeps_the_ledgers_position_until_read_again, fk_teardown),
         cmocka_unit_test_teardown(test_ledger_lost_twice_never_answers_twice, fk_teardown),
         cmocka_unit_test_teardown(test_answered_input_waits_past_the_prerequisite_wait, fk_teardown),
         cmocka_unit_test_teardown(test_answered_input_dead_letter_after_the_reapplied_wait_is_visible,

@@ -25,15 +25,26 @@
 #include "ll/obs.h"
 #include "ll/pgarray.h"
 
-/* How many of the listed stopped partitions ($2..$4: topic, partition, the first offset not
- * readable) an operator accepted a gap for: an acceptance whose range holds that offset. */
+/* For each listed stopped partition ($2..$4: topic, partition, the first offset not readable), the
+ * furthest end of an operator's acceptance whose range holds that offset (by the index on (group,
+ * topic, partition, to_offset)); partitions without one are not in the answer. */
 static const ll_stmt ST_GAPS_ACCEPTED = {
     "kloop_gaps_accepted",
-    "SELECT count(*) FROM unnest($2::text[], $3::int[], $4::bigint[]) AS k(topic, part, off)"
-    " WHERE EXISTS (SELECT 1 FROM nifi_ops.offset_gap_acceptance a WHERE a.consumer_group = $1"
-    " AND a.topic = k.topic AND a.kafka_partition = k.part AND a.to_offset > k.off AND a.from_offset <= "
-    "k.off)",
+    "SELECT k.topic, k.part, max(a.to_offset) FROM unnest($2::text[], $3::int[], $4::bigint[]) AS k(topic, "
+    "part, off)"
+    " JOIN nifi_ops.offset_gap_acceptance a ON a.consumer_group = $1 AND a.topic = k.topic"
+    " AND a.kafka_partition = k.part AND a.to_offset > k.off AND a.from_offset <= k.off GROUP BY k.topic, "
+    "k.part",
     4};
+
+/* The state of an assigned (topic, partition), or NULL (an event of a partition revoked since). */
+static part_state *assigned_part(ll_loop *l, const char *topic, int32_t partition)
+{
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->partition == partition && strcmp(l->parts[i]->topic, topic) == 0)
+            return l->parts[i];
+    return NULL;
+}
 
 /* Pauses ps's fetching (it stays paused across the loop's own resumes only as long as the broker
  * refuses its position: each refusal comes back here). */
@@ -52,7 +63,9 @@ void ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm)
         ll_log(LL_WARN, NULL, "consumer_error", "%s", rd_kafka_message_errstr(rkm));
         return;
     }
-    part_state *ps = ll_loop_part(l, topic, rkm->partition);
+    part_state *ps = assigned_part(l, topic, rkm->partition);
+    if (!ps || ll_loop_recovering(l))
+        return; /* revoked since; or a rewind is owed, which seeks every partition to its position */
     int64_t from = ps->track.base, lo = -1, hi = -1;
     ll_log_ctx ctx = {NULL, NULL, topic, rkm->partition, from};
     rd_kafka_resp_err_t e =
@@ -81,7 +94,7 @@ void ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm)
         return; /* said already */
     ps->gap_from = gap_from;
     ps->gap_to = gap_to;
-    ps->gap_above = v == LL_GAP_ABOVE;
+    ps->gap_accepted_to = 0;
     ll_obs_unreadable(ll_loop_unreadable(l));
     if (v == LL_GAP_BELOW)
         ll_log(
@@ -100,34 +113,14 @@ void ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm)
             topic, (int)rkm->partition, (long long)from, (long long)hi);
 }
 
-/* Whether the log's end of ps, found short of its position, caught up with it (the partition's
- * leader was behind): then its stop is over. */
-static bool caught_up(ll_loop *l, part_state *ps)
-{
-    int64_t lo = -1, hi = -1;
-    if (l->kio->watermarks(l->consumer, ps->topic, ps->partition, &lo, &hi, LL_LOOP_WATERMARK_MS) ||
-        ll_gap_decide(ps->track.base, lo, hi) != LL_GAP_NONE)
-        return false;
-    ll_log_ctx ctx = {NULL, NULL, ps->topic, ps->partition, ps->track.base};
-    ll_log(LL_INFO, &ctx, "offsets_readable", "the log's end reached the position again (%lld): reading on",
-           (long long)hi);
-    ps->gap_from = ps->gap_to = 0;
-    ps->gap_above = 0;
-    ll_obs_unreadable(ll_loop_unreadable(l));
-    return true;
-}
-
 void ll_loop_gaps_check(ll_loop *l)
 {
     ll_pgarray topics = {0}, parts = {0}, offs = {0};
-    bool resume = false;
     for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->gap_above && caught_up(l, l->parts[i]))
-            resume = true;
-    if (resume)
-        ll_loop_owe_rewind(l, 0);
-    for (size_t i = 0; i < l->n_parts && !resume; i++)
-        if (l->parts[i]->gap_to > 0) {
+        /* a range below the log start (its first offset the position); a position past the log's
+         * end is no range an acceptance can cover: the group's offsets are set again instead */
+        if (l->parts[i]->gap_to > 0 && l->parts[i]->gap_accepted_to == 0 &&
+            l->parts[i]->gap_from == l->parts[i]->track.base) {
             ll_pgarray_add(&topics, l->parts[i]->topic);
             ll_pgarray_add_ll(&parts, l->parts[i]->partition);
             ll_pgarray_add_ll(&offs, (long long)l->parts[i]->gap_from);
@@ -137,11 +130,19 @@ void ll_loop_gaps_check(ll_loop *l)
                             ll_pgarray_text(&offs)};
         PGresult *r =
             l->kio->db_ensure(&l->db) == LL_DB_OK ? l->kio->db_exec(&l->db, &ST_GAPS_ACCEPTED, p) : NULL;
-        long long accepted = r && PQntuples(r) == 1 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+        int found = 0;
+        for (int k = 0; r && k < PQntuples(r); k++) {
+            part_state *ps =
+                assigned_part(l, PQgetvalue(r, k, 0), (int32_t)strtol(PQgetvalue(r, k, 1), NULL, 10));
+            if (ps && ps->gap_to > 0) {
+                ps->gap_accepted_to = strtoll(PQgetvalue(r, k, 2), NULL, 10);
+                found++;
+            }
+        }
         PQclear(r);
-        if (accepted > 0) {
+        if (found > 0) {
             ll_log(LL_INFO, NULL, "offsets_gap_found_accepted",
-                   "%lld stopped partitions have an accepted gap: rewinding to read on after it", accepted);
+                   "%d stopped partitions have an accepted gap: rewinding to read on after it", found);
             ll_loop_owe_rewind(l, 0);
         }
     }

@@ -191,7 +191,8 @@ typedef struct part_state {
      * it was read, or a position past the log's end): paused until an operator accepts the gap
      * (kloop_gap.c, docs/design.md §5). gap_to 0: none. */
     int64_t gap_from, gap_to;
-    int gap_above; /* the gap is past the log's end: checked again (a log end that caught up) */
+    int64_t gap_accepted_to; /* the end of an operator's acceptance holding gap_from, found by the
+                              * idle check (0: none yet); the next merge reads on after it */
 } part_state;
 
 struct ll_loop {
@@ -372,8 +373,8 @@ int ll_loop_recover_step(ll_loop *l);
  * rewind, which seeks there again. */
 void ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm);
 /* Every loop.position_check_interval while a partition is stopped for a gap: whether an operator
- * accepted it (nifi_ops.offset_gap_acceptance), or a log end found short of the position caught up
- * (a leader that was behind); then a rewind is owed, whose merge (and seek) reads on. */
+ * accepted it (nifi_ops.offset_gap_acceptance: a range holding the gap's first offset); then a
+ * rewind is owed, whose merge reads on after the accepted range (kloop_position.c). */
 void ll_loop_gaps_check(ll_loop *l);
 /* The offsets of every stopped partition's gap, summed (loadledger_unreadable_offsets). */
 static inline int64_t ll_loop_unreadable(const ll_loop *l)

@@ -98,17 +98,6 @@ static const ll_stmt ST_POSITIONS = {
     " RETURNING c.topic, c.kafka_partition, c.next_offset, c.done_above",
     4};
 
-/* The operators' latest accepted gap of each listed partition (nifi_ops.offset_gap_acceptance,
- * kloop_gap.c), by the index on (group, topic, partition, to_offset). */
-static const ll_stmt ST_GAP_ACCEPTANCES = {
-    "kloop_gap_acceptances",
-    "SELECT k.topic, k.part, a.from_offset, a.to_offset, a.acceptance_id"
-    " FROM unnest($2::text[], $3::int[]) AS k(topic, part)"
-    " CROSS JOIN LATERAL (SELECT from_offset, to_offset, acceptance_id FROM nifi_ops.offset_gap_acceptance g"
-    " WHERE g.consumer_group = $1 AND g.topic = k.topic AND g.kafka_partition = k.part"
-    " ORDER BY g.to_offset DESC LIMIT 1) a",
-    3};
-
 /* The idle check: how many of the listed partitions' rows do not carry the token this instance
  * expects ("" = no row). Reads one primary-key row per partition. */
 static const ll_stmt ST_CHECK = {
@@ -220,7 +209,7 @@ static int write_positions(ll_loop *l, const char *runs, positions *w)
 }
 
 /* Adds the partition ps's position after this transaction: its tracker with the batch's earlier
- * marks and this transaction's results done. */
+ * marks and this transaction's results done, and the ledger's own done offsets of a replay. */
 static void add_position(batch *b, part_state *ps, positions *w)
 {
     ll_offtrack t;
@@ -233,6 +222,11 @@ static void add_position(batch *b, part_state *ps, positions *w)
     for (size_t i = 0; i < b->n_outs; i++)
         if (b->outs[i].m->ps == ps)
             full |= ll_offtrack_done(&t, b->outs[i].m->offset) != 0;
+    /* what the ledger answered before and Kafka's commit does not hold (a group reset): kept in
+     * the ledger's position until it is read again, so that a replay interrupted (a rewind, a
+     * restart) still knows which inputs restate their first answer (kloop_restate.c) */
+    if (ps->replayed_any)
+        full |= ll_offtrack_union(&t, &ps->replayed) != 0;
     char md[LL_OFFTRACK_METADATA_MAX];
     bool lossy = false;
     int n = ll_offtrack_metadata(&t, md, sizeof md, &lossy);
@@ -331,34 +325,29 @@ int ll_batch_precommit(batch *b)
     return rc;
 }
 
-/* Applies the operator's accepted gap of ps, if its latest one (row of r, or none) holds the
- * partition's position: the range up to its end is marked done (read on from there; nothing of it
- * is applied or answered), the partition's position is written with the batch's next flush and
- * goes with the next Kafka commit, and its stop is over. */
-static void accept_gap(ll_loop *l, part_state *ps, const PGresult *r)
+/* A partition stopped for a gap (kloop_gap.c) is merged: when an operator's acceptance found by
+ * the idle check (ps->gap_accepted_to) holds its position, the range is marked done up to the
+ * acceptance's end, never past the log start the refusal saw (a larger acceptance cannot skip
+ * readable inputs), and it reads on from there; in every case the stop is over (a position still
+ * refused stops it again, at its next fetch). */
+static void settle_gap(ll_loop *l, part_state *ps)
 {
-    for (int k = 0; r && k < PQntuples(r); k++) {
-        if (strcmp(PQgetvalue(r, k, 0), ps->topic) != 0 ||
-            strtol(PQgetvalue(r, k, 1), NULL, 10) != ps->partition)
-            continue;
-        int64_t from = strtoll(PQgetvalue(r, k, 2), NULL, 10), to = strtoll(PQgetvalue(r, k, 3), NULL, 10);
-        if (!ll_gap_accepted(ps->track.base, from, to))
-            return;
+    int64_t to = ps->gap_accepted_to < ps->gap_to ? ps->gap_accepted_to : ps->gap_to;
+    if (ps->gap_accepted_to > 0 && ll_gap_accepted(ps->track.base, ps->gap_from, to)) {
         ll_offtrack gone;
         ll_offtrack_init(&gone, to);
         ll_offtrack_union(&ps->track, &gone);
         ll_offtrack_free(&gone);
         ll_log_ctx ctx = {NULL, NULL, ps->topic, ps->partition, to};
         ll_log(LL_WARN, &ctx, "offsets_gap_accepted",
-               "offsets [%lld, %lld) accepted as lost by an operator (offset_gap_acceptance %s): reading on "
+               "offsets [%lld, %lld) accepted as lost by an operator (nifi_ops.offset_gap_acceptance): "
+               "reading on "
                "from %lld",
-               (long long)from, (long long)to, PQgetvalue(r, k, 4), (long long)ps->track.base);
+               (long long)ps->gap_from, (long long)to, (long long)ps->track.base);
         ps->touched = l->batch_no + 1; /* the next batch writes its position, the next commit takes it */
-        ps->gap_from = ps->gap_to = 0;
-        ps->gap_above = 0;
-        ll_obs_unreadable(ll_loop_unreadable(l));
-        return;
     }
+    ps->gap_from = ps->gap_to = ps->gap_accepted_to = 0;
+    ll_obs_unreadable(ll_loop_unreadable(l));
 }
 
 int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
@@ -374,17 +363,10 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     new_token(tok);
     const char *p[4] = {l->group, ll_pgarray_text(&topics), ll_pgarray_text(&parts), tok};
     PGresult *r = l->kio->db_ensure(&l->db) == LL_DB_OK ? l->kio->db_exec(&l->db, &ST_POSITIONS, p) : NULL;
-    /* the gaps operators accepted: read only while a partition is stopped for one (kloop_gap.c) */
-    bool gapped = false;
-    for (size_t i = 0; i < l->n_parts && !gapped; i++)
-        gapped = l->parts[i]->gap_to > 0;
-    PGresult *acc = r && gapped ? l->kio->db_exec(&l->db, &ST_GAP_ACCEPTANCES, p) : NULL;
     ll_pgarray_free(&topics);
     ll_pgarray_free(&parts);
-    if (!r || (gapped && !acc)) {
-        PQclear(r);
+    if (!r)
         return -1;
-    }
     ll_offtrack ledger;
     ll_offtrack_init(&ledger, 0);
     int rc = 0;
@@ -429,7 +411,7 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         ll_offtrack_copy(&ps->answered, &ps->track);
         ll_offtrack_intersect(&ps->track, &ledger, &kafka_only, &ledger_only);
         if (ps->gap_to > 0)
-            accept_gap(l, ps, acc);
+            settle_gap(l, ps);
         e->offset = ps->track.base;
         ps->answered_any = kafka_only > 0;
         if (!ps->answered_any)
@@ -462,7 +444,6 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
     }
     ll_offtrack_free(&ledger);
     PQclear(r);
-    PQclear(acc);
     return rc;
 }
 

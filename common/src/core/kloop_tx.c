@@ -82,9 +82,11 @@ void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const
         if (now != was)
             json_object_set_new(reply, "outcome", json_string(now));
         ll_obs_reply_labels(reply, o->outcome, sizeof o->outcome, o->reply_code, sizeof o->reply_code);
-        /* a refusal is recorded with its input, so that a replay restates it (not one restated) */
-        if (m->replay_step != LL_REPLAY_RESTATE && strcmp(o->outcome, "REJECTED") == 0 &&
-            !(o->refusal = json_dumps(reply, JSON_COMPACT)))
+        /* a refusal is recorded with its input, so that a replay restates it: not one restated,
+         * and not one withheld (an input answered before a database loss keeps the answer NiFi
+         * has, which a later replay must restate as applied) */
+        if (m->replay_step != LL_REPLAY_RESTATE && !ll_msg_answered_before(m) &&
+            strcmp(o->outcome, "REJECTED") == 0 && !(o->refusal = json_dumps(reply, JSON_COMPACT)))
             abort();
         if (ll_encode(&m->io->eopts, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
             o->reply = NULL;
