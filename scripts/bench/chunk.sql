@@ -5,7 +5,7 @@
 -- ownership.c and common/src/core/ledger.c (ledger_run_lock, own_lock_partition, chunk_record_file;
 -- on a partition's last chunk also chunk_partition_success, chunk_run_partition_success,
 -- ledger_event_insert, ledger_complete_extract and, for the run's last partition,
--- ledger_enqueue_validate, ledger_notify, ledger_event_insert), and kloop_batch.c (the run
+-- ledger_enqueue_validate, ledger_notify, ledger_event_insert), and batch.c (the run
 -- heartbeat once per transaction: chunk_end.sql). tools/nifisim/pgbench_bulk.py uses the body (from
 -- the line after "\set n :n + 1", which it expects first) for the per-message statements of the
 -- set-based ceiling.

@@ -176,7 +176,7 @@ def test_a_missing_prerequisite_dead_letters_its_run_together(side):
     gets, then one chunk of an admitted run, on one partition. The admitted run's chunk is answered
     long before the first dead letter; the 20 dead letters (PREREQUISITE_TIMEOUT) come within a
     few seconds of each other after one period: the 12 that found the queue full and were read
-    again after the pause wait on the run's clock (kloop_clock.c), not a period of their own."""
+    again after the pause wait on the run's clock (partition.c), not a period of their own."""
     st, nifi, flow = side
     ghost, live = ordered_runs(2, partitions=1, empty=())  # the ghost's chunks sort first
     admit(flow, nifi, live)

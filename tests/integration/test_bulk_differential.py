@@ -8,7 +8,7 @@ chunk reports (whole partitions, some left out, some sent twice, a foreign claim
 partition failures (plain and snapshot-expired), run failures, validation starts with a dispatch
 id never issued, staging metrics, stage-validated, publish results, run successes and an
 undecodable value. The seed also picks the order in which the loop's work sorts the topics
-(kloop_work.c sorts a run's messages by topic name: the chunks' topic is named to come first or
+(batch.c sorts a run's messages by topic name: the chunks' topic is named to come first or
 last). Each mode gets two isolated stacks of its own (same run ids, same bytes): ll-completion
 starts idle with a loop.batch_max that takes everything, then the whole interleaving goes in one
 Kafka transaction (one partition a topic), so that its first poll takes all of it (its

@@ -1,5 +1,5 @@
 """kill -9 of the completion service between its database commit and its Kafka commit
-(docs/contract.md K§3.3, the crash point of common/src/core/kloop.c's header comment).
+(docs/contract.md K§3.3, the crash point of common/src/loop/loop.c's header comment).
 
 The fault-injection setting fault.crash_after_db_commits = N makes the loop raise SIGKILL right
 after its Nth database commit, before that message's reply is produced and before the Kafka

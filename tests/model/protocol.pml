@@ -10,13 +10,13 @@
  * order: each topic is an append-only log (an array and its length) with a consumer's committed
  * offset. A Promela channel forgets what it delivered; a Kafka partition does not, and after a
  * crash the consumer reads again from the committed offset, so logs are arrays here.
- * A consumer (common/src/core/kloop_batch.c, batches of one message here) applies a message in
+ * A consumer (common/src/loop/batch.c, batches of one message here) applies a message in
  * one database transaction (one atomic step), then either commits the Kafka transaction (its
  * reply becomes visible to read_committed readers and the offset moves, one atomic step) or
  * crashes in between: the Kafka transaction is aborted (the reply is lost), the database keeps
  * what it committed, and the message is read again from the committed offset. The completion's
  * chunk consumer may apply up to STAGED_MAX messages before one Kafka transaction commits their
- * replies (kloop_commit.c: a database commit does not wait for the Kafka commit).
+ * replies (commit.c: a database commit does not wait for the Kafka commit).
  *
  * Database: every transaction of a run takes the run row first (ll_run_lock, SELECT ... FOR
  * UPDATE), so transactions of one run are serial: each is one atomic step. The dispatcher's
@@ -41,7 +41,7 @@
  * -DDBLOSS (issue 27): the database may lose its last k <= 2 committed transactions, once, at
  * any point (failover() below), and nothing tells the consumers (a pooler reconnects behind their
  * unchanged connections, issue 39); the ledger (a struct) keeps each consumer's position, written
- * in the transaction of the effects by compare-and-set on its write token (kloop_position.c): a
+ * in the transaction of the effects by compare-and-set on its write token (position.c): a
  * write that finds another token than the one the consumer last read or wrote is refused, and the
  * consumer rewinds to min(ledger, Kafka), fencing the row with a new token, as it does on a crash
  * (a new assignment); a position check finds the same with no input (loop.position_check_interval).
@@ -52,7 +52,7 @@
  * chunk is deferred, not asserted away; at rest D2 the final ledger holds every input of every
  * topic (positions at the logs' ends) and D3 agrees with every visible claim decision.
  * D1 is stronger than what the loop relies on: an input re-applied after a loss is not answered
- * again (kloop_batch.c answered_before, docs/design.md §5), because across topics a second answer
+ * again (batch.c answered_before, docs/design.md §5), because across topics a second answer
  * can differ where this model has no such input (a duplicate claim read again after its run
  * completed: test_restore_drill.py::test_an_answer_given_before_the_loss_is_not_given_again).
  * D3 is the property the withheld answer needs.
@@ -68,7 +68,7 @@
 #define STALE_MAX 2  /* how often the sweeper may find a RUNNING partition stale */
 #endif
 #ifndef STAGED_MAX
-#define STAGED_MAX 2 /* chunks applied before one Kafka commit of their replies (kloop_commit.c) */
+#define STAGED_MAX 2 /* chunks applied before one Kafka commit of their replies (commit.c) */
 #endif
 #ifndef CRASH_MAX
 #define CRASH_MAX 2  /* consumer crashes (any consumer) between database and Kafka commit */
@@ -273,7 +273,7 @@ byte ch_res[MAXCH];        /* the chunk consumer's staged answers */
 #else
 #define TOKOK(x) true
 #endif
-/* where a consumer starts on an assignment or a rewind: min(ledger, Kafka) (kloop_position.c),
+/* where a consumer starts on an assignment or a rewind: min(ledger, Kafka) (position.c),
  * the row fenced with a new token; the mutant seeks to Kafka's committed offset alone */
 #define FENCE(x) NEWTOK(x)
 #ifndef MUTANT_SEEK_KAFKA_ONLY
@@ -514,7 +514,7 @@ end_idle:
     do
 #ifndef MUTANT_OFFSET_BEFORE_DB
 #ifndef MUTANT_OUTBOX_AFTER_COMMIT
-    /* kloop_commit.c: a database commit does not wait for the Kafka commit, so up to STAGED_MAX
+    /* commit.c: a database commit does not wait for the Kafka commit, so up to STAGED_MAX
      * messages are applied (each its own database transaction, its reply staged) before one
      * Kafka transaction commits their replies and moves the offset past them; a crash, or a
      * failed Kafka commit, in between loses the staged replies, and every one of those messages

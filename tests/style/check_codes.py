@@ -40,10 +40,10 @@ NOT_CODES = {
     # environment variables and a macro name in a message
     "environment": """LOADLEDGER_ LOADLEDGER_CONFIG LOADLEDGER_DB__CONNINFO LL_PG_CONNINFO LL_SCHEMA_DIR
         LL_MIGRATIONS_DIR PGAPPNAME PGCONNECT_TIMEOUT USER SUDO_USER TERM LC_N_ROUTES MALLOC_ARENA_MAX""",
-    # the SQLSTATE-shaped class loadledger gives a refused position write in ll_db.err (kloop_position.c;
+    # the SQLSTATE-shaped class loadledger gives a refused position write in ll_db.err (position.c;
     # never sent to a client: the batch is undone and the loop rewinds)
     "sqlstate": """LL001""",
-    # nifi_ops.input_refusal.kind (migration 0013; kloop_position.c) and the code recorded for a
+    # nifi_ops.input_refusal.kind (migration 0013; position.c) and the code recorded for a
     # refusal whose reply named none (never sent: the row only restates the reply it holds)
     "refusal_kind": """REPLY UNKNOWN""",
     # column headers of loadctl's text tables

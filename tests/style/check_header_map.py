@@ -4,7 +4,7 @@
 An internal header (a .h under common/src, services or tools) that many files of its folder share
 groups its function declarations under a comment naming the file that defines them:
 
-    /* kloop_held.c */                         or   /* kloop_dlq.c: dead letters ... */
+    /* partition.c */                         or   /* txn.c: dead letters ... */
     void ll_loop_drop_held(part_state *ps);         int ll_loop_dead_letter_event(...);
 
 A comment at the top level whose first word is `<name>.c` starts a group; the group runs to the

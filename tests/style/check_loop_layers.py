@@ -1,12 +1,22 @@
 #!/usr/bin/env python3
-"""The consumer loop's files call only down (ctest style.loop_layers; docs/design.md §3).
+"""The consumer loop's structure, as docs/design.md §3 draws it (ctest style.loop_layers; issue 40).
 
-The loop is common/src/core/kloop*.c. A file "calls" another when it names, followed by `(`, a
-function that the other defines with external linkage (not `static`); a call through a pointer
-(`l->kio->seek(`, `io->produce(`) is not one: that is the table of calls out (kloop_io.h). The
-check fails when the files call each other in a circle, naming the files of each circle and one
-call of each step, and prints the layers it found otherwise (a file's layer: one above the
-highest file it calls), top first.
+The loop is common/src/loop/*.c. Three checks, each failing with what to fix:
+
+1. The file map. docs/design.md §3 ("The files, and who calls whom") lists the loop's files in a
+   code block, top first, one file at the start of a line (after indentation). The files it lists
+   must be the folder's .c files, no more and no fewer.
+2. Calls go down. A file "calls" another when it names, followed by `(`, a function that the other
+   defines with external linkage (not `static`); a call through a pointer (`l->kio->seek(`,
+   `m->ops->touch_run(`) is not one: that is a table (io.h, ll_msg_ops). Every file calls only
+   files listed below it in the map: a call up (a part calling back into what called it, a
+   callback reaching its caller by name) fails, naming the call.
+3. One object's struct is its file's. A struct whose body is in a loop header (not private to one
+   .c file) has an owner (OWNERS below); a member of it (a name no other struct of the loop has)
+   used as `->member` or `.member` in another file is a use of that object's insides. DEBT holds
+   the uses today's code still has, per (struct, file), while the structs move into their files
+   (issue 40); a count above its DEBT, or a pair not in DEBT, fails. A count below its DEBT is
+   printed so that DEBT is lowered with the change that paid it.
 
 Usage: check_loop_layers.py SOURCE_DIR. Reads the source tree only; well under a second.
 """
@@ -15,6 +25,48 @@ import re
 import sys
 
 DEF = re.compile(r"^(?!static\b)(?:[A-Za-z_][\w\s\*]*?)\b([A-Za-z_]\w*)\s*\([^;{]*\)\s*\{", re.M | re.S)
+STRUCT = re.compile(r"(?:typedef\s+)?struct\s+(\w+)\s*\{(.*?)\}\s*(\w*)\s*;", re.S)
+
+# The object each shared struct belongs to: the files that may use its members.
+OWNERS = {
+    "ll_loop": {"loop.c", "setup.c"},
+    "topic_io": {"setup.c"},
+    "lmsg": {"batch.c"},
+    "part_state": {"partition.c"},
+    "run_clock": {"partition.c"},
+    "ll_recovery_state": {"loop.c"},
+    "batch": {"batch.c"},
+    "out_item": {"txn.c"},
+    "done_mark": {"batch.c"},
+    "run_waits": {"batch.c"},
+}
+# Shared on purpose: a table of calls (io.h) and a value a function returns.
+INTERFACES = {"ll_loop_io", "ll_batch_end"}
+# Uses of another object's members that the code still has (issue 40: to be paid down).
+DEBT = {
+    ("batch", "partition.c"): 9,
+    ("batch", "position.c"): 13,
+    ("batch", "txn.c"): 49,
+    ("ll_loop", "batch.c"): 21,
+    ("ll_loop", "commit.c"): 52,
+    ("ll_loop", "partition.c"): 62,
+    ("ll_loop", "position.c"): 27,
+    ("ll_loop", "txn.c"): 10,
+    ("ll_recovery_state", "partition.c"): 2,
+    ("lmsg", "commit.c"): 5,
+    ("lmsg", "partition.c"): 21,
+    ("lmsg", "setup.c"): 1,
+    ("lmsg", "txn.c"): 7,
+    ("out_item", "position.c"): 6,
+    ("part_state", "batch.c"): 11,
+    ("part_state", "commit.c"): 14,
+    ("part_state", "loop.c"): 2,
+    ("part_state", "position.c"): 50,
+    ("part_state", "setup.c"): 1,
+    ("part_state", "txn.c"): 1,
+    ("topic_io", "batch.c"): 1,
+    ("topic_io", "txn.c"): 3,
+}
 
 
 def strip(text):
@@ -24,70 +76,126 @@ def strip(text):
     return re.sub(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', '""', text)
 
 
+def design_map(src):
+    """The files docs/design.md §3 lists, top first (None when the block is not found)."""
+    text = open(os.path.join(src, "docs", "design.md"), encoding="utf-8").read()
+    at = text.find("### The files, and who calls whom")
+    if at < 0:
+        return None
+    block = re.search(r"```\n(.*?)```", text[at:], re.S)
+    if not block:
+        return None
+    out = []
+    for line in block.group(1).split("\n"):
+        m = re.match(r"\s*(\w+\.c)\b", line)
+        if m and m.group(1) not in out:
+            out.append(m.group(1))
+    return out
+
+
+def members(body):
+    """The member names declared in a struct body (without nested comments)."""
+    names = set()
+    for decl in strip(body).split(";"):
+        decl = re.sub(r"\[[^\]]*\]", "", decl)
+        decl = re.sub(r"\(\s*\*\s*(\w+)\s*\)\s*\(.*", r"\1", decl, flags=re.S)
+        for part in decl.split(","):
+            m = re.search(r"(\w+)\s*$", part.strip())
+            if m:
+                names.add(m.group(1))
+    return names
+
+
 def main(src):
-    core = os.path.join(src, "common", "src", "core")
-    files = sorted(f for f in os.listdir(core) if f.startswith("kloop") and f.endswith(".c"))
-    texts = {f: strip(open(os.path.join(core, f), encoding="utf-8").read()) for f in files}
+    loop = os.path.join(src, "common", "src", "loop")
+    files = sorted(f for f in os.listdir(loop) if f.endswith(".c"))
+    texts = {f: strip(open(os.path.join(loop, f), encoding="utf-8").read()) for f in files}
+    bad = []
+    order = design_map(src)
+    if order is None:
+        print("docs/design.md §3: no file map (a code block after '### The files, and who calls whom')")
+        return 1
+    for f in files:
+        if f not in order:
+            bad.append(f"{f} is in common/src/loop but not in the file map of docs/design.md §3")
+    for f in order:
+        if f not in files:
+            bad.append(f"{f} is in the file map of docs/design.md §3 but not in common/src/loop")
     defined = {}
     for f, t in texts.items():
         for m in DEF.finditer(t):
             defined.setdefault(m.group(1), f)
-    calls = {f: {} for f in files}
+    rank = {f: i for i, f in enumerate(order)}
+    edges = 0
     for f, t in texts.items():
-        for name, g in defined.items():
-            if g == f:
+        for name, g in sorted(defined.items()):
+            if g == f or f not in rank or g not in rank:
                 continue
             m = re.search(r"(?<![\w>.])" + re.escape(name) + r"\s*\(", t)
             if m:
-                calls[f].setdefault(g, name)
-    # Tarjan's strongly connected components: a component of more than one file is a circle
-    index, low, stack, on, comps, counter = {}, {}, [], set(), [], [0]
-
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
-        stack.append(v)
-        on.add(v)
-        for w in calls[v]:
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            comps.append(sorted(comp))
-
-    sys.setrecursionlimit(10000)
-    for f in files:
-        if f not in index:
-            visit(f)
-    circles = [c for c in comps if len(c) > 1]
-    if circles:
-        for c in circles:
-            print("circle among the loop's files: " + ", ".join(c))
-            for f in c:
-                for g, name in sorted(calls[f].items()):
-                    if g in c:
-                        print(f"  {f} calls {g} ({name})")
+                edges += 1
+                if rank[g] < rank[f]:
+                    bad.append(f"{f} calls {g} ({name}), which the map of docs/design.md §3 lists above it: "
+                               "a call goes up (report by the result, and let the caller act)")
+    # structs of the loop's headers and their members
+    structs = {}
+    for h in sorted(os.listdir(loop)):
+        if h.endswith(".h"):
+            for m in STRUCT.finditer(strip(open(os.path.join(loop, h), encoding="utf-8").read())):
+                name = m.group(3) or m.group(1)
+                structs[name] = members(m.group(2))
+    # member names are told apart from those of every other struct the loop sees (its headers and
+    # the public ones): a name two structs share, or a short generic one, is not counted
+    public = {}
+    inc = os.path.join(src, "common", "include", "ll")
+    for h in sorted(os.listdir(inc)):
+        if h.endswith(".h"):
+            for m in STRUCT.finditer(strip(open(os.path.join(inc, h), encoding="utf-8").read())):
+                public[m.group(3) or m.group(1)] = members(m.group(2))
+    for name in INTERFACES:
+        public[name] = structs.pop(name, set())
+    for name in structs:
+        if name not in OWNERS:
+            bad.append(f"struct {name} (a loop header) has no owner in OWNERS of this check: make it private "
+                       "to its .c file, or name the file that owns it")
+    counts = {}
+    unique = {}
+    for name, ms in structs.items():
+        others = set().union(set(), *(v for k, v in structs.items() if k != name), *public.values())
+        unique[name] = sorted(m for m in ms - others if len(m) > 3)
+    for name, ms in unique.items():
+        if not ms:
+            continue
+        pat = re.compile(r"(?:->|\.)(" + "|".join(map(re.escape, ms)) + r")\b")
+        for f, t in texts.items():
+            if f in OWNERS.get(name, set()):
+                continue
+            n = len(pat.findall(t))
+            if n:
+                counts[(name, f)] = n
+    lowered = []
+    for key, n in sorted(counts.items()):
+        allowed = DEBT.get(key)
+        if allowed is None:
+            bad.append(f"{key[1]} uses the members of struct {key[0]} ({n} times), which belongs to "
+                       f"{', '.join(sorted(OWNERS.get(key[0], {'?'})))}: ask its owner through its header")
+        elif n > allowed:
+            bad.append(f"{key[1]} uses the members of struct {key[0]} {n} times, more than the {allowed} "
+                       "recorded in DEBT: ask its owner through its header")
+        elif n < allowed:
+            lowered.append(f"{key[1]} uses struct {key[0]} {n} times (DEBT says {allowed}: lower it)")
+    for key, allowed in sorted(DEBT.items()):
+        if allowed and key not in counts:
+            lowered.append(f"{key[1]} no longer uses struct {key[0]} (DEBT says {allowed}: remove it)")
+    if bad:
+        for b in bad:
+            print(b)
         return 1
-    layer = {}
-
-    def depth(f):
-        if f not in layer:
-            layer[f] = 1 + max((depth(g) for g in calls[f]), default=-1)
-        return layer[f]
-
-    for f in files:
-        depth(f)
-    for n in sorted(set(layer.values()), reverse=True):
-        print(f"layer {n}: " + ", ".join(f for f in files if layer[f] == n))
+    print("the loop: " + " > ".join(order) + f" ({edges} calls between files, each going down)")
+    debt = sum(counts.values())
+    print(f"uses of another object's struct members: {debt} (DEBT: {sum(DEBT.values())})")
+    for line in lowered:
+        print("  " + line)
     return 0
 
 

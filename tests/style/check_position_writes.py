@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The ledger's read positions have one writer (issue 39; docs/design.md §5, "Every write checks the
 ledger it last saw"): every statement that writes nifi_ops.consumer_position is in
-common/src/core/kloop_position.c, where each position write is a compare-and-set on the row's
+common/src/loop/position.c, where each position write is a compare-and-set on the row's
 write_token and the merge fences; any other C file, or a statement there that writes the table
 without the check, fails this test. Reads the source tree only; well under a second.
 
@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-OWNER = os.path.join("common", "src", "core", "kloop_position.c")
+OWNER = os.path.join("common", "src", "loop", "position.c")
 WRITE = re.compile(r"(INSERT\s+INTO|UPDATE|DELETE\s+FROM)\s+nifi_ops\.consumer_position\b", re.I)
 
 

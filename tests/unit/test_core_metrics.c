@@ -292,7 +292,7 @@ static void test_label_values_of_replies(void **state)
     assert_false(ll_obs_code_ok("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA")); /* 41 */
 }
 
-/* The label ids a staged record keeps (kloop_commit.c): every name comes back as itself, what
+/* The label ids a staged record keeps (commit.c): every name comes back as itself, what
  * is not a code of codes.h as OTHER. */
 static void test_label_ids(void **state)
 {

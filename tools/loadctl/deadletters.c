@@ -1,7 +1,7 @@
 /*
  * deadletters.c - `loadctl dead-letters [list]` and `loadctl dead-letters show COORD`
  * (docs/contract.md K§4): the records of the dead-letter topic read read_committed, with the ll.*
- * headers the services write (common/src/core/kloop_dlq.c). Read-only: nothing is committed.
+ * headers the services write (common/src/loop/txn.c). Read-only: nothing is committed.
  *
  * The list is bounded before it starts (--max-records records read, --timeout wall time); a list
  * a bound stopped says so ("incomplete"). COORD is TOPIC:PARTITION:OFFSET: on the dead-letter

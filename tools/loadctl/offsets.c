@@ -10,7 +10,7 @@
  * make a replay of what the backup already holds change nothing. The commit metadata (the done
  * offsets above the committed one, docs/design.md §3) is recorded and set back with each offset.
  *
- * A group is <topic.prefix><service> (the services' default, kloop_clients.c) for each consuming
+ * A group is <topic.prefix><service> (the services' default, setup.c) for each consuming
  * service of routes.h; its partitions are those of the service's input topics. restore commits
  * as no member of the group: the broker refuses it while a member is active, so the services
  * must be stopped first (the refusal is reported with the group).

@@ -439,7 +439,7 @@ def pgbench(args, iso, parts, chunks, runs_n, per_tx, pre):
         per_tx -= 1
     body = open(CHUNK_SQL).read()
     end = open(CHUNK_END_SQL).read()
-    if per_tx > 1:  # a savepoint per message, as kloop_batch.c takes them
+    if per_tx > 1:  # a savepoint per message, as batch.c takes them
         body = "SAVEPOINT m;\n" + body
     tx = total // per_tx
     tps, wall, st = run_pgbench(iso, "BEGIN ISOLATION LEVEL READ COMMITTED;\n" + body * per_tx + end + "COMMIT;\n",

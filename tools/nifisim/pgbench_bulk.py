@@ -1,6 +1,6 @@
 """The pgbench script of the set-based ceiling (tools/nifisim/bench.py, issue 8): one pgbench
 transaction does, for N consecutive chunk events of the benchmark workload, what ll-completion does
-for a poll batch of them (common/src/core/kloop_batch.c ll_loop_batch, kloop_bulk.c bulk_step, apply_bulk;
+for a poll batch of them (common/src/loop/batch.c ll_loop_batch, batch.c bulk_step, apply_bulk;
 services/completion/chunk_bulk.c), statement for statement:
 
   BEGIN

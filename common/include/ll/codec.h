@@ -193,7 +193,7 @@ int ll_encode(const ll_encode_opts *opts, const json_t *value, unsigned char **b
 
 /* The CRC-64-AVRO (Rabin) fingerprint of len bytes (the Avro specification, "Schema
  * Fingerprints"): the writer-schema cache's key, and the digest of an input's bytes a recorded
- * refusal is matched on (kloop_restate.c). Not a cryptographic hash. */
+ * refusal is matched on (batch.c). Not a cryptographic hash. */
 uint64_t ll_fingerprint64(const void *buf, size_t len);
 
 #endif

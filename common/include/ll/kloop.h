@@ -30,8 +30,8 @@
  * with its key, value and headers plus ll.error.* headers, an event DEAD_LETTER is written to
  * load_event, and the partition moves on.
  *
- * The functions here are the loop's (common/src/core/kloop*.c, mapped in kloop_int.h): set-up and
- * replies in kloop_setup.c, the run in kloop.c, ll_msg_touch_run in kloop_tx.c. Topic names and
+ * The functions here are the loop's (common/src/core/kloop*.c, mapped in loop_int.h): set-up and
+ * replies in setup.c, the run in loop.c, ll_msg_touch_run in txn.c. Topic names and
  * the schema folder are topics.h's.
  */
 #ifndef LL_KLOOP_H
@@ -164,9 +164,7 @@ void ll_loop_free(ll_loop *l);
 /* The loop's database connection (for start-up checks). */
 ll_db *ll_loop_db(ll_loop *l);
 
-/* Reply helpers: a new reply object with runId, partitionId, outcome, code, message, runStatus,
- * partitionStatus and the source coordinates set (NULL strings become JSON null). */
-json_t *ll_reply_new(const ll_msg *m, const char *run_id, const char *partition_id, const char *outcome,
-                     const char *code, const char *message, const char *run_status, const char *part_status);
+/* The reply builder (ll_reply_new) is core/reply.c, declared in ll/reply.h. */
+#include "ll/reply.h"
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * kloop_decide.h - the consumer loop's decision table (kloop_decide.c; docs/design.md §3): what the loop
+ * kloop_decide.h - the consumer loop's decision table (decide.c; docs/design.md §3): what the loop
  * does with a message once its input's apply function (ll_apply_fn) or bulk function (ll_bulk_fn)
  * has answered. The apply decision is the only decision a service returns; the loop's own helpers
  * return the database or Kafka result, and only this table turns the pair into a step. Pure.
@@ -19,7 +19,7 @@
  *   any other         yes   input or other                  BULK_UNDO        undo its part, one by one
  *
  * "undo" is ROLLBACK TO SAVEPOINT (or ROLLBACK without savepoints); a reply or dead letter is
- * staged after the database commit, for the next Kafka transaction (kloop_commit.c).
+ * staged after the database commit, for the next Kafka transaction (commit.c).
  *
  * The second table, ll_loop_commit_decide: when the staged records go into a Kafka transaction
  * (docs/design.md §3). A database commit never waits for a Kafka commit; the loop waits only when
@@ -80,7 +80,7 @@ typedef enum ll_commit_step {
 
 /* The staged records of a commit waiting behind the one in flight: how many there are, their bytes,
  * and their bounds (records: LL_LOOP_STAGED_BATCHES x loop.batch_max; bytes: LL_LOOP_STAGED_BYTES;
- * kloop_int.h). */
+ * loop_int.h). */
 typedef struct ll_commit_state {
     bool in_flight, ended; /* a Kafka commit is in flight; its thread has finished */
     bool owed;             /* staged records, or offsets changed since the last commit began */

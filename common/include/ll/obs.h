@@ -69,10 +69,10 @@ void ll_obs_reread(const char *behind, int64_t offsets);
 /* The sweeper's rules wait (1) or act (0): loadledger_sweeper_waiting (services/sweeper/gate.c). */
 void ll_obs_sweeper_waiting(int waiting);
 /* A position write or check found the ledger's read position not the one this instance last read
- * or wrote (kloop_position.c; docs/design.md §5): counted in loadledger_position_conflicts_total. */
+ * or wrote (position.c; docs/design.md §5): counted in loadledger_position_conflicts_total. */
 void ll_obs_position_conflict(void);
 /* The input offsets the broker no longer holds below (or past) this instance's positions, over
- * its stopped partitions (kloop_gap.c): loadledger_unreadable_offsets; 0 once every gap was
+ * its stopped partitions (partition.c): loadledger_unreadable_offsets; 0 once every gap was
  * accepted by an operator. */
 void ll_obs_unreadable(int64_t offsets);
 /* One schema registry lookup of a writer schema id that asked the registry (not from its cache nor
@@ -88,7 +88,7 @@ void ll_obs_reply_labels(const json_t *reply, char *outcome, size_t olen, char *
 /* Counts n replies to inputs of topic with outcome and code ("" when none) in
  * loadledger_inputs_total, or n dead letters of inputs of topic with code in
  * loadledger_dead_letters_total. The loop calls them when the Kafka transaction that carries the
- * records commits (the labels travel on the staged records, kloop_commit.c), so the counts match
+ * records commits (the labels travel on the staged records, commit.c), so the counts match
  * what a read_committed reader sees and a transaction that aborts is not counted. */
 void ll_obs_inputs(const char *topic, const char *outcome, const char *code, size_t n);
 void ll_obs_dead_letters(const char *topic, const char *code, size_t n);
@@ -142,7 +142,7 @@ int ll_obs_lag_parse(const char *json, size_t len, ll_obs_lag_fn fn, void *arg);
 int64_t ll_obs_lag(int64_t end, int64_t committed, int64_t lo);
 /* 1 when s is a label value of the code set: [A-Z0-9_]{1,40}. */
 int ll_obs_code_ok(const char *s);
-/* A label value as a small number, to keep with each staged record (kloop_commit.c): the outcome
+/* A label value as a small number, to keep with each staged record (commit.c): the outcome
  * of a reply (ACCEPTED 0, REPLAY 1, REJECTED 2, anything else 3 = OTHER), and a code (0 = "", a
  * code of codes.h its place in the table + 1, anything else the id of OTHER). The names back:
  * static strings. Pure. */

@@ -99,7 +99,7 @@ int ll_offtrack_intersect(ll_offtrack *t, const ll_offtrack *other, int64_t *t_o
 /*
  * Marks done in t every offset other marks done too (below other's base, and its ranges): t's done
  * set becomes the union of the two; next_seen stays t's, or the new base when that is above it.
- * Used for the Kafka commit, which must keep every offset whose answer it ever carried (kloop_commit.c
+ * Used for the Kafka commit, which must keep every offset whose answer it ever carried (commit.c
  * offsets_of, docs/design.md §5). Returns 0, or -1 past LL_OFFTRACK_RANGES_LIMIT (t then holds
  * part of the union: fewer offsets done, never more).
  */

@@ -21,8 +21,8 @@
 #define LL_SCHEMA_VERSION_H
 
 /* The newest migration the services of this build need: 0011 adds the position write token (the
- * compare-and-set of every position write, kloop_position.c), 0012 the sweeper's re-read gate,
- * 0013 the recorded refusals a replay restates (kloop_restate.c), 0014 the accepted offset gaps. */
+ * compare-and-set of every position write, position.c), 0012 the sweeper's re-read gate,
+ * 0013 the recorded refusals a replay restates (batch.c), 0014 the accepted offset gaps. */
 #define LL_SCHEMA_MIN 14
 /* The newest migration this build ships (schemas/sql). */
 #define LL_SCHEMA_MAX_KNOWN 14

@@ -5,7 +5,7 @@
  * The main thread counts into one process-wide registry (metrics.h, its own mutex); the flags of
  * health and readiness are C11 atomics; the HTTP thread renders the registry and reads the flags.
  * Replies and dead letters are counted when the Kafka transaction that carries them commits (the
- * loop calls ll_obs_inputs / ll_obs_dead_letters then, kloop_commit.c), so the counts match what a
+ * loop calls ll_obs_inputs / ll_obs_dead_letters then, commit.c), so the counts match what a
  * read_committed reader sees.
  */
 #include "ll/obs.h"

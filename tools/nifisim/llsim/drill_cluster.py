@@ -135,7 +135,7 @@ class Drill:
         self.down = None  # the node killed and not yet back
 
     def txid(self, service, instance=None):
-        """The transactional.id of a service instance (<group>.<instance>, kloop_clients.c)."""
+        """The transactional.id of a service instance (<group>.<instance>, setup.c)."""
         return "%s.%s" % (self.iso.groups[service], instance or service + "-0")
 
     def send_chunks(self, chunks):

@@ -1,0 +1,106 @@
+/*
+ * partition.h - the loop's assigned partitions (partition.c): state made on first use, offsets
+ * trackers, held queues, the prerequisite clocks of waiting runs, pause and resume, and offsets the
+ * topic no longer holds. Not a public header.
+ */
+#ifndef LL_LOOP_PARTITION_H
+#define LL_LOOP_PARTITION_H
+
+#include "batch.h"
+
+/* partition.c */
+/* The state of (topic, partition), created on first use (owned by the loop). */
+part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
+/* Forgets every partition's state (its held queue freed). */
+void ll_loop_forget_parts(ll_loop *l);
+/* Loads each listed partition's committed offset and metadata into its tracker. */
+void ll_loop_load_tracks(ll_loop *l, const rd_kafka_topic_partition_list_t *c);
+/* Frees a held copy (its key, value and headers). */
+void ll_loop_free_copy(lmsg *m);
+/* Frees a partition's held queue (and forgets its runs' prerequisite clocks). */
+void ll_loop_drop_held(part_state *ps);
+/* Pauses the whole assignment: 0, or -1 when the assignment cannot be read (nothing paused). */
+int ll_loop_parts_pause_all(ll_loop *l);
+/* Resumes what this instance paused and nothing else: the whole assignment (whole_assignment), or
+ * the partitions stopped by a full held queue. */
+void ll_loop_parts_resume(ll_loop *l, bool whole_assignment);
+/* Pauses ps's fetching at offset (its held queue is full; nothing while the whole assignment is
+ * paused): 0, or -1 when the seek there failed (the position is unknown: a rewind is owed). */
+int ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);
+/* Resumes ps's fetching (stopped by a full held queue). */
+void ll_loop_resume_partition(ll_loop *l, part_state *ps);
+/* Resumes the stopped partitions whose held queue drained to half of both limits. */
+void ll_loop_resume_drained(ll_loop *l);
+
+/* Whether m's answer is already in Kafka, committed with its offset before the ledger lost its
+ * effect (position.c): applied again, it is not answered again, and it waits for its
+ * prerequisite up to loop.reapplied_wait (docs/design.md §5). */
+static inline bool ll_msg_answered_before(const lmsg *m)
+{
+    return m->ps->answered_any && ll_offtrack_is_done(&m->ps->answered, m->offset);
+}
+
+/* Whether the ledger answered m before (its offset is done in the ledger's position for this
+ * group, not in Kafka's commit): read again, m restates that answer (batch.c). */
+static inline bool ll_msg_replayed(const lmsg *m)
+{
+    return m->ps->replayed_any && ll_offtrack_is_done(&m->ps->replayed, m->offset);
+}
+
+/* partition.c */
+/* True when ps's held queue has a copy of offset. */
+int ll_loop_offset_held(const part_state *ps, int64_t offset);
+/* Pauses ps's fetching at offset (its held queue is full: ll_loop_stop_partition); a seek that
+ * failed reports a rewind in b (the loop's, after the batch). */
+void ll_batch_stop_partition(batch *b, part_state *ps, int64_t offset);
+/* True when run r has a message in ps's held queue. */
+int ll_loop_run_held(const part_state *ps, const char *r);
+/* Copies a fresh message into the held queue of its partition, in offset order (a seek below held
+ * messages can bring an older one after them). Returns the held copy (owned by the queue), or NULL when the
+ * queue is full. */
+lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m);
+/* Removes a done held message from its queue; it is freed when the batch ends (the batch's work
+ * still refers to it). */
+void ll_batch_unhold(batch *b, lmsg *m);
+/* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock);
+ * pid and why go to the log. Returns W_HELD. */
+w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why);
+
+/* partition.c: the prerequisite clocks of a partition's waiting runs (run_clock). A run's clock
+ * starts at its first deferral there and holds for every message of the run read before it ran
+ * out; it is forgotten once a message of the run is answered (its prerequisite came), or two
+ * loop.prerequisite_wait periods after it started (a message that comes that much later waits a
+ * period of its own). With LL_RUN_CLOCKS runs waiting, a new one replaces the oldest (whose later
+ * messages then wait a period of their own: longer, never shorter). */
+/* The first deferral of run on ps (monotonic ms), or 0 when it has no clock (now: monotonic ms). */
+int64_t ll_loop_clock_of(part_state *ps, const char *run, int64_t wait_ms, int64_t now);
+/* Starts run's clock on ps at since (monotonic ms) unless it has one. Returns the clock's start. */
+int64_t ll_loop_clock_start(part_state *ps, const char *run, int64_t since);
+/* Forgets run's clock on ps (a message of it was answered). */
+void ll_loop_clock_stop(part_state *ps, const char *run);
+
+/* partition.c: offsets the topic no longer holds (docs/design.md §5) */
+/* A fetch the broker refused (rkm: an RD_KAFKA_RESP_ERR__AUTO_OFFSET_RESET event; auto.offset.reset
+ * is error): the partition's log start and end are asked (at most LL_LOOP_WATERMARK_MS); a position
+ * below the log start or past its end stops the partition (paused, offsets_unreadable naming the
+ * range once, loadledger_unreadable_offsets). Returns true when a rewind is owed (the caller, the
+ * loop, owes it): a readable position (a start without an offset: the rewind seeks there again),
+ * or log bounds the broker did not give. */
+bool ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm);
+/* Every loop.position_check_interval while a partition is stopped for a gap: whether an operator
+ * accepted it (nifi_ops.offset_gap_acceptance: a range holding the gap's first offset). Returns
+ * true when one was: the caller owes a rewind, whose merge reads on after the accepted range
+ * (position.c). */
+bool ll_loop_gaps_check(ll_loop *l);
+/* The offsets of every stopped partition's gap, summed (loadledger_unreadable_offsets). */
+static inline int64_t ll_loop_unreadable(const ll_loop *l)
+{
+    int64_t n = 0;
+    for (size_t i = 0; i < l->n_parts; i++)
+        n += l->parts[i]->gap_to - l->parts[i]->gap_from;
+    return n;
+}
+/* The broker's answer to the log start and end (ms). */
+#define LL_LOOP_WATERMARK_MS 5000
+
+#endif

@@ -1,0 +1,387 @@
+/*
+ * txn.c - the open database transaction of a batch (txn.h): BEGIN, savepoints, the queued
+ * results, the heartbeats, the commit with its results staged, the undo, and the dead-letter event.
+ *
+ * the open database transaction of a batch (batch.h): BEGIN and plain
+ * commands, the run heartbeats asked for by apply functions (ll_msg_touch_run, written once
+ * before the commit with the positions, position.c), the results (replies, dead letters)
+ * queued until the commit, the commit itself with its results then staged for the Kafka commit
+ * (commit.c) and their offsets remembered, and the undo. A failure is returned to the batch,
+ * which decides (batch.c).
+ *
+ * dead letters of the loop (docs/contract.md K§4): a message that cannot be applied
+ * at all gets a DEAD_LETTER event in load_event, written in the batch's database transaction
+ * (its id is a name-based UUID of topic/partition/offset, so a replay writes it once), and after
+ * that transaction commits, a record on the dead-letter topic with the original key, value and
+ * headers plus ll.* headers, staged for the Kafka transaction that commits its offset. The record always fits
+ * (dlq.h, docs/design.md §3): what does not fit is left out and named.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "commit.h"
+#include "partition.h"
+#include "position.h"
+#include "txn.h"
+#include "ll/dlq.h"
+#include "ll/log.h"
+#include "ll/obs.h"
+#include "ll/rules.h"
+
+void ll_msg_touch_run(const ll_msg *m, const char *run_id)
+{
+    batch *b = m->txn;
+    if (!b || !run_id || strlen(run_id) != 36)
+        return;
+    for (size_t i = 0; i < b->n_touch; i++)
+        if (strcmp(b->touch[i], run_id) == 0)
+            return;
+    if (b->n_touch == b->cap_touch) {
+        size_t cap = b->cap_touch ? b->cap_touch * 2 : 16;
+        char(*t)[37] = realloc(b->touch, cap * sizeof *t);
+        if (!t)
+            abort();
+        b->touch = t;
+        b->cap_touch = cap;
+    }
+    memcpy(b->touch[b->n_touch++], run_id, 37);
+}
+
+int ll_batch_db_cmd(batch *b, const char *sql)
+{
+    return b->l->kio->db_command(&b->l->db, sql) == LL_DB_OK ? 0 : -1;
+}
+
+int ll_batch_tx_begin(batch *b)
+{
+    if (b->in_tx)
+        return 0;
+    ll_loop *l = b->l;
+    if (l->kio->db_ensure(&l->db) != LL_DB_OK)
+        return -1;
+    /* no check of the connection here: whether the ledger is still the one this instance last saw
+     * is the position write's compare-and-set before the COMMIT (position.c), which every
+     * path passes, whatever the path to the server (a new connection, a pooler behind the same one) */
+    if (ll_batch_db_cmd(b, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
+        return -1;
+    b->in_tx = 1;
+    b->savepoints = b->tx_msgs = 0;
+    return 0;
+}
+
+/* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed) or a
+ * dead letter (code and reason copied). */
+void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const char *reason,
+                       const char *run_id)
+{
+    if (b->n_outs == b->cap_outs) {
+        size_t cap = b->cap_outs ? b->cap_outs * 2 : 32;
+        out_item *o = realloc(b->outs, cap * sizeof *o);
+        if (!o)
+            abort();
+        b->outs = o;
+        b->cap_outs = cap;
+    }
+    out_item *o = &b->outs[b->n_outs++];
+    memset(o, 0, sizeof *o);
+    o->m = m;
+    if (reply) {
+        char why[400];
+        o->is_reply = 1;
+        /* an input applied before, read again: a refusal computed from a run that moved on since
+         * is no answer of it (batch.c) */
+        const char *was = json_string_value(json_object_get(reply, "outcome"));
+        const char *now = ll_replay_outcome((ll_replay_step)m->replay_step, was);
+        if (now != was)
+            json_object_set_new(reply, "outcome", json_string(now));
+        ll_obs_reply_labels(reply, o->outcome, sizeof o->outcome, o->reply_code, sizeof o->reply_code);
+        /* a refusal is recorded with its input, so that a replay restates it: not one restated,
+         * and not one withheld (an input answered before a database loss keeps the answer NiFi
+         * has, which a later replay must restate as applied) */
+        if (m->replay_step != LL_REPLAY_RESTATE && !ll_msg_answered_before(m) &&
+            strcmp(o->outcome, "REJECTED") == 0 && !(o->refusal = json_dumps(reply, JSON_COMPACT)))
+            abort();
+        if (ll_encode(&m->io->eopts, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
+            o->reply = NULL;
+            o->encode_err = strdup(why);
+        }
+        json_decref(reply);
+    }
+    if (code) {
+        snprintf(o->code, sizeof o->code, "%s", code);
+        o->reason = strdup(reason ? reason : "");
+    }
+    snprintf(o->run_id, sizeof o->run_id, "%s", run_id ? run_id : "");
+}
+
+/* Drops the queued results from index keep on (the undone part of a transaction). */
+void ll_batch_outs_truncate(batch *b, size_t keep)
+{
+    for (size_t i = keep; i < b->n_outs; i++) {
+        free(b->outs[i].reply);
+        free(b->outs[i].encode_err);
+        free(b->outs[i].reason);
+        free(b->outs[i].refusal);
+    }
+    if (keep < b->n_outs)
+        b->n_outs = keep;
+}
+
+void ll_batch_outs_clear(batch *b)
+{
+    ll_batch_outs_truncate(b, 0);
+}
+
+/* ---- the commit and what follows it ---------------------------------------------------------- */
+
+/* Remembers m's offset, to be marked done when the batch ends (done_mark). */
+static void mark_later(batch *b, const lmsg *m)
+{
+    if (b->n_marks == b->cap_marks) {
+        size_t cap = b->cap_marks ? b->cap_marks * 2 : 64;
+        done_mark *d = realloc(b->marks, cap * sizeof *d);
+        if (!d)
+            abort();
+        b->marks = d;
+        b->cap_marks = cap;
+    }
+    b->marks[b->n_marks++] = (done_mark){m->ps, m->offset};
+}
+
+/* Stages the results of the committed database transaction for the next Kafka transaction
+ * (commit.c) and marks their offsets done. 0, or -1 (the caller undoes the batch). */
+static int flush_outs(batch *b)
+{
+    ll_loop *l = b->l;
+    int rc = 0;
+    for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
+        out_item *o = &b->outs[i];
+        lmsg *m = o->m;
+        if (ll_msg_answered_before(m) && o->is_reply) {
+            ll_obs_answer_withheld();
+        } else if (o->is_reply) {
+            char err[800];
+            if (o->encode_err) {
+                /* a reply that does not fit its schema: a dead letter, in a transaction of its
+                 * own (the batch's is committed), rather than the same message for ever */
+                snprintf(err, sizeof err, "the reply to %s does not fit its schema: %s", m->io->reply_topic,
+                         o->encode_err);
+                if (l->kio->db_ensure(&l->db) != LL_DB_OK ||
+                    l->kio->db_command(&l->db, "BEGIN") != LL_DB_OK ||
+                    ll_loop_dead_letter_event(l, m, o->run_id, "REPLY_ENCODE_FAILED", err) != 0 ||
+                    l->kio->db_command(&l->db, "COMMIT") != LL_DB_OK)
+                    rc = -1;
+                else
+                    ll_loop_dead_letter_stage(l, m, "REPLY_ENCODE_FAILED", err);
+            } else {
+                unsigned char *buf = o->reply; /* staged from here */
+                o->reply = NULL;
+                ll_loop_stage_record(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1,
+                                     m->io->topic, o->outcome, o->reply_code);
+            }
+        } else {
+            /* a dead letter is staged even for an input answered before the loss (issue 39, item
+             * 4): it is applied again and its effect is not in the ledger, so withheld it would be
+             * lost for good; visible, `loadctl redrive` applies it once its cause is fixed */
+            if (ll_msg_answered_before(m)) {
+                ll_log_ctx ctx = {o->run_id[0] ? o->run_id : NULL, NULL, m->ps->topic, m->ps->partition,
+                                  m->offset};
+                ll_log(LL_ERROR, &ctx, "answered_input_dead_lettered",
+                       "an input answered before the database lost its effect is dead-lettered on its "
+                       "re-application"
+                       " (%s): its effect is not in the ledger until `loadctl redrive` applies it",
+                       o->code);
+            }
+            ll_loop_dead_letter_stage(l, m, o->code, o->reason);
+        }
+        if (rc == 0) {
+            mark_later(b, m);
+            m->ps->touched = l->batch_no;
+            m->state = 1;
+            if (m->held)
+                ll_batch_unhold(b, m);
+        }
+    }
+    ll_batch_outs_clear(b);
+    return rc;
+}
+
+int ll_batch_tx_commit(batch *b)
+{
+    ll_loop *l = b->l;
+    if (!b->in_tx) {
+        /* a refusal whose transaction was rolled back whole (one message, no savepoint) is still
+         * recorded before it is answered: in a transaction of its own, with the positions */
+        bool record = false;
+        for (size_t i = 0; i < b->n_outs && !record; i++)
+            record = ll_out_recorded(&b->outs[i]);
+        if (!record)
+            return flush_outs(b);
+        if (ll_batch_tx_begin(b) != 0)
+            return -1;
+    }
+    if (ll_batch_precommit(b) != 0)
+        return -1; /* still in the (failed) transaction: the batch undoes it (ll_batch_tx_undo) */
+    /* not waiting for the Kafka commit in flight: this database commit may come before it
+     * ends, its results staged for the next one. If that fails, the messages of every database
+     * transaction not yet in a committed Kafka transaction are read again from the committed
+     * offsets and applied as replays, as after a crash between the two commits (commit.c,
+     * docs/design.md §4) */
+    b->in_tx = 0;
+    if (ll_batch_db_cmd(b, "COMMIT") != 0)
+        return -1;
+    if (l->crash_after > 0 && ++l->db_commits >= l->crash_after) {
+        ll_log(LL_WARN, NULL, "fault_injected", "killing self after database commit %lld",
+               (long long)l->db_commits);
+        /* the replies of earlier commits go to the broker first, in a transaction left open:
+         * the most adverse form of this crash point for read_committed readers */
+        ll_loop_commit_fault_open(l);
+        raise(SIGKILL);
+    }
+    return flush_outs(b);
+}
+
+/* Undoes the open transaction (ROLLBACK while the connection is up) and drops its results and
+ * the heartbeats asked for: what was committed before stays, its results staged. */
+void ll_batch_tx_undo(batch *b)
+{
+    ll_loop *l = b->l;
+    if (b->in_tx && l->kio->db_connected(&l->db))
+        l->kio->db_command(&l->db, "ROLLBACK");
+    b->in_tx = 0;
+    b->n_touch = 0;
+    ll_batch_outs_clear(b);
+}
+
+/* Whether the open transaction must commit now: loop.db_batch_max savepoints (PostgreSQL caches
+ * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design):
+ * applied, or dead-lettered (its DEAD_LETTER event is the transaction, with no savepoint before
+ * the next message's ROLLBACK: committed at once, else a rejection after it took the event along
+ * while its record went to Kafka; docs/design.md §3). What the set-based part decided needs no savepoint
+ * and does not count. */
+int ll_batch_tx_full(const batch *b)
+{
+    if (!b->in_tx)
+        return 0;
+    return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 || b->n_outs > 0 : b->savepoints >= b->l->db_batch_max;
+}
+
+static const ll_stmt ST_DEAD_LETTER_EVENT = {
+    "kloop_dead_letter_event",
+    "INSERT INTO nifi_ops.load_event (event_id, event_level, event_name, run_id, process_group,"
+    " processor_name, error_class, error_code, message, details)"
+    " VALUES ($1::uuid, 'ERROR', 'DEAD_LETTER', $2::uuid, 'LOADLEDGER', $3, 'DEAD_LETTER', $4,"
+    " left($5, 2000), $6::jsonb) ON CONFLICT (event_id) DO NOTHING",
+    6};
+
+/* The dead-letter reason as a header: at most this many bytes, cut on a UTF-8 boundary. */
+#define DL_REASON_MAX 1000
+
+int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, const char *code,
+                              const char *reason)
+{
+    const char *topic = m->ps->topic;
+    char coord[400], event_id[37], canon[37];
+    snprintf(coord, sizeof coord, "dead-letter/%s/%d/%lld", topic, (int)m->ps->partition,
+             (long long)m->offset);
+    ll_uuid_v5(LL_UUID_NAMESPACE, coord, event_id);
+    json_t *details =
+        json_pack("{s:s,s:i,s:I,s:s}", "sourceTopic", topic, "sourcePartition", (int)m->ps->partition,
+                  "sourceOffset", (json_int_t)m->offset, "service", l->service);
+    char *dj = json_dumps(details, JSON_COMPACT);
+    json_decref(details);
+    int have_run = run_id && ll_uuid_canonical(run_id, canon) == 0;
+    const char *params[6] = {event_id, have_run ? canon : NULL, l->service, code, reason, dj};
+    PGresult *r = l->kio->db_exec(&l->db, &ST_DEAD_LETTER_EVENT, params);
+    free(dj);
+    if (!r)
+        return -1;
+    PQclear(r);
+    ll_log_ctx ctx = {have_run ? canon : NULL, NULL, topic, m->ps->partition, m->offset};
+    ll_log(LL_ERROR, &ctx, "dead_letter", "%s: %s", code, reason);
+    return 0;
+}
+
+/* Serialized size of a header set as the producer counts it (bytes). */
+static size_t headers_size(const rd_kafka_headers_t *h)
+{
+    size_t n = 0, vlen = 0;
+    const char *name;
+    const void *val;
+    for (size_t i = 0; h && rd_kafka_header_get_all(h, i, &name, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR;
+         i++)
+        n += strlen(name) + vlen + 8;
+    return n;
+}
+
+/* The message's original headers (borrowed), or NULL. */
+static const rd_kafka_headers_t *orig_headers(const ll_loop *l, const lmsg *m)
+{
+    rd_kafka_headers_t *h = NULL;
+    if (m->hdrs)
+        return m->hdrs;
+    if (m->rkm && l->kio->msg_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return h;
+    return NULL;
+}
+
+void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, const char *reason)
+{
+    char ts[40], why[DL_REASON_MAX + 1], size[32], sha[65] = "", part[16], off[32];
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    snprintf(part, sizeof part, "%d", (int)m->ps->partition);
+    snprintf(off, sizeof off, "%lld", (long long)m->offset);
+    size_t rl = strlen(reason);
+    if (rl > DL_REASON_MAX) {
+        rl = DL_REASON_MAX;
+        while (rl > 0 && ((unsigned char)reason[rl] & 0xC0) == 0x80)
+            rl--;
+    }
+    memcpy(why, reason, rl);
+    why[rl] = '\0';
+    rd_kafka_headers_t *own = rd_kafka_headers_new(12);
+    rd_kafka_header_add(own, "ll.error.code", -1, code, -1);
+    rd_kafka_header_add(own, "ll.error.message", -1, why, -1);
+    rd_kafka_header_add(own, "ll.source.topic", -1, m->ps->topic, -1);
+    rd_kafka_header_add(own, "ll.source.partition", -1, part, -1);
+    rd_kafka_header_add(own, "ll.source.offset", -1, off, -1);
+    rd_kafka_header_add(own, "ll.service", -1, l->service, -1);
+    rd_kafka_header_add(own, "ll.dead_at", -1, ts, -1);
+    size_t own_len = headers_size(own) + 200; /* room for the ll.payload.* headers */
+    const rd_kafka_headers_t *orig = orig_headers(l, m);
+    ll_dlq_fit fit;
+    ll_dlq_fit_decide(m->key_len, m->len, headers_size(orig), own_len, l->dlq_limit, &fit);
+
+    rd_kafka_headers_t *h = fit.keep_headers && orig ? rd_kafka_headers_copy(orig) : rd_kafka_headers_new(12);
+    const char *name;
+    const void *val;
+    size_t vlen;
+    for (size_t i = 0; rd_kafka_header_get_all(own, i, &name, &val, &vlen) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
+        rd_kafka_header_add(h, name, -1, val, (ssize_t)vlen);
+    rd_kafka_headers_destroy(own);
+    if (!fit.keep_value) {
+        snprintf(size, sizeof size, "%zu", m->len);
+        ll_sha256_hex(m->value, m->value ? m->len : 0, sha);
+        rd_kafka_header_add(h, "ll.payload.omitted", -1,
+                            "payload omitted: the record would exceed the dead-letter limit", -1);
+        rd_kafka_header_add(h, "ll.payload.size", -1, size, -1);
+        rd_kafka_header_add(h, "ll.payload.sha256", -1, sha, -1);
+        ll_log_ctx ctx = {NULL, NULL, m->ps->topic, m->ps->partition, m->offset};
+        ll_log(LL_WARN, &ctx, "dead_letter_payload_omitted",
+               "value of %zu bytes (sha256 %s) not copied: over %zu bytes", m->len, sha, l->dlq_limit);
+    }
+    if (!fit.keep_headers && orig)
+        rd_kafka_header_add(h, "ll.headers.omitted", -1, "original headers omitted (size)", -1);
+    if (!fit.keep_key && m->key)
+        rd_kafka_header_add(h, "ll.key.omitted", -1, "original key omitted (size)", -1);
+    /* counted when the transaction commits, under a bounded code label */
+    ll_loop_stage_record(l, l->dlq_topic, fit.keep_key ? m->key : NULL, fit.keep_key ? m->key_len : 0,
+                         fit.keep_value ? (void *)m->value : NULL, fit.keep_value ? m->len : 0, h, 0,
+                         m->io->topic, NULL, ll_obs_code_ok(code) ? code : "OTHER");
+}
