@@ -10,15 +10,9 @@
 #include <time.h>
 
 #include "dispatcher.h"
+#include "ll/clock.h"
 #include "ll/log.h"
 #include "ll/redact.h"
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* The longest wait for the server's answer to the LISTEN set-up (ms); then it is retried later. */
 #define LISTEN_ANSWER_MS 10000
@@ -26,7 +20,7 @@ static int64_t mono_ms(void)
 /* Connects and LISTENs. true when a new connection was made. */
 static bool connect_listener(listener *l)
 {
-    if (!l->conninfo || mono_ms() < l->retry_at_ms)
+    if (!l->conninfo || ll_now_ms() < l->retry_at_ms)
         return false;
     /* the conninfo may be key=value pairs or a URI: expanded by libpq, named for pg_stat_activity */
     static const char *const keys[] = {"connect_timeout", "dbname", "application_name", NULL};
@@ -58,7 +52,7 @@ static bool connect_listener(listener *l)
            ll_redact_secrets(PQerrorMessage(l->conn), l->conninfo, msg, sizeof msg));
     PQfinish(l->conn);
     l->conn = NULL;
-    l->retry_at_ms = mono_ms() + 5000;
+    l->retry_at_ms = ll_now_ms() + 5000;
     return false;
 }
 

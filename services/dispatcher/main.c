@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "dispatcher.h"
+#include "ll/clock.h"
 #include "ll/daemon.h"
 #include "ll/schema_gate.h"
 #include "ll/kloop.h"
@@ -71,13 +72,6 @@ static int read_settings(const ll_config *cfg, dispatch_settings *s, char *err, 
                    ll_config_int(cfg, "fault.crash_after_publish", &s->crash_after_publish, err, n)
                ? -1
                : 0;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* The earliest due time of a PENDING row: a backoff running out, or another dispatcher's lease. */
@@ -172,7 +166,7 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s, di
     for (;;) {
         leased *rows = NULL;
         size_t n = 0;
-        int64_t t0 = mono_ms();
+        int64_t t0 = ll_now_ms();
         ll_db_rc rc = outbox_lease(db, s, &rows, &n);
         if (rc == LL_DB_OK && n > 0)
             rc = outbox_build(db, rows, n);
@@ -182,9 +176,9 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s, di
             outbox_free(rows, n);
             return;
         }
-        int64_t t1 = mono_ms();
+        int64_t t1 = ll_now_ms();
         deliver(sink, rows, n, s);
-        int64_t t2 = mono_ms();
+        int64_t t2 = ll_now_ms();
         crash_point(rows, n, s);
         long sent = 0, retried = 0, dead = 0;
         rc = outbox_settle(db, s, rows, n, &sent, &retried, &dead);
@@ -194,7 +188,7 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s, di
             ll_obs_dispatch("dead", dead);
             summary_add(sum, sent, retried, dead);
         }
-        int64_t t3 = mono_ms();
+        int64_t t3 = ll_now_ms();
         ll_log_json(LL_DEBUG, NULL, "dispatch_batch",
                     json_pack("{s:I,s:I,s:I,s:I}", "rows", (json_int_t)n, "leaseMs", (json_int_t)(t1 - t0),
                               "deliverMs", (json_int_t)(t2 - t1), "settleMs", (json_int_t)(t3 - t2)),
@@ -227,7 +221,7 @@ static void drain(ll_db *db, dispatch_sink *sink, const dispatch_settings *s, di
 static void observe(ll_db *db, int64_t *backlog_at)
 {
     double pending = 0, age = 0;
-    int64_t now = mono_ms();
+    int64_t now = ll_now_ms();
     if (now >= *backlog_at && ll_obs_port() > 0) {
         *backlog_at = now + 1000;
         if (ll_db_ensure(db) == LL_DB_OK && outbox_backlog(db, &pending, &age) == LL_DB_OK)
@@ -285,9 +279,9 @@ int main(int argc, char **argv)
      * signal arriving between two checks is honoured within a second. */
     rc = 0;
     char fatal[512];
-    dispatch_summary sum = {mono_ms(), 0, 0, 0};
+    dispatch_summary sum = {ll_now_ms(), 0, 0, 0};
     drain(&d.db, &sink, &s, &sum);
-    int64_t drain_at = mono_ms() + next_wait_ms(&d.db, &s), backlog_at = 0;
+    int64_t drain_at = ll_now_ms() + next_wait_ms(&d.db, &s), backlog_at = 0;
     while (!ll_daemon_stopping) {
         if (!sink.http && rd_kafka_fatal_error(sink.kafka.producer, fatal, sizeof fatal)) {
             /* the idempotent producer cannot deliver any more: let the supervisor restart us;
@@ -297,7 +291,7 @@ int main(int argc, char **argv)
             rc = 2;
             break;
         }
-        int64_t now = mono_ms();
+        int64_t now = ll_now_ms();
         observe(&d.db, &backlog_at);
         if (summary_due(&sum, now, s.summary_ms))
             summary_log(&sum, now);
@@ -309,10 +303,10 @@ int main(int argc, char **argv)
         if (ll_daemon_stopping)
             break;
         drain(&d.db, &sink, &s, &sum);
-        drain_at = mono_ms() + next_wait_ms(&d.db, &s);
+        drain_at = ll_now_ms() + next_wait_ms(&d.db, &s);
     }
     if (s.summary_ms > 0)
-        summary_log(&sum, mono_ms()); /* what the last interval settled */
+        summary_log(&sum, ll_now_ms()); /* what the last interval settled */
     ll_log(LL_INFO, NULL, "service_stopped", "dispatcher stopped (exit %d)", rc);
     listener_close(&lis);
     close_sink(&sink);

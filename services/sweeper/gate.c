@@ -26,6 +26,7 @@
 #include <time.h>
 #include <uuid/uuid.h>
 
+#include "ll/clock.h"
 #include "ll/log.h"
 #include "ll/obs.h"
 #include "sweeper.h"
@@ -61,13 +62,6 @@ struct sweep_gate {
     char reason[256];       /* why the rules wait now; "" they act */
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 sweep_gate *sweep_gate_new(const char *instance_id, int64_t grace_ms, int64_t window_ms)
 {
     sweep_gate *g = calloc(1, sizeof *g);
@@ -76,7 +70,7 @@ sweep_gate *sweep_gate_new(const char *instance_id, int64_t grace_ms, int64_t wi
     snprintf(g->instance, sizeof g->instance, "%s", instance_id);
     g->grace_ms = grace_ms;
     g->window_ms = window_ms;
-    g->grace_until = now_ms() + grace_ms;
+    g->grace_until = ll_now_ms() + grace_ms;
     return g;
 }
 
@@ -101,7 +95,7 @@ static void set_reason(sweep_gate *g, const char *reason)
 /* Restarts the grace: the rules wait recovery.start_grace from now. */
 static void restart_grace(sweep_gate *g)
 {
-    g->grace_until = now_ms() + g->grace_ms;
+    g->grace_until = ll_now_ms() + g->grace_ms;
 }
 
 int sweep_gate_open(sweep_gate *g, ll_db *db)
@@ -129,7 +123,7 @@ int sweep_gate_open(sweep_gate *g, ll_db *db)
     }
     PQclear(r);
     char why[256] = "";
-    int64_t left = g->grace_until - now_ms();
+    int64_t left = g->grace_until - ll_now_ms();
     if (left > 0) {
         snprintf(
             why, sizeof why,

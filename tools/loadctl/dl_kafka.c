@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "deadletters.h"
+#include "ll/clock.h"
 #include "ll/kloop.h"
 #include "ll/rules.h"
 #include "ll/svc.h"
@@ -19,13 +20,6 @@
 #include "routes.h"
 
 #define KAFKA_WAIT_MS 10000
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int dl_open(const lc_opts *o, const char *config, dl_ctx *c)
 {
@@ -197,9 +191,9 @@ int dl_scan_topic(const dl_ctx *c, const char *topic, const dl_bounds *b,
         snprintf(err, errlen, "assign %s failed", topic);
         goto out;
     }
-    int64_t deadline = now_ms() + b->timeout_ms, records = 0;
+    int64_t deadline = ll_now_ms() + b->timeout_ms, records = 0;
     while (open > 0) {
-        if (records >= b->max_records || now_ms() >= deadline) {
+        if (records >= b->max_records || ll_now_ms() >= deadline) {
             *bounded = true;
             break;
         }
@@ -262,9 +256,9 @@ int dl_fetch(const dl_ctx *c, int32_t partition, int64_t offset, dl_record *d, c
     rd_kafka_topic_partition_list_add(asg, c->dlq, partition)->offset = offset;
     rd_kafka_assign(rk, asg);
     rd_kafka_topic_partition_list_destroy(asg);
-    int64_t deadline = now_ms() + KAFKA_WAIT_MS;
+    int64_t deadline = ll_now_ms() + KAFKA_WAIT_MS;
     rc = 0;
-    while (now_ms() < deadline) {
+    while (ll_now_ms() < deadline) {
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
         if (!m)
             continue;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "loadctl.h"
+#include "ll/clock.h"
 #include "migrate.h"
 
 /* The one lock every migrator transaction takes (transaction-scoped: released by COMMIT). */
@@ -156,13 +157,6 @@ int lc_mig_history(PGconn *c, lc_mig *m, size_t *n, char *err, size_t errlen)
     return 0;
 }
 
-static long mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int lc_mig_apply(PGconn *c, const lc_mig_limits *lim, const char *dir, lc_mig *m, bool *ran, char *err,
                  size_t errlen)
 {
@@ -185,12 +179,12 @@ int lc_mig_apply(PGconn *c, const lc_mig_limits *lim, const char *dir, lc_mig *m
     bool present = rc == 0 && PQntuples(r) > 0;
     PQclear(r);
     if (rc == 0 && !present) {
-        long t0 = mono_ms();
+        long t0 = ll_now_ms();
         char what[300];
         snprintf(what, sizeof what, "%s.sql", m->version);
         rc = run(c, sql, 0, NULL, what, err, errlen);
         char seq[16], ms[24];
-        long took = mono_ms() - t0;
+        long took = ll_now_ms() - t0;
         snprintf(seq, sizeof seq, "%d", m->seq);
         snprintf(ms, sizeof ms, "%ld", took);
         const char *p[4] = {m->version, seq, m->file_sum, ms};

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "monitor_tui.h"
+#include "ll/clock.h"
 
 static volatile sig_atomic_t stop_requested;
 bool lc_tui_utf8_terminal;
@@ -35,13 +36,6 @@ static void on_signal(int sig)
 {
     (void)sig;
     stop_requested = 1;
-}
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -184,13 +178,13 @@ int lc_monitor_tui(ll_db *db, const lc_monitor_cfg *cfg, const char *run_id)
     long long next = 0;
     bool quit = false;
     while (!quit && !stop_requested) {
-        if (now_ms() >= next) {
+        if (ll_now_ms() >= next) {
             if (reload(&t))
                 reload(&t);
-            next = now_ms() + cfg->refresh_ms;
+            next = ll_now_ms() + cfg->refresh_ms;
         }
         lc_tui_draw(&t);
-        long long wait = next - now_ms();
+        long long wait = next - ll_now_ms();
         timeout(wait > 1000 ? 1000 : (wait < 0 ? 0 : (int)wait));
         int ch = getch();
         if (ch == KEY_RESIZE)

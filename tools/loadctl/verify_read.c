@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ll/clock.h"
 #include "ll/rules.h"
 #include "verify_topics.h"
 
@@ -126,12 +127,12 @@ static void take_dead_letter(reader *r, const rd_kafka_message_t *m)
 /* Reads until every partition reached its end, or a bound. Returns true when a bound stopped it. */
 bool vf_topics_read_all(reader *r, rd_kafka_t *rk, const vf_bounds *b)
 {
-    int64_t deadline = vf_topics_now_ms() + b->timeout_ms;
+    int64_t deadline = ll_now_ms() + b->timeout_ms;
     size_t open = 0;
     for (size_t i = 0; i < r->n_parts; i++)
         open += !r->parts[i].done;
     while (open > 0) {
-        if (r->records >= b->max_records || vf_topics_now_ms() >= deadline)
+        if (r->records >= b->max_records || ll_now_ms() >= deadline)
             return true;
         rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, 200);
         if (!m)

@@ -38,13 +38,6 @@ static const ll_stmt ST_FILE_ROWS = {
     3};
 #define FILE_BATCH 1000
 
-int64_t vf_topics_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int load_schemas(reader *r, char *err, size_t errlen)
 {
     const char *ids_file = ll_config_get(r->cfg, "schema.ids_file");

@@ -68,8 +68,6 @@ typedef struct reader {
 } reader;
 
 /* verify_topics.c */
-/* Monotonic clock (ms). */
-int64_t vf_topics_now_ms(void);
 /* The broker topic of partition p. Borrowed from r. */
 const char *vf_topics_topic_of(const reader *r, const part *p);
 

@@ -5,6 +5,7 @@
  * whole transaction). Every answer is awaited at most db.response_timeout (db_wait.c).
  */
 #include "db_int.h"
+#include "ll/clock.h"
 #include "ll/obs.h"
 
 #include <stdio.h>
@@ -32,11 +33,9 @@ PGresult *ll_db_await_answer(ll_db *db, int sent)
         return NULL;
     }
     bool late = false;
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = ll_now_us();
     PGresult *res = ll_pq_await(db->conn, db->response_timeout_ms, &late);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    db->wait_us += (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000;
+    db->wait_us += ll_now_us() - t0;
     if (late) {
         char msg[160];
         snprintf(msg, sizeof msg,
@@ -170,16 +169,14 @@ ll_db_rc ll_db_command(ll_db *db, const char *sql)
         return LL_DB_UNAVAILABLE;
     }
     int commit = strcmp(sql, "COMMIT") == 0;
-    struct timespec t0, t1;
-    if (commit)
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0 = commit ? ll_now_us() : 0;
     PGresult *res = ll_db_await_answer(db, PQsendQuery(db->conn, sql));
     if (!res)
         return LL_DB_UNAVAILABLE;
     if (PQresultStatus(res) == PGRES_COMMAND_OK || PQresultStatus(res) == PGRES_TUPLES_OK) {
         PQclear(res);
-        if (commit && clock_gettime(CLOCK_MONOTONIC, &t1) == 0)
-            ll_obs_db_commit((double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+        if (commit)
+            ll_obs_db_commit((double)(ll_now_us() - t0) / 1e6);
         if (db->pooled && strncmp(sql, "BEGIN", 5) == 0 && ll_db_apply_timeouts(db, true) != 0) {
             ll_db_error saved = db->err; /* the transaction is aborted: end it, keep the cause */
             if (db->conn)

@@ -6,19 +6,13 @@
  * keepalives are answered by whatever holds the connection. Every statement is therefore sent with
  * the asynchronous calls and its answer awaited with poll() up to a deadline.
  */
+#include "ll/clock.h"
 #include "ll/db.h"
 
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
 #include <time.h>
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int ll_db_response_timeout_check(int64_t statement_timeout_ms, int64_t response_timeout_ms)
 {
@@ -49,7 +43,7 @@ static int wait_ready(PGconn *conn, int64_t deadline_ms)
             return 1;
         if (f == 0 && !PQisBusy(conn))
             return 1;
-        int slice = ll_db_wait_slice_ms(mono_ms(), deadline_ms);
+        int slice = ll_db_wait_slice_ms(ll_now_ms(), deadline_ms);
         if (slice == 0)
             return 0;
         struct pollfd p = {.fd = PQsocket(conn), .events = (short)(POLLIN | (f == 1 ? POLLOUT : 0))};
@@ -65,7 +59,7 @@ static int wait_ready(PGconn *conn, int64_t deadline_ms)
 
 PGresult *ll_pq_await(PGconn *conn, int64_t timeout_ms, bool *timed_out)
 {
-    int64_t deadline = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
+    int64_t deadline = timeout_ms > 0 ? ll_now_ms() + timeout_ms : 0;
     PGresult *last = NULL;
     *timed_out = false;
     for (;;) {

@@ -8,6 +8,7 @@
  * loop calls ll_obs_inputs / ll_obs_dead_letters then, commit.c), so the counts match what a
  * read_committed reader sees.
  */
+#include "ll/clock.h"
 #include "ll/obs.h"
 
 #include <errno.h>
@@ -51,13 +52,6 @@ static atomic_int db_up, n_assigned, fenced;
 /* Why the ledger's schema keeps the service not ready ("" when it does not): ll_obs_schema. */
 static pthread_mutex_t schema_mu = PTHREAD_MUTEX_INITIALIZER;
 static char schema_reason[400];
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- the registry ----------------------------------------------------------------------------- */
 
@@ -226,7 +220,7 @@ static int handle(void *arg, const char *path, char **body, size_t *len, const c
         return *body ? 200 : 500;
     }
     if (strcmp(path, "/healthz") == 0) {
-        int64_t last = atomic_load(&last_turn_ms), now = mono_ms();
+        int64_t last = atomic_load(&last_turn_ms), now = ll_now_ms();
         int st = ll_obs_health_status(last, now, g.stall_ms);
         char b[160];
         snprintf(b, sizeof b, "%s: main loop last turned %lld ms ago (limit %lld ms)\n",
@@ -276,7 +270,7 @@ int ll_obs_start(const char *service, ll_obs_kind kind, const ll_config *cfg, ch
     } else if (strcmp(service, "sweeper") == 0) {
         ll_metric_set(g.sweeper_waiting, NULL, 0);
     }
-    atomic_store(&last_turn_ms, mono_ms());
+    atomic_store(&last_turn_ms, ll_now_ms());
     const char *listen = ll_config_get(cfg, "http.listen");
     if (listen && *listen) {
         if (!(g.http = ll_http_start(listen, handle, NULL, err, errlen))) {
@@ -310,7 +304,7 @@ int ll_obs_port(void)
 
 void ll_obs_turn(int db_ok)
 {
-    atomic_store(&last_turn_ms, mono_ms());
+    atomic_store(&last_turn_ms, ll_now_ms());
     atomic_store(&db_up, db_ok ? 1 : 0);
     ll_metric_add(g.turns, NULL, 1);
 }

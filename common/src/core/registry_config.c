@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ll/clock.h"
 #include "ll/codec.h"
 #include "ll/log.h"
 #include "ll/registry.h"
@@ -34,13 +35,6 @@ int ll_registry_from_config(const ll_config *cfg, ll_registry **out, char *err, 
     o.cache_bytes = (size_t)bytes;
     o.lookup_only = !auto_register;
     return (*out = ll_registry_new(&o, err, errlen)) ? 0 : -1;
-}
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -81,7 +75,7 @@ static ll_registry_status ask(ll_registry *r, const char *subject, const struct 
                               char *err, size_t errlen)
 {
     const ll_registry_opts *o = ll_registry_options(r);
-    int64_t t0 = mono_ms();
+    int64_t t0 = ll_now_ms();
     for (unsigned failures = 1;; failures++) {
         ll_registry_status st =
             v ? ll_registry_lookup(r, subject, ll_schema_text(schema), v, code, why, whylen)
@@ -89,7 +83,7 @@ static ll_registry_status ask(ll_registry *r, const char *subject, const struct 
         g_gave_up = 0;
         if (st != LL_REGISTRY_UNAVAILABLE)
             return st;
-        int64_t pause = ll_registry_start_pause_ms(mono_ms() - t0, failures, o->start_wait_ms,
+        int64_t pause = ll_registry_start_pause_ms(ll_now_ms() - t0, failures, o->start_wait_ms,
                                                    o->backoff_min_ms, o->backoff_max_ms);
         ll_log(LL_WARN, NULL, "registry_unavailable", "subject %s: %s; %s", subject, why,
                pause < 0 ? "giving up" : "retrying");

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ll/clock.h"
 #include "ll/codec.h"
 #include "ll/obs.h"
 #include "ll/registry.h"
@@ -45,13 +46,6 @@ static int curl_ok;
 static void global_init(void)
 {
     curl_ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 ll_registry *ll_registry_new(const ll_registry_opts *opts, char *err, size_t errlen)
@@ -238,7 +232,7 @@ static void note_failure(ll_registry *r, int32_t id, ll_registry_status st, cons
         f->id = id;
     }
     f->failures++;
-    f->last_ms = now_ms();
+    f->last_ms = ll_now_ms();
     f->status = st;
     snprintf(f->reason, sizeof f->reason, "%s", why);
 }
@@ -269,8 +263,8 @@ ll_registry_status ll_registry_schema(ll_registry *r, int32_t id, char **text, s
         return LL_REGISTRY_OK;
     }
     failed_id *f = failed_of(r, id);
-    if (f &&
-        !ll_registry_retry_due(now_ms(), f->last_ms, f->failures, r->o.backoff_min_ms, r->o.backoff_max_ms)) {
+    if (f && !ll_registry_retry_due(ll_now_ms(), f->last_ms, f->failures, r->o.backoff_min_ms,
+                                    r->o.backoff_max_ms)) {
         ll_registry_status st = f->status;
         snprintf(err, errlen, "schema id %d: %s: %s (backing off after %u failed fetches)", id,
                  ll_registry_status_name(st), f->reason, f->failures);
