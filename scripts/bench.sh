@@ -27,7 +27,7 @@
 # started in a session of its own (setsid), then get a third of the two cores each whenever the
 # load generator's session is busy too, and the broker's bursts (a GC pause's two workers, its
 # network threads) wait for their group's turn: pauses of 100-340 ms, the command's p99 166-344
-# ms at half load against 68-97 ms without (docs/performance.md, 2026-12-02). The benchmark
+# ms at half load against 68-97 ms without (docs/performance-history.md, 2026-12-02). The benchmark
 # turns it off for its run when it may (root) and restores the old value at the end;
 # --autogroup keep leaves it as it is. The setting in force is printed with the latency figures.
 #
@@ -35,7 +35,7 @@
 # --kafka-data disk: beside PostgreSQL's, in the run dir). On one disk, the broker's writes (350 MB
 # in a latency phase, written back by the kernel every 5 s) and PostgreSQL's WAL fsyncs wait for each
 # other: the command's p99 at 11,236 events/s was 62-114 ms with the broker's data on the disk and
-# 38-59 ms on a tmpfs, in the same hour (docs/performance.md, 2026-12-02, "session 12"). A broker keeps
+# 38-59 ms on a tmpfs, in the same hour (docs/performance-history.md, 2026-12-02, "session 12"). A broker keeps
 # its data on disks of its own, and Kafka does not fsync by default (its durability is replication):
 # the tmpfs stands for those disks, not for a weaker PostgreSQL, which stays on the disk, durable.
 set -euo pipefail

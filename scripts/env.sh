@@ -6,7 +6,7 @@
 #                           broker on free loopback ports, the topics of config/topics.conf,
 #                           and $LL_RUN_DIR/env (sourceable); prints the env on stdout;
 #                           $LL_RUN_DIR/conf/<service>.conf: one ready configuration per
-#                           service for this broker and database (README "run one service by hand")
+#                           service for this broker and database (docs/environment.md "Run one service by hand")
 #   env.sh down             stop both, remove $LL_RUN_DIR
 #   env.sh status           what runs (exit 0 when both run, 3 otherwise)
 #   env.sh topics [--reset] create the missing topics (--reset: delete and recreate them)

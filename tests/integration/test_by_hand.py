@@ -1,4 +1,4 @@
-"""A service run by hand (README "Run one service by hand"): `scripts/env.sh up` writes one ready
+"""A service run by hand (docs/environment.md "Run one service by hand"): `scripts/env.sh up` writes one ready
 configuration per service into $LL_RUN_DIR/conf, and each service starts from it alone
 (`ll-<service> --config $LL_RUN_DIR/conf/<service>.conf`), logs service_started, and stops
 cleanly (exit 0) on SIGTERM, as on Ctrl-C.

@@ -20,7 +20,7 @@ transaction of its batch commits. The drill:
 
 Which outcome is correct for a chunk whose database commit happened but whose reply did not:
 REPLAY. The ledger already holds the chunk exactly as reported, so the second apply changes
-nothing, and REPLAY is the outcome that says "nothing changed, same answer" (README "Every input
+nothing, and REPLAY is the outcome that says "nothing changed, same answer" (docs/topics.md "Every input
 yields exactly one reply"). The aborted ACCEPTED reply never reaches a read_committed reader.
 """
 import os

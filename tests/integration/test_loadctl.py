@@ -191,7 +191,7 @@ def test_show_json_sections(lc, cur):
 
 def test_resolve_without_valid_reason_changes_nothing(lc, cur):
     """A malformed command line is usage (1); a reason the contract refuses (§5.15: 5..2000
-    chars, its 422) is refused (2, INVALID_REASON), as the README's exit codes say."""
+    chars, its 422) is refused (2, INVALID_REASON), as docs/operations.md "loadctl exit codes" says."""
     run = publish_unknown_run(cur)
     before = lf.run_row(cur, run)
     for args in (["--as", "PUBLISHED"],

@@ -15,7 +15,7 @@ What it checks, from the project's own sources rather than from the generator's 
   parameters only; every relationship of every processor connected or auto-terminated, every
   connection between existing components, every port connected on both sides (except inside the
   SITE groups, which are for the user to fill);
-- Kafka as the README says: each PublishKafka transactional with acks=all, keyed by runId, the
+- Kafka as nifi/README.md ("Plugging in a NiFi flow") says: each PublishKafka transactional with acks=all, keyed by runId, the
   transactional id prefix <topic.prefix>nifi., an Avro writer without compression; each ConsumeKafka
   in a group <topic.prefix>nifi.*, earliest, committing; the connection service read_committed;
 - every topic named exists in config/topics.conf; every topic NiFi produces or consumes is covered;
@@ -334,7 +334,7 @@ def check_kafka(m):
         for k, v in props.items():
             topics_in(v, w)
         if short == "Kafka3ConnectionService" and props.get("isolation.level") != "read_committed":
-            bad(w, "Transaction Isolation Level must be Read Committed (README)")
+            bad(w, "Transaction Isolation Level must be Read Committed (nifi/README.md)")
         if short == "PublishKafka":
             want = {"Transactions Enabled": "true", "acks": "all", "Transactional ID Prefix": "#{topic.prefix}nifi."}
             if "Record Reader" in props:  # one message per record, written by the Record Writer
@@ -351,7 +351,7 @@ def check_kafka(m):
                     bad(w, "publishes its content: a ConvertRecord with an Embed Avro Schema writer must come before")
             for k, v in want.items():
                 if props.get(k) != v:
-                    bad(w, "%s must be %r (README, 'Plugging in a NiFi flow'), is %r" % (k, v, props.get(k)))
+                    bad(w, "%s must be %r (nifi/README.md, 'Plugging in a NiFi flow'), is %r" % (k, v, props.get(k)))
             t = topics_in(props.get("Topic Name", ""), w)
             if len(t) != 1 or props["Topic Name"] != "#{topic.prefix}" + t[0]:
                 bad(w, "Topic Name must be #{topic.prefix}<topic>")

@@ -313,7 +313,7 @@ def warm_up(args):
     of CPU per 1,000 events. A fresh broker's compilers took 9.4 s of CPU over twelve 8,000-event
     passes and still 42 ms per 1,000 events in the last, bursts of a core beside the measured loop
     and PostgreSQL; after about 600,000 events they took 16, and the same build's loop ran at
-    25,000-28,000 events/s there against 20,900 after the twelve passes (docs/performance.md,
+    25,000-28,000 events/s there against 20,900 after the twelve passes (docs/performance-history.md,
     2026-12-02, session 12). Returns [(events, JIT ms or None)] per pass."""
     jit = []
     runs, chunks = args.runs * 2, args.chunks * 2
@@ -525,7 +525,7 @@ def kafka_data():
 def sched_autogroup():
     """kernel.sched_autogroup_enabled now ("0"/"1"), or "n/a" without the knob: with autogroup on, the
     CPU is shared between sessions and the broker's bursts wait for its session's turn (bench.sh
-    turns it off for the run; docs/performance.md, 2026-12-02)."""
+    turns it off for the run; docs/performance-history.md, 2026-12-02)."""
     try:
         with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
             return f.read().strip()
@@ -661,7 +661,7 @@ def latency_phases(args, rate):
     over every measured run of every phase, each phase's own figures beside them. One phase of
     40 s measures about 1,330 runs at 13,300 events/s, so its p99 is its 14th slowest: a single
     stall of a second or two anywhere on the machine makes it. Phases of the same build, minutes
-    apart, gave p99s from 28 to 224 ms (docs/performance.md, session 14)."""
+    apart, gave p99s from 28 to 224 ms (docs/performance-history.md, session 14)."""
     phases = []
     for i in range(max(1, args.latency_repeat)):
         say("-- latency phase %d of %d" % (i + 1, args.latency_repeat))
@@ -964,7 +964,7 @@ def main():
     # partition) by default: "half the measured throughput" is then half of the load measured.
     # Runs of 5 chunks a partition (the default before 2026-12-02, session 12) carry ten times the
     # gates, completions and dispatches per event, and at half the events/s of the throughput
-    # workload kept the loop at about 83% of its capacity for that shape (docs/performance.md).
+    # workload kept the loop at about 83% of its capacity for that shape (docs/performance-history.md).
     ap.add_argument("--latency-chunks", type=int, default=0,
                     help="chunks per partition of the latency phase's runs (default: --chunks)")
     ap.add_argument("--latency-warmup", type=float, default=5,

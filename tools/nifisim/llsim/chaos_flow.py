@@ -181,7 +181,7 @@ class Workload:
             self._granted(r, v["partitionId"], v["claimToken"])
         elif logical == "validate-run-commands":
             # every copy of the command, even a late one, is answered with a validation start
-            # (README: NiFi needs no state of its own; the completion CAS lets one win)
+            # (nifi/README.md, "Plugging in a NiFi flow": NiFi needs no state of its own; the completion CAS lets one win)
             if r.stage in ("claims", "extract"):
                 self._enter(r, "start")
             r.dispatches.add(v["dispatchId"])
