@@ -39,7 +39,7 @@ void ll_service_schema_help(FILE *out);
  * coordinator and main threads of the consumer and the producer): the fetch buffers, freed by the
  * loop's thread into their broker thread's arena, and every arena's own padding added to
  * ll-completion's high-water RSS under a backlog, at no measurable cost with one arena (the
- * figures: docs/performance.md, "2026-12-01, night"). */
+ * figures: docs/performance-history.md, "2026-12-01, night"). */
 #define LL_MALLOC_ARENAS 1
 
 /* Caps glibc's malloc arenas at LL_MALLOC_ARENAS (mallopt M_ARENA_MAX) unless the environment

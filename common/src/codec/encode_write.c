@@ -7,7 +7,7 @@
  *
  * No avro-c generic value is built: the loop's replies are encoded once per message, and the
  * generic values, their allocations and avro-c's sizeof walk were a large part of the completion
- * loop's CPU (the figures: docs/performance.md, 2026-12-02, session 12 and 13).
+ * loop's CPU (the figures: docs/performance-history.md, 2026-12-02, session 12 and 13).
  */
 #include <stdint.h>
 #include <stdio.h>

@@ -8,7 +8,7 @@
  *
  * Why (the command's latency): a Kafka transaction takes tens of milliseconds, with a long tail,
  * whatever it carries (AddPartitionsToTxn, produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn;
- * the figures: docs/performance.md, "2026-12-01, late night"). When each batch's database commit waited
+ * the figures: docs/performance-history.md, "2026-12-01, late night"). When each batch's database commit waited
  * for the previous batch's Kafka commit, the loop ran at the pace of Kafka commits and a slow one
  * held back every run's next database commit, hence its outbox row and its command. Now the
  * database commits go on; what they staged while a commit is in flight goes into the next one,
@@ -254,7 +254,7 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
     if (!e) {
         /* where a slow commit spent its time: the flush includes AddPartitionsToTxn, which meets
          * the previous commit's markers still being written (CONCURRENT_TRANSACTIONS, retried by
-         * librdkafka 2.0.2 every 20 ms; docs/performance.md, "2026-12-02, later") */
+         * librdkafka 2.0.2 every 20 ms; docs/performance-history.md, "2026-12-02, later") */
         ll_log(LL_DEBUG, NULL, "kafka_commit",
                "%zu records, %d partitions' offsets: produce %lld, flush %lld, offsets %lld, commit %lld µs",
                j->n_recs, j->offsets->cnt, (long long)(j->produced_us - j->started_us),

@@ -48,7 +48,7 @@ void ll_loop_commit_fault_open(ll_loop *l);
  * Kafka transaction pays a fixed wait, its AddPartitionsToTxn meeting the previous transaction's
  * markers still being written (CONCURRENT_TRANSACTIONS, retried by librdkafka 2.0.2 every 20 ms),
  * so the replies a transaction carries set the loop's pace (docs/design.md §3; the figures:
- * docs/performance.md, "2026-12-02, later"). About 250 bytes a reply as counted: 1,200 fit in 320
+ * docs/performance-history.md, "2026-12-02, later"). About 250 bytes a reply as counted: 1,200 fit in 320
  * KiB; a dead letter (up to 2 MiB) fills them alone. */
 #define LL_LOOP_STAGED_BATCHES 5
 #define LL_LOOP_STAGED_BYTES   (320 * 1024)
