@@ -55,20 +55,29 @@ typedef enum ll_apply {
     LL_APPLY_DB          /* an SQL call failed: the loop reads db->err (retry, wait or dead letter) */
 } ll_apply;
 
+/* What a message offers its apply function of the loop's open database transaction: one table of
+ * calls, set by the loop, so that a service reaches the transaction only through it (ll_msg_touch_run;
+ * docs/design.md §3). */
+typedef struct ll_msg_ops {
+    /* the heartbeat of run_id asked for (txn: ll_msg.txn) */
+    void (*touch_run)(void *txn, const char *run_id);
+} ll_msg_ops;
+
 /* One decoded input message. Borrowed by the apply function. */
 typedef struct ll_msg {
     const char *logical; /* logical topic name, e.g. "chunks" */
     const char *topic;   /* broker topic name */
     int32_t partition;
     int64_t offset;
-    const char *key;     /* the run id (NUL-terminated copy), or NULL */
-    json_t *value;       /* decoded and projected onto the topic's schema; read only: one batch
-                          * hands the same value to the set-based and the per-message apply */
-    const char *service; /* the consuming service's name */
-    int wait_expired;    /* 1 when loop.prerequisite_wait has passed since this message's first
-                          * deferral: answer with the contract's business answer instead of
-                          * deferring; an unknown prerequisite is then dead-lettered by the loop */
-    void *txn;           /* the loop's database transaction (for ll_msg_touch_run); opaque */
+    const char *key;       /* the run id (NUL-terminated copy), or NULL */
+    json_t *value;         /* decoded and projected onto the topic's schema; read only: one batch
+                            * hands the same value to the set-based and the per-message apply */
+    const char *service;   /* the consuming service's name */
+    int wait_expired;      /* 1 when loop.prerequisite_wait has passed since this message's first
+                            * deferral: answer with the contract's business answer instead of
+                            * deferring; an unknown prerequisite is then dead-lettered by the loop */
+    const ll_msg_ops *ops; /* the loop's calls (NULL: none, ll_msg_touch_run does nothing) */
+    void *txn;             /* the loop's database transaction, handed to ops; opaque */
 } ll_msg;
 
 /*
@@ -77,7 +86,11 @@ typedef struct ll_msg {
  * (the run row is written once per database transaction, docs/design.md §3). Dropped if the message's effect
  * is rolled back. The run row must already be locked by this transaction (contract lock order).
  */
-void ll_msg_touch_run(const ll_msg *m, const char *run_id);
+static inline void ll_msg_touch_run(const ll_msg *m, const char *run_id)
+{
+    if (m->ops)
+        m->ops->touch_run(m->txn, run_id);
+}
 
 /* What the apply function returns besides its decision. */
 typedef struct ll_apply_out {
@@ -89,19 +102,23 @@ typedef struct ll_apply_out {
 /* Applies one message inside an open transaction. May be called again for the same message. */
 typedef ll_apply (*ll_apply_fn)(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out);
 
-/* Where ll_bulk_reply hands a reply: the loop's, opaque to a bulk function. */
-typedef struct ll_bulk_sink ll_bulk_sink;
+/* Where ll_bulk_reply hands a reply: the loop's table, set before a bulk call. */
+typedef struct ll_bulk_ops {
+    /* the reply of the call's message at index at, taken over (sink: ll_bulk_out.sink) */
+    void (*reply)(void *sink, size_t at, json_t *reply);
+} ll_bulk_ops;
 
 /* What a bulk apply decided for one message (see ll_bulk_fn). */
 typedef struct ll_bulk_out {
-    bool decided;       /* true: applied, its reply handed over by ll_bulk_reply; false: left to
-                         * the per-message apply */
-    bool retry;         /* when not decided: left only to keep its run's order, and it could be
-                         * decided on its own; worth another set-based try once the earlier one is
-                         * applied */
-    bool replied;       /* set by ll_bulk_reply */
-    ll_bulk_sink *sink; /* the loop's, set before the call */
-    size_t at;          /* the message's index in the call, set before the call */
+    bool decided;           /* true: applied, its reply handed over by ll_bulk_reply; false: left to
+                             * the per-message apply */
+    bool retry;             /* when not decided: left only to keep its run's order, and it could be
+                             * decided on its own; worth another set-based try once the earlier one is
+                             * applied */
+    bool replied;           /* set by ll_bulk_reply */
+    const ll_bulk_ops *ops; /* the loop's, set before the call */
+    void *sink;             /* handed to ops; opaque */
+    size_t at;              /* the message's index in the call, set before the call */
 } ll_bulk_out;
 
 /*
@@ -112,7 +129,11 @@ typedef struct ll_bulk_out {
  * under a backlog, docs/design.md §3). If the function then returns LL_APPLY_DB, the loop drops what was
  * handed over.
  */
-void ll_bulk_reply(ll_bulk_out *out, json_t *reply);
+static inline void ll_bulk_reply(ll_bulk_out *out, json_t *reply)
+{
+    out->ops->reply(out->sink, out->at, reply);
+    out->replied = true;
+}
 
 /*
  * Optional, per input: applies many messages of one input at the start of a database transaction

@@ -395,6 +395,7 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
                     .value = value,
                     .service = l->service,
                     .wait_expired = since && now - since >= wait,
+                    .ops = &LL_TXN_MSG_OPS,
                     .txn = b};
 }
 
@@ -589,20 +590,22 @@ int ll_waits_on(const run_waits *w, const part_state *ps)
 }
 
 /* What ll_bulk_reply needs to queue a reply: the batch, and the call's messages. */
-struct ll_bulk_sink {
+typedef struct bulk_sink {
     batch *b;
     lmsg **ms;
     const ll_msg *msgs;
-};
+} bulk_sink;
 
-void ll_bulk_reply(ll_bulk_out *o, json_t *reply)
+/* ll_bulk_ops.reply: queues the reply of the call's message at (its run: the reply's runId). */
+static void bulk_reply(void *sink, size_t at, json_t *reply)
 {
-    ll_bulk_sink *s = o->sink;
-    lmsg *m = s->ms[o->at];
-    const char *rid = json_string_value(json_object_get(s->msgs[o->at].value, "runId"));
+    bulk_sink *s = sink;
+    lmsg *m = s->ms[at];
+    const char *rid = json_string_value(json_object_get(s->msgs[at].value, "runId"));
     ll_batch_out_push(s->b, m, reply, NULL, NULL, rid ? rid : m->run);
-    o->replied = true;
 }
+
+static const ll_bulk_ops BULK_OPS = {.reply = bulk_reply};
 
 /* Hands the messages of one input among work[from..to) to its bulk function; what it decides is
  * marked and its reply queued. *decided counts them. W_DONE, W_FAILED (the database went away), or
@@ -660,9 +663,9 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
         got++;
     }
     w_result r = W_DONE;
-    ll_bulk_sink sink = {b, ms, msgs};
+    bulk_sink sink = {b, ms, msgs};
     for (size_t i = 0; i < got; i++)
-        outs[i] = (ll_bulk_out){.sink = &sink, .at = i};
+        outs[i] = (ll_bulk_out){.ops = &BULK_OPS, .sink = &sink, .at = i};
     /* one message: the per-message path is as cheap */
     if (got >= 2 && ll_batch_tx_begin(b) != 0) {
         r = W_FAILED; /* no transaction: the database result, nothing to decide */

@@ -8,13 +8,12 @@
  *
  * Why (the command's latency): a Kafka transaction takes tens of milliseconds, with a long tail,
  * whatever it carries (AddPartitionsToTxn, produce, AddOffsetsToTxn, TxnOffsetCommit, EndTxn;
- * the figures: docs/performance-history.md, "2026-12-01, late night"). When each batch's database commit waited
- * for the previous batch's Kafka commit, the loop ran at the pace of Kafka commits and a slow one
- * held back every run's next database commit, hence its outbox row and its command. Now the
- * database commits go on; what they staged while a commit is in flight goes into the next one,
- * which begins as soon as the one in flight ends (its thread wakes the loop's poll). The staged
- * records are bounded (LL_LOOP_STAGED_BATCHES x loop.batch_max records, LL_LOOP_STAGED_BYTES
- * bytes): beyond that the loop waits for the commit in flight.
+ * the figures: docs/performance-history.md, "2026-12-01, late night"). When each batch's database commit
+ * waited for the previous batch's Kafka commit, the loop ran at the pace of Kafka commits and a slow one held
+ * back every run's next database commit, hence its outbox row and its command. Now the database commits go
+ * on; what they staged while a commit is in flight goes into the next one, which begins as soon as the one in
+ * flight ends (its thread wakes the loop's poll). The staged records are bounded (LL_LOOP_STAGED_BATCHES x
+ * loop.batch_max records, LL_LOOP_STAGED_BYTES bytes): beyond that the loop waits for the commit in flight.
  *
  * Why this keeps the contract (docs/design.md §4): an offset is still committed only in the Kafka
  * transaction that carries its replies, after their database commit. Before a Kafka commit ends,

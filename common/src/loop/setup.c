@@ -367,8 +367,8 @@ static rd_kafka_conf_t *base_conf(ll_loop *l, char *err, size_t errlen)
 /* The producer's metadata of the topics it writes (the reply topics, the dead-letter topic),
  * asked for now, each bounded by wait_ms. Without it the first record to a topic waited for
  * librdkafka's own lookup in the first Kafka transaction's flush (docs/design.md §3; the figures:
- * docs/performance-history.md, "2026-12-02, later"). A topic that does not answer is only logged: the lookup on
- * first use remains. */
+ * docs/performance-history.md, "2026-12-02, later"). A topic that does not answer is only logged: the lookup
+ * on first use remains. */
 static void warm_producer_topics(ll_loop *l, int wait_ms)
 {
     for (size_t i = 0; i <= l->n_io; i++) {

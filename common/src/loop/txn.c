@@ -31,9 +31,10 @@
 #include "ll/obs.h"
 #include "ll/rules.h"
 
-void ll_msg_touch_run(const ll_msg *m, const char *run_id)
+/* ll_msg_ops.touch_run: the heartbeat of run_id asked for in the open transaction (txn: the batch). */
+static void touch_run(void *txn, const char *run_id)
 {
-    batch *b = m->txn;
+    batch *b = txn;
     if (!b || !run_id || strlen(run_id) != 36)
         return;
     for (size_t i = 0; i < b->n_touch; i++)
@@ -49,6 +50,8 @@ void ll_msg_touch_run(const ll_msg *m, const char *run_id)
     }
     memcpy(b->touch[b->n_touch++], run_id, 37);
 }
+
+const ll_msg_ops LL_TXN_MSG_OPS = {.touch_run = touch_run};
 
 int ll_batch_db_cmd(batch *b, const char *sql)
 {

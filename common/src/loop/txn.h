@@ -8,6 +8,10 @@
 
 #include "batch.h"
 
+/* The calls a message offers its apply function (ll/kloop.h), into the transaction (ll_msg.txn: the
+ * batch whose transaction is open). */
+extern const ll_msg_ops LL_TXN_MSG_OPS;
+
 /* txn.c: the open transaction. The int functions return 0, or -1 with l->db.err. */
 int ll_batch_db_cmd(batch *b, const char *sql);
 /* BEGIN unless a transaction is open (reconnects first). */
