@@ -257,7 +257,7 @@ static inline int fk_run(size_t max, int rounds)
         size_t held = 0;
         for (int p = 0; p < FK_NPART; p++)
             held += fk_held(p);
-        if (fk_step(max) == 0 && held == 0 && !fk_recovery_owed() && !F.l->commit)
+        if (fk_step(max) == 0 && held == 0 && !fk_recovery_owed() && !ll_loop_commit_in_flight(F.l))
             break;
     }
     return i;

@@ -17,7 +17,7 @@
 /* internal: records staged for the next Kafka transaction. */
 static size_t staged(void)
 {
-    return F.l->n_staged;
+    return ll_loop_staged_count(F.l);
 }
 
 /* Revoke, then assign partitions 0..n-1 again. */
@@ -79,7 +79,7 @@ static void staged_behind_a_commit(void)
     fk_gate_set(1, 0);
     fk_step(2);
     fk_step(2);
-    assert_non_null(F.l->commit);
+    assert_true(ll_loop_commit_in_flight(F.l));
     assert_int_equal(staged(), 2);
 }
 

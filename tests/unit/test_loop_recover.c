@@ -14,7 +14,7 @@
 /* internal: records staged for the next Kafka transaction. */
 static size_t staged(void)
 {
-    return F.l->n_staged;
+    return ll_loop_staged_count(F.l);
 }
 
 /* internal: whether the commit of the overlap tests' gate has returned. */
@@ -353,7 +353,7 @@ static void test_staged_records_bounded_behind_commit(void **state)
         fk_put(0, i, i);
     fk_gate_set(1, 0);
     fk_step(2); /* the first Kafka commit begins, held at the gate */
-    assert_non_null(F.l->commit);
+    assert_true(ll_loop_commit_in_flight(F.l));
     size_t bound = LL_LOOP_STAGED_BATCHES * 2;
     for (size_t k = 1; 2 * k < bound; k++) {
         fk_step(2); /* staged behind it: the loop goes on */
@@ -395,10 +395,10 @@ static void test_rewind_after_commit_in_flight_fails(void **state)
     assert_int_equal(staged(), 2);
     fk_gate_set(0, 1);
     assert_int_equal(ll_loop_commit_wait(F.l), -1); /* the outcome taken: failed, and reported */
-    assert_non_null(F.l->commit_err);
+    assert_non_null(ll_loop_commit_error(F.l));
     assert_int_equal(F.n_abort, 0); /* the commit job recovers nothing itself: the loop does */
     assert_int_equal(ll_loop_commit_failed(F.l), -1);
-    assert_null(F.l->commit_err);
+    assert_null(ll_loop_commit_error(F.l));
     assert_int_equal(F.n_abort, 1);
     assert_int_equal(staged(), 0);
     assert_int_equal(F.n_seek, 1);

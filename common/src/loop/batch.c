@@ -223,7 +223,8 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
            "%zu messages (%zu polled, %zu set-based, %zu decodes): database %lld ms, of which waiting for "
            "answers %.1f ms; %zu records staged; the last Kafka commit took %lld ms",
            b.n_work, n, b.n_bulk, b.n_decodes, (long long)(t_db - now),
-           (double)(l->db.wait_us - waited0) / 1000.0, l->n_staged, (long long)l->last_commit_ms);
+           (double)(l->db.wait_us - waited0) / 1000.0, ll_loop_staged_count(l),
+           (long long)ll_loop_commit_last_ms(l));
     mark_done_offsets(&b);
     if (ll_loop_positions_flush(l) != 0 && !batch_owes(&b)) {
         /* those no transaction of the batch wrote (docs/design.md §5). Not in the ledger, their

@@ -26,7 +26,7 @@
  * The thread touches only the producer (librdkafka's handles are thread-safe), the consumer's
  * queue (to wake the loop's poll) and the job it was given; every decision on the loop's state,
  * the metrics' staging included, stays on the loop's thread. A commit that failed is returned
- * (-1, with l->commit_err): the loop decides what follows (loop.c).
+ * (-1, with its failure left: ll_loop_commit_take_error): the loop decides what follows (loop.c).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -69,6 +69,61 @@ struct ll_commit_job {
     atomic_int done;                             /* set by the thread as its last step */
 };
 
+/* The loop's Kafka commit: the one in flight on its own thread (NULL: none; loop.overlap_commit =
+ * false commits on the loop's thread), the records staged for the next one (replies and dead
+ * letters of database transactions committed since it began; owned) with their bytes, the batch
+ * number when the last commit took its offsets, the commit that failed (owned; NULL: none) and
+ * the call that failed, left for the loop's recovery (ll_loop_commit_take_error), and how long the
+ * last commit took (ms). */
+struct ll_commit {
+    struct ll_commit_job *job;
+    ll_staged_rec *staged;
+    size_t n_staged, cap_staged, staged_bytes;
+    int64_t offsets_batch_no;
+    rd_kafka_error_t *err;
+    const char *err_what;
+    bool overlap;
+    int64_t last_ms;
+};
+
+ll_commit *ll_commit_new(bool overlap)
+{
+    ll_commit *c = calloc(1, sizeof *c);
+    if (!c)
+        abort();
+    c->overlap = overlap;
+    return c;
+}
+
+size_t ll_loop_staged_count(const ll_loop *l)
+{
+    return l->commit->n_staged;
+}
+
+bool ll_loop_commit_in_flight(const ll_loop *l)
+{
+    return l->commit->job != NULL;
+}
+
+int64_t ll_loop_commit_last_ms(const ll_loop *l)
+{
+    return l->commit->last_ms;
+}
+
+const rd_kafka_error_t *ll_loop_commit_error(const ll_loop *l)
+{
+    return l->commit->err;
+}
+
+rd_kafka_error_t *ll_loop_commit_take_error(ll_loop *l, const char **what)
+{
+    ll_commit *c = l->commit;
+    rd_kafka_error_t *e = c->err;
+    *what = c->err_what;
+    c->err = NULL;
+    return e;
+}
+
 static void rec_free(ll_staged_rec *r)
 {
     free(r->key);
@@ -82,15 +137,16 @@ void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t
                           rd_kafka_headers_t *hdrs, int take_val, const char *in_topic, const char *outcome,
                           const char *code)
 {
-    if (l->n_staged == l->cap_staged) {
-        size_t cap = l->cap_staged ? l->cap_staged * 2 : 64;
-        ll_staged_rec *s = realloc(l->staged, cap * sizeof *s);
+    ll_commit *c = l->commit;
+    if (c->n_staged == c->cap_staged) {
+        size_t cap = c->cap_staged ? c->cap_staged * 2 : 64;
+        ll_staged_rec *s = realloc(c->staged, cap * sizeof *s);
         if (!s)
             abort();
-        l->staged = s;
-        l->cap_staged = cap;
+        c->staged = s;
+        c->cap_staged = cap;
     }
-    ll_staged_rec *r = &l->staged[l->n_staged++];
+    ll_staged_rec *r = &c->staged[c->n_staged++];
     memset(r, 0, sizeof *r);
     r->topic = topic;
     if (key && klen > 0) {
@@ -113,26 +169,39 @@ void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t
     r->dead = outcome == NULL;
     r->outcome_id = ll_obs_outcome_id(outcome);
     r->code_id = ll_obs_code_id(code);
-    l->staged_bytes += r->klen + r->vlen + 64;
+    c->staged_bytes += r->klen + r->vlen + 64;
     const char *name;
     const void *hv;
     size_t hl;
     for (size_t i = 0;
          hdrs && rd_kafka_header_get_all(hdrs, i, &name, &hv, &hl) == RD_KAFKA_RESP_ERR_NO_ERROR; i++)
-        l->staged_bytes += strlen(name) + hl + 8;
+        c->staged_bytes += strlen(name) + hl + 8;
 }
 
 void ll_loop_staged_drop(ll_loop *l)
 {
-    for (size_t i = 0; i < l->n_staged; i++)
-        rec_free(&l->staged[i]);
-    l->n_staged = 0;
-    l->staged_bytes = 0;
-    if (l->cap_staged > 1024) { /* a burst's array is not kept */
-        free(l->staged);
-        l->staged = NULL;
-        l->cap_staged = 0;
+    ll_commit *c = l->commit;
+    for (size_t i = 0; i < c->n_staged; i++)
+        rec_free(&c->staged[i]);
+    c->n_staged = 0;
+    c->staged_bytes = 0;
+    if (c->cap_staged > 1024) { /* a burst's array is not kept */
+        free(c->staged);
+        c->staged = NULL;
+        c->cap_staged = 0;
     }
+}
+
+void ll_commit_free(ll_commit *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->n_staged; i++)
+        rec_free(&c->staged[i]);
+    free(c->staged);
+    if (c->err)
+        rd_kafka_error_destroy(c->err);
+    free(c);
 }
 
 /* One record into the open transaction (the value and headers are the producer's from here; a
@@ -243,13 +312,14 @@ static void commit_job_free(struct ll_commit_job *j)
     free(j);
 }
 
-/* The job's outcome on the loop's thread: 0, or -1 with l->commit_err (the error, owned by the
- * loop until its recovery takes it) and l->commit_err_what. */
+/* The job's outcome on the loop's thread: 0, or -1 with l->commit->err (the error, owned by the
+ * loop until its recovery takes it) and l->commit->err_what. */
 static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
 {
+    ll_commit *c = l->commit;
     rd_kafka_error_t *e = j->err;
     const char *what = j->what;
-    l->last_commit_ms = j->us / 1000;
+    c->last_ms = j->us / 1000;
     if (!e) {
         /* where a slow commit spent its time: the flush includes AddPartitionsToTxn, which meets
          * the previous commit's markers still being written (CONCURRENT_TRANSACTIONS, retried by
@@ -265,10 +335,10 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
     commit_job_free(j);
     if (!e)
         return 0;
-    if (l->commit_err) /* not taken (the exit): the latest one is reported */
-        rd_kafka_error_destroy(l->commit_err);
-    l->commit_err = e;
-    l->commit_err_what = what;
+    if (c->err) /* not taken (the exit): the latest one is reported */
+        rd_kafka_error_destroy(c->err);
+    c->err = e;
+    c->err_what = what;
     return -1;
 }
 
@@ -298,12 +368,13 @@ static const ll_offtrack *committed_view(part_state *ps, ll_offtrack *out)
  * first message not done, with the done offsets above it as metadata. */
 static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
 {
+    ll_commit *c = l->commit;
     rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new((int)l->n_parts);
     ll_offtrack view;
     ll_offtrack_init(&view, 0);
     for (size_t i = 0; i < l->n_parts; i++) {
         part_state *ps = l->parts[i];
-        if (ps->touched <= l->offsets_batch_no)
+        if (ps->touched <= c->offsets_batch_no)
             continue;
         const ll_offtrack *t = committed_view(ps, &view);
         rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(o, ps->topic, ps->partition);
@@ -324,17 +395,18 @@ static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
         }
     }
     ll_offtrack_free(&view);
-    l->offsets_batch_no = l->batch_no;
+    c->offsets_batch_no = l->batch_no;
     return o;
 }
 
 /* Whether anything waits for a Kafka commit: staged records, or offsets changed. */
 static int commit_owed(const ll_loop *l)
 {
-    if (l->n_staged > 0)
+    const ll_commit *c = l->commit;
+    if (c->n_staged > 0)
         return 1;
     for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->touched > l->offsets_batch_no)
+        if (l->parts[i]->touched > c->offsets_batch_no)
             return 1;
     return 0;
 }
@@ -343,22 +415,23 @@ static int commit_owed(const ll_loop *l)
  * START). 0, or -1. */
 static int commit_start(ll_loop *l)
 {
+    ll_commit *c = l->commit;
     struct ll_commit_job *j = calloc(1, sizeof *j);
     if (!j)
         abort();
     j->io = l->kio;
     j->producer = l->producer;
-    j->recs = l->staged; /* taken over */
-    j->n_recs = l->n_staged;
-    l->staged = NULL;
-    l->n_staged = l->cap_staged = l->staged_bytes = 0;
+    j->recs = c->staged; /* taken over */
+    j->n_recs = c->n_staged;
+    c->staged = NULL;
+    c->n_staged = c->cap_staged = c->staged_bytes = 0;
     j->offsets = offsets_of(l);
     j->group = j->offsets->cnt > 0 ? l->kio->group_metadata(l->consumer) : NULL;
     j->started_us = ll_now_us();
-    if (l->overlap_commit) {
+    if (c->overlap) {
         j->wake = l->consumer_q;
         if (pthread_create(&j->thread, NULL, commit_thread, j) == 0) {
-            l->commit = j;
+            c->job = j;
             return 0;
         }
         j->wake = NULL;
@@ -370,10 +443,11 @@ static int commit_start(ll_loop *l)
 
 int ll_loop_commit_wait(ll_loop *l)
 {
-    struct ll_commit_job *j = l->commit;
+    ll_commit *c = l->commit;
+    struct ll_commit_job *j = c->job;
     if (!j)
         return 0;
-    l->commit = NULL;
+    c->job = NULL;
     pthread_join(j->thread, NULL);
     return commit_job_end(l, j);
 }
@@ -381,13 +455,14 @@ int ll_loop_commit_wait(ll_loop *l)
 /* The staged records into a Kafka commit, as ll_loop_commit_decide says. 0, or -1. */
 static int commit_step(ll_loop *l, bool may_wait)
 {
+    ll_commit *c = l->commit;
     ll_commit_state st = {
-        .in_flight = l->commit != NULL,
-        .ended = l->commit && atomic_load(&l->commit->done),
+        .in_flight = c->job != NULL,
+        .ended = c->job && atomic_load(&c->job->done),
         .owed = commit_owed(l),
         .blocked = ll_loop_recovering(l),
-        .staged = l->n_staged,
-        .staged_bytes = l->staged_bytes,
+        .staged = c->n_staged,
+        .staged_bytes = c->staged_bytes,
         .max_staged = LL_LOOP_STAGED_BATCHES * (size_t)l->batch_max,
         .max_staged_bytes = LL_LOOP_STAGED_BYTES,
     };
@@ -426,10 +501,11 @@ int ll_loop_commit_drain(ll_loop *l)
 
 void ll_loop_commit_fault_open(ll_loop *l)
 {
+    ll_commit *c = l->commit;
     if (ll_loop_commit_wait(l) != 0)
         return; /* the kill follows: the error goes with the process */
     const char *what;
-    rd_kafka_error_t *e = begin_and_produce(l->kio, l->producer, l->staged, l->n_staged, &what);
+    rd_kafka_error_t *e = begin_and_produce(l->kio, l->producer, c->staged, c->n_staged, &what);
     if (e)
         rd_kafka_error_destroy(e);
     ll_loop_staged_drop(l);

@@ -7,7 +7,26 @@
 
 #include "loop_int.h"
 
-/* commit.c */
+/* commit.c: the loop's Kafka commit, one object (its struct private to commit.c) */
+typedef struct ll_commit ll_commit;
+/* A Kafka commit with nothing staged and none in flight; overlap: loop.overlap_commit (a commit
+ * runs on a thread of its own beside the next batches). Owned by the loop (ll_commit_free). Aborts
+ * on out of memory. */
+ll_commit *ll_commit_new(bool overlap);
+/* Frees c: its staged records and a failure not taken (NULL: nothing). No commit may be in flight. */
+void ll_commit_free(ll_commit *c);
+/* The records staged for the next Kafka transaction. */
+size_t ll_loop_staged_count(const ll_loop *l);
+/* Whether a Kafka commit is in flight (begun, its outcome not taken). */
+bool ll_loop_commit_in_flight(const ll_loop *l);
+/* How long the last Kafka commit took (ms; the batch_done debug line). */
+int64_t ll_loop_commit_last_ms(const ll_loop *l);
+/* The failure of the last Kafka commit, not yet taken (borrowed), or NULL. */
+const rd_kafka_error_t *ll_loop_commit_error(const ll_loop *l);
+/* Takes the failure left by a commit that returned -1 (owned by the caller; NULL: none) and the
+ * call that failed (*what, static text). */
+rd_kafka_error_t *ll_loop_commit_take_error(ll_loop *l, const char **what);
+
 /* Stages one record (a reply or a dead letter of a committed database transaction) for the next
  * Kafka transaction (ll_loop_commit_push): topic borrowed for the loop's lifetime, key copied,
  * val taken over when take_val (malloc'ed) or copied, hdrs taken over (NULL: none). The labels it
@@ -22,17 +41,17 @@ void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t
  * of its own, or here with loop.overlap_commit = false); when one is in flight and has ended, its
  * outcome is taken first; when one is in flight and the staged records reach
  * LL_LOOP_STAGED_BATCHES x loop.batch_max or LL_LOOP_STAGED_BYTES, the loop waits for it.
- * Nothing begins while a recovery is owed. 0, or -1 with l->commit_err (the loop recovers:
- * ll_loop_commit_failed). */
+ * Nothing begins while a recovery is owed. 0, or -1 with the failure left (ll_loop_commit_take_error; the
+ * loop recovers: ll_loop_commit_failed). */
 int ll_loop_commit_push(ll_loop *l);
 /* The same without waiting, each turn of the loop: a commit that ended is taken, and the staged
- * records go into the next one. 0, or -1 with l->commit_err. */
+ * records go into the next one. 0, or -1 with the failure left. */
 int ll_loop_commit_poll(ll_loop *l);
 /* Waits for the commit in flight, if any, and takes its outcome: 0 (committed, or none), or -1
- * with l->commit_err (the error and the call that failed). The staged records stay staged. */
+ * with the failure left (the error and the call that failed). The staged records stay staged. */
 int ll_loop_commit_wait(ll_loop *l);
 /* Everything staged committed before the caller goes on (a rebalance, the exit): waits, begins a
- * commit of what is staged, waits for it. 0, or -1 with l->commit_err. */
+ * commit of what is staged, waits for it. 0, or -1 with the failure left. */
 int ll_loop_commit_drain(ll_loop *l);
 /* Drops the staged records (a rewind: their messages come again and are answered as replays). */
 void ll_loop_staged_drop(ll_loop *l);

@@ -258,13 +258,13 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
      * offsets (of the new assignment, for what stays assigned) */
     if (ll_loop_commit_drain(l) != 0)
         ll_loop_commit_failed(l);
-    if (l->n_staged > 0) {
+    if (ll_loop_staged_count(l) > 0) {
         /* not committed (a rewind or a new producer was owed, or the commit failed): their
          * messages come again from the committed offsets, to this instance or the partition's
          * new owner, and are answered then as replays. Kept, they would be committed later
          * without their offsets: a second answer (docs/design.md §4) */
         ll_log(LL_INFO, NULL, "staged_dropped",
-               "rebalance: %zu staged records dropped, answered again as replays", l->n_staged);
+               "rebalance: %zu staged records dropped, answered again as replays", ll_loop_staged_count(l));
         ll_loop_staged_drop(l);
     }
     if (err == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS) {
@@ -361,7 +361,7 @@ int ll_loop_rewind(ll_loop *l)
     rd_kafka_topic_partition_list_t *asg = NULL;
     char why[512] = "";
     owe(l, LL_RECOVERY_REWIND);
-    if (l->commit && ll_loop_commit_wait(l) != 0) /* the committed offsets are read below */
+    if (ll_loop_commit_in_flight(l) && ll_loop_commit_wait(l) != 0) /* the committed offsets are read below */
         ll_loop_commit_failed(l);
     /* what was staged comes again from the committed offsets, answered as replays */
     ll_loop_staged_drop(l);
@@ -478,11 +478,11 @@ static void abort_txn(ll_loop *l)
 
 int ll_loop_commit_failed(ll_loop *l)
 {
-    rd_kafka_error_t *e = l->commit_err;
+    const char *what = NULL;
+    rd_kafka_error_t *e = ll_loop_commit_take_error(l, &what);
     if (!e)
         return 0;
-    l->commit_err = NULL;
-    ll_log(LL_ERROR, NULL, "kafka_txn_error", "%s: %s", l->commit_err_what, rd_kafka_error_string(e));
+    ll_log(LL_ERROR, NULL, "kafka_txn_error", "%s: %s", what, rd_kafka_error_string(e));
     int fatal = rd_kafka_error_is_fatal(e);
     rd_kafka_error_destroy(e);
     char fe[256];

@@ -19,7 +19,7 @@
  *   position.c   the ledger's read positions (position.h): the merge, and every write a
  *                compare-and-set; the one owner of "is this still the ledger I last saw"
  *   commit.c     the Kafka transactions (commit.h): records staged, the commit (on a thread of
- *                its own), its failure returned to the loop (commit_err), drain
+ *                its own), its failure returned to the loop, drain
  *   io.c         the calls out to Kafka and the database (io.h), the real table
  *   decide.c     the pure decision tables (ll/kloop_decide.h)
  *
@@ -209,20 +209,9 @@ struct ll_loop {
      * unreachable, the whole assignment is paused, the consumer is still polled (the group keeps
      * this member), and the step is retried with backoff (loop.c). */
     ll_recovery_state rec;
-    /* The Kafka commit in flight on its own thread (commit.c); NULL when none.
-     * loop.overlap_commit = false commits on the loop's thread. The records staged for the next
-     * one (replies and dead letters of database transactions committed since it began; owned),
-     * their bytes, and the batch number when the last commit took its offsets. */
-    struct ll_commit_job *commit;
-    struct ll_staged_rec *staged;
-    size_t n_staged, cap_staged, staged_bytes;
-    int64_t offsets_batch_no;
-    /* The Kafka commit that failed (owned; NULL: none) and the call that failed, left by
-     * commit.c for the loop's recovery (ll_loop_commit_failed) */
-    rd_kafka_error_t *commit_err;
-    const char *commit_err_what;
-    bool overlap_commit;
-    int64_t last_commit_ms; /* how long the last Kafka commit took (ms) */
+    /* The Kafka commit (commit.c; owned): the one in flight, the records staged for the next one,
+     * a failure left for the loop's recovery (ll_loop_commit_failed) */
+    struct ll_commit *commit;
     /* The consumer's settled fetch sizes (ll_kfetch_settle), its queue (for its length; owned),
      * and what was delivered since the loop last found that queue empty (bytes of values and
      * keys, messages): ll_loop_fetch_drained wakes librdkafka's fetcher after a queue it may have
@@ -291,8 +280,8 @@ static inline bool ll_loop_recovering(const ll_loop *l)
  * written, a seek that failed): owed, the assignment paused, tried after delay_ms (0: the
  * backoff); nothing when a recovery is owed already. */
 void ll_loop_owe_rewind(ll_loop *l, int64_t delay_ms);
-/* The Kafka commit failed (l->commit_err, consumed; none: 0): fatal → the producer is recreated or
- * the loop exits (LL_RECOVERY_EXIT); otherwise the transaction is aborted and the assignment
+/* The Kafka commit failed (its failure taken: ll_loop_commit_take_error; none: 0): fatal → the producer is
+ * recreated or the loop exits (LL_RECOVERY_EXIT); otherwise the transaction is aborted and the assignment
  * rewound. Returns -1. */
 int ll_loop_commit_failed(ll_loop *l);
 /* Rewinds the assignment to the committed offsets merged with the ledger's positions (held and

@@ -217,6 +217,7 @@ static ll_loop *loop_new(const char *service, const ll_config *cfg, const ll_inp
     l->cfg = cfg;
     l->svc = svc;
     int64_t attempts = 0;
+    bool overlap = true;
     /* the ranges are the table's (LL_LOOP_CONFIG_KEYS), checked by the readers */
     if (ll_config_int(cfg, "loop.batch_max", &l->batch_max, err, errlen) ||
         ll_config_duration_ms(cfg, "loop.poll", &l->poll_ms, err, errlen) ||
@@ -228,12 +229,13 @@ static ll_loop *loop_new(const char *service, const ll_config *cfg, const ll_inp
         ll_config_int(cfg, "loop.max_held", &l->max_held, err, errlen) ||
         ll_config_int(cfg, "loop.max_held_bytes", &l->max_held_bytes, err, errlen) ||
         ll_config_int(cfg, "loop.db_batch_max", &l->db_batch_max, err, errlen) ||
-        ll_config_bool(cfg, "loop.overlap_commit", &l->overlap_commit, err, errlen) ||
+        ll_config_bool(cfg, "loop.overlap_commit", &overlap, err, errlen) ||
         ll_config_int(cfg, "fault.crash_after_db_commits", &l->crash_after, err, errlen) ||
         ll_config_int(cfg, "db.tx_attempts", &attempts, err, errlen) || load_io(l, inputs, n, err, errlen)) {
         ll_loop_destroy(l);
         return NULL;
     }
+    l->commit = ll_commit_new(overlap);
     const char *missing = ll_config_get(cfg, "loop.position_missing");
     if (!missing || (strcmp(missing, "earliest") != 0 && strcmp(missing, "kafka") != 0)) {
         snprintf(err, errlen, "loop.position_missing must be earliest or kafka");
@@ -292,8 +294,8 @@ ll_db *ll_loop_db(ll_loop *l)
 
 void ll_loop_destroy(ll_loop *l)
 {
-    ll_loop_staged_drop(l);
-    free(l->staged);
+    if (l->commit)
+        ll_loop_staged_drop(l); /* nothing staged goes with the close's revocation */
     if (l->consumer_q)
         rd_kafka_queue_destroy(l->consumer_q);
     l->consumer_q = NULL; /* a commit that the close's revocation begins wakes no poll */
@@ -313,8 +315,7 @@ void ll_loop_destroy(ll_loop *l)
     ll_schema_ids_free(l->ids);
     ll_registry_free(l->registry);
     ll_db_close(&l->db);
-    if (l->commit_err) /* a commit that failed while the consumer closed */
-        rd_kafka_error_destroy(l->commit_err);
+    ll_commit_free(l->commit); /* with a failure of a commit that the consumer's close began */
     free(l);
 }
 
