@@ -11,6 +11,7 @@
 
 #include "dispatcher.h"
 #include "ll/daemon.h"
+#include "ll/dispatch_config.h"
 #include "ll/schema_gate.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
@@ -33,8 +34,7 @@ static const ll_config_key keys[] = {
     {"dispatch.lease", "PT60S", false, "how long a leased row stays invisible to other dispatchers",
      LL_CONFIG_NO_RANGE},
     {"dispatch.poll_interval", "PT5S", false, "polling fallback when no NOTIFY comes", LL_CONFIG_NO_RANGE},
-    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)",
-     LL_CONFIG_NO_RANGE},
+    LL_DISPATCH_MAX_ATTEMPTS_KEY,
     {"dispatch.backoff_min", "PT5S", false, "first retry delay", LL_CONFIG_NO_RANGE},
     {"dispatch.backoff_max", "PT5M", false, "longest retry delay", LL_CONFIG_NO_RANGE},
     {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack",

@@ -12,6 +12,7 @@
 
 #include "ll/config.h"
 #include "ll/daemon.h"
+#include "ll/dispatch_config.h"
 #include "ll/schema_gate.h"
 #include "ll/log.h"
 #include "ll/obs.h"
@@ -41,8 +42,7 @@ static const ll_config_key keys[] = {
      " consumer groups have read them again",
      LL_CONFIG_NO_RANGE},
     {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_NO_RANGE},
-    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)",
-     LL_CONFIG_INT, 1, LL_CONFIG_NO_MAX},
+    LL_DISPATCH_MAX_ATTEMPTS_KEY,
     {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, size_t n)

@@ -15,6 +15,7 @@
 #include "ll/config.h"
 #include "ll/daemon.h"
 #include "ll/db.h"
+#include "ll/dispatch_config.h"
 #include "ll/kloop.h"
 
 static const ll_config_key KEYS[] = {{"db.conninfo", NULL, true, "conninfo", LL_CONFIG_NO_RANGE},
@@ -333,6 +334,27 @@ static void test_shared_tables_defaults_are_in_range(void **state)
     check_defaults_in_range(LL_DAEMON_CONFIG_KEYS);
 }
 
+/* dispatch.max_attempts is declared once (ll/dispatch_config.h) for the dispatcher and the sweeper:
+ * its default 20 is in its range 1..2^31-1, and 0 or a value past an int is refused at start. */
+static void test_dispatch_max_attempts_declared_once(void **state)
+{
+    static const ll_config_key keys[] = {LL_DISPATCH_MAX_ATTEMPTS_KEY,
+                                         {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
+    check_defaults_in_range(keys);
+    char err[256];
+    int64_t v = 0;
+    ll_config *c = ll_config_load(NULL, keys, NULL, err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(ll_config_int(c, "dispatch.max_attempts", &v, err, sizeof err), 0);
+    assert_int_equal(v, 20);
+    assert_int_equal(ll_config_set(c, "dispatch.max_attempts", "0"), 0);
+    assert_int_equal(ll_config_int(c, "dispatch.max_attempts", &v, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'dispatch.max_attempts' must be 1..2147483647, not 0"));
+    assert_int_equal(ll_config_set(c, "dispatch.max_attempts", "2147483648"), 0);
+    assert_int_equal(ll_config_int(c, "dispatch.max_attempts", &v, err, sizeof err), -1);
+    ll_config_free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +371,7 @@ int main(void)
         cmocka_unit_test(test_kind_mismatch_is_refused),
         cmocka_unit_test(test_usage_and_example_print_the_range),
         cmocka_unit_test(test_shared_tables_defaults_are_in_range),
+        cmocka_unit_test(test_dispatch_max_attempts_declared_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
