@@ -123,15 +123,14 @@ static bool delivered(const leased *l)
 /* Opens the configured sink. 0, or -1 with err. */
 static int open_sink(dispatch_sink *sink, const ll_config *cfg, char *err, size_t errlen)
 {
-    const char *kind = ll_config_get(cfg, "dispatch.sink");
+    static const char *const kinds[] = {"kafka", "http", NULL}; /* dispatch.sink */
     memset(sink, 0, sizeof *sink);
-    if (strcmp(kind, "http") == 0) {
+    int kind = ll_config_enum("dispatch.sink", ll_config_get(cfg, "dispatch.sink"), kinds, err, errlen);
+    if (kind < 0)
+        return -1;
+    if (kind == 1) {
         sink->http = true;
         return http_sink_open(&sink->web, cfg, err, errlen);
-    }
-    if (strcmp(kind, "kafka") != 0) {
-        snprintf(err, errlen, "dispatch.sink must be kafka or http, not '%s'", kind);
-        return -1;
     }
     return sink_open(&sink->kafka, cfg, err, errlen);
 }

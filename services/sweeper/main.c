@@ -62,15 +62,11 @@ static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, siz
     int64_t query_timeout = 0;
     if (ll_config_duration_ms(cfg, "recovery.extract_query_timeout", &query_timeout, err, n))
         return -1;
-    const char *mode = ll_config_get(cfg, "recovery.mode");
-    if (strcmp(mode, "FAIL") == 0)
-        s->mode = LL_RECOVERY_FAIL;
-    else if (strcmp(mode, "REISSUE") == 0)
-        s->mode = LL_RECOVERY_REISSUE;
-    else {
-        snprintf(err, n, "recovery.mode must be FAIL or REISSUE, not '%s'", mode);
+    int mode =
+        ll_config_enum("recovery.mode", ll_config_get(cfg, "recovery.mode"), LL_RECOVERY_MODE_NAMES, err, n);
+    if (mode < 0)
         return -1;
-    }
+    s->mode = (ll_recovery_mode)mode;
     s->max_attempts = (int)max_attempts;
     s->dispatch_max_attempts = (int)dispatch_max;
     s->run_timeout_text = ll_config_get(cfg, "recovery.run_timeout");

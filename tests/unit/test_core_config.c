@@ -17,6 +17,7 @@
 #include "ll/db.h"
 #include "ll/dispatch_config.h"
 #include "ll/kloop.h"
+#include "ll/log.h"
 
 static const ll_config_key KEYS[] = {{"db.conninfo", NULL, true, "conninfo", LL_CONFIG_NO_RANGE},
                                      {"loop.batch_max", "200", false, "batch", LL_CONFIG_NO_RANGE},
@@ -355,6 +356,34 @@ static void test_dispatch_max_attempts_declared_once(void **state)
     ll_config_free(c);
 }
 
+/* ll_config_enum: the index of the allowed word, exact match only; else -1 with an error naming the
+ * key, every allowed word and the value; err may be NULL. The shared word lists are in their enums'
+ * order. */
+static void test_enum_key_is_one_of_its_words(void **state)
+{
+    static const char *const words[] = {"kafka", "http", NULL};
+    char err[256];
+    assert_int_equal(ll_config_enum("dispatch.sink", "kafka", words, err, sizeof err), 0);
+    assert_int_equal(ll_config_enum("dispatch.sink", "http", words, err, sizeof err), 1);
+    assert_int_equal(ll_config_enum("dispatch.sink", "HTTP", words, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key dispatch.sink must be kafka or http, not 'HTTP'");
+    assert_int_equal(ll_config_enum("db.pooler", "x", LL_DB_POOLER_NAMES, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key db.pooler must be auto, none or transaction, not 'x'");
+    assert_int_equal(ll_config_enum("log.level", NULL, LL_LOG_LEVEL_NAMES, err, sizeof err), -1);
+    assert_string_equal(err,
+                        "configuration key log.level has no value: it must be debug, info, warn or error");
+    assert_int_equal(ll_config_enum("log.level", "", LL_LOG_LEVEL_NAMES, NULL, 0), -1);
+    static const char *const one[] = {"only", NULL};
+    assert_int_equal(ll_config_enum("k", "other", one, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key k must be only, not 'other'");
+    char small[24];
+    assert_int_equal(ll_config_enum("db.pooler", "x", LL_DB_POOLER_NAMES, small, sizeof small), -1);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_int_equal(ll_config_enum("db.pooler", "transaction", LL_DB_POOLER_NAMES, NULL, 0),
+                     LL_DB_POOLER_TRANSACTION);
+    assert_int_equal(ll_config_enum("log.level", "warn", LL_LOG_LEVEL_NAMES, NULL, 0), LL_WARN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -372,6 +401,7 @@ int main(void)
         cmocka_unit_test(test_usage_and_example_print_the_range),
         cmocka_unit_test(test_shared_tables_defaults_are_in_range),
         cmocka_unit_test(test_dispatch_max_attempts_declared_once),
+        cmocka_unit_test(test_enum_key_is_one_of_its_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

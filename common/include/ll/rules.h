@@ -483,6 +483,9 @@ ll_send_outcome ll_dispatch_ack_timeout(int attempts, int max_attempts);
 
 /* recovery.mode (docs/contract.md §9). */
 typedef enum ll_recovery_mode { LL_RECOVERY_FAIL = 0, LL_RECOVERY_REISSUE } ll_recovery_mode;
+/* The words of recovery.mode in ll_recovery_mode's order ("FAIL", "REISSUE"), NULL-terminated: the
+ * index ll_config_enum returns is the mode. Static. */
+extern const char *const LL_RECOVERY_MODE_NAMES[];
 
 /* What rule 1 does with a run that has stale partitions. */
 typedef enum ll_stale_action {

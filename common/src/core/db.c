@@ -175,9 +175,11 @@ int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t 
     }
     ll_db_pooler pooler = LL_DB_POOLER_AUTO;
     const char *pv = ll_config_get(cfg, "db.pooler");
-    if (pv && ll_db_pooler_parse(pv, &pooler) != 0) {
-        snprintf(err, errlen, "db.pooler must be auto, none or transaction (not '%s')", pv);
-        return -1;
+    if (pv) {
+        int i = ll_config_enum("db.pooler", pv, LL_DB_POOLER_NAMES, err, errlen);
+        if (i < 0)
+            return -1;
+        pooler = (ll_db_pooler)i;
     }
     db->statement_timeout_ms = st;
     db->lock_timeout_ms = lk;
