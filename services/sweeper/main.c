@@ -20,28 +20,31 @@
 #include "sweeper.h"
 
 static const ll_config_key keys[] = {
-    {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline", LL_CONFIG_NO_RANGE},
+    {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline", LL_CONFIG_DURATION, LL_SEC,
+     30 * LL_DAY},
     {"recovery.extract_query_timeout", "PT60M", false, "must equal NiFi EXTRACT.QUERY.TIMEOUT",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, LL_DAY},
     {"recovery.stale", "PT90M", false,
      "a RUNNING partition without heartbeat this long is stale; must exceed extract_query_timeout",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, 7 * LL_DAY},
     {"recovery.mode", "FAIL", false, "FAIL or REISSUE", LL_CONFIG_NO_RANGE},
     {"recovery.max_attempts", "3", false, "claims allowed per partition in REISSUE mode", LL_CONFIG_NO_RANGE},
     {"recovery.validation_stale", "PT2H", false, "alert threshold for runs waiting on validation or publish",
-     LL_CONFIG_NO_RANGE},
-    {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold", LL_CONFIG_NO_RANGE},
-    {"recovery.sweeper_interval", "PT1M", false, "time between ticks", LL_CONFIG_DURATION, 1,
-     LL_CONFIG_NO_MAX},
+     LL_CONFIG_DURATION, LL_SEC, 30 * LL_DAY},
+    {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold", LL_CONFIG_DURATION,
+     LL_SEC, 30 * LL_DAY},
+    {"recovery.sweeper_interval", "PT1M", false, "time between ticks", LL_CONFIG_DURATION, LL_SEC / 10,
+     LL_HOUR},
     {"recovery.start_grace", "PT2M", false,
      "no rule acts this long after the sweeper's start, a new database connection, or a tick that found the"
      " ledger gone back in time: the consuming services find and re-read what the ledger lost first",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, LL_DAY},
     {"recovery.reread_window", "PT6H", false,
      "detected database losses (nifi_ops.position_rewind) this recent keep the rules waiting until their"
      " consumer groups have read them again",
-     LL_CONFIG_NO_RANGE},
-    {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, 30 * LL_DAY},
+    {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_DURATION,
+     LL_SEC, LL_DAY},
     LL_DISPATCH_MAX_ATTEMPTS_KEY,
     {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 

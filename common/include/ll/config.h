@@ -33,6 +33,12 @@ typedef enum ll_config_kind {
 #define LL_CONFIG_NO_RANGE LL_CONFIG_UNCHECKED, 0, 0
 /* No upper bound (ll_config_key.max). */
 #define LL_CONFIG_NO_MAX INT64_MAX
+/* Units of a duration key's range (ll_config_key.min/max are in ms): LL_CONFIG_DURATION, 1 * LL_SEC,
+ * 30 * LL_DAY reads PT1S..P30D. */
+#define LL_SEC  1000LL
+#define LL_MIN  (60 * LL_SEC)
+#define LL_HOUR (60 * LL_MIN)
+#define LL_DAY  (24 * LL_HOUR)
 
 /*
  * One known key: its name, its default (NULL = no default; required when `required`), a help

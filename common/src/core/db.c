@@ -12,18 +12,18 @@
 
 const ll_config_key LL_DB_TIMEOUT_KEYS[] = {
     {"db.statement_timeout", "PT5S", false, "longest SQL statement (statement_timeout); 0 = none",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, LL_HOUR},
     {"db.lock_timeout", "PT2S", false,
      "longest wait for a row lock (lock_timeout); a timeout holds the message and retries",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 1, 10 * LL_MIN},
     {"db.idle_in_transaction_timeout", "PT60S", false,
      "a transaction left idle longer is ended by the server (idle_in_transaction_session_timeout)",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, LL_HOUR},
     {"db.response_timeout", "PT15S", false,
      "longest wait for an answer of PostgreSQL on an open connection, measured by the service "
      "(a black-holed or half-open connection is dropped and reconnected after it); above "
      "db.statement_timeout",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, 2 * LL_HOUR},
     {"db.pooler", "auto", false,
      "auto | none | transaction: a transaction pooler (PgBouncer pool_mode=transaction) in front "
      "means unnamed statements and limits per transaction; auto detects it per connection",
