@@ -16,6 +16,7 @@
 #include "ll/fields.h"
 #include "ll/ledger.h"
 #include "ll/rules.h"
+#include "ll/run_answer.h"
 
 static const ll_stmt ST_CLAIM = {
     "pclaim_cas",
@@ -61,6 +62,58 @@ static ll_db_rc grant(ll_db *db, const ll_msg *m, const char *run_id, const char
     return LL_DB_OK;
 }
 
+/* The run-event ladder's answers to a claim by the stored token's owner (§5.13): PUBLISHING is
+ * where the claim leads, a replay (claimed=true); past PUBLISHING, or still before
+ * STAGING_VALIDATED after loop.prerequisite_wait, never a second grant, not even to the owner:
+ * REPLAY RUN_STATUS_MISMATCH, claimed=false. */
+static const ll_run_answer OWNER_ANSWERS[LL_RUN_EVENT_COUNT] = {
+    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REPLAY", NULL, LL_RUN_RS_CURRENT, true},
+    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REPLAY", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                      false},
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REPLAY", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                     false},
+};
+
+/* The same for any other token: a run PUBLISHING with another's token is PUBLISH_TOKEN_MISMATCH
+ * (a normal race); past PUBLISHING RUN_STATUS_MISMATCH; claimed=false always. */
+static const ll_run_answer OTHER_ANSWERS[LL_RUN_EVENT_COUNT] = {
+    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REJECTED", "PUBLISH_TOKEN_MISMATCH", LL_RUN_RS_CURRENT,
+                             false},
+    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                      false},
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                     false},
+};
+
+/* One publish claim: what the answers' steps need. */
+typedef struct pclaim_ctx {
+    ll_db *db;
+    const ll_msg *m;
+    const char *run_id, *token;
+} pclaim_ctx;
+
+static ll_apply pclaim_apply(void *ctx, ll_apply_out *out)
+{
+    const pclaim_ctx *c = ctx;
+    return ll_apply_of_db(grant(c->db, c->m, c->run_id, c->token, out));
+}
+
+static json_t *pclaim_reply(void *ctx, const ll_run_answer *row, const char *run_status)
+{
+    const pclaim_ctx *c = ctx;
+    return reply(c->m, c->run_id, c->token, row->outcome, row->code, run_status, row->ok);
+}
+
+static const ll_run_event_ops OPS = {pclaim_apply, pclaim_reply};
+
 ll_apply claimer_apply_publish_claim(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     char run_id[37], token[37];
@@ -74,42 +127,17 @@ ll_apply claimer_apply_publish_claim(void *svc, ll_db *db, const ll_msg *m, ll_a
         ll_run_row_clear(&run);
         return LL_APPLY_DB;
     }
-    ll_apply a = LL_APPLY_ROLLBACK;
-    const char *rs = run.found ? ll_run_status_name(run.status) : NULL;
+    if (!run.found && !rejected)
+        snprintf(out->reason, sizeof out->reason, "run %s not in the ledger yet", run_id);
     bool owner = run.publish_token && ll_uuid_equal(run.publish_token, token);
     /* the run-event ladder: STAGING_VALIDATED applies; PUBLISHING is where the claim leads */
     ll_run_event_in in = {run.found  ? LL_RUN_FOUND_LOCKED
                           : rejected ? LL_RUN_FOUND_REFUSED
                                      : LL_RUN_FOUND_NONE,
                           run.status, LL_RUN_STAGING_VALIDATED, LL_RUN_PUBLISHING, m->wait_expired};
-    switch (ll_run_event_decide(&in)) {
-    case LL_RUN_EVENT_RUN_NOT_FOUND:
-        out->reply = reply(m, run_id, token, "REJECTED", "RUN_NOT_FOUND", NULL, false);
-        break;
-    case LL_RUN_EVENT_DEFER_RUN:
-        snprintf(out->reason, sizeof out->reason, "run %s not in the ledger yet", run_id);
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_REPLAY:
-        /* PUBLISHING: claimed = (stored token = request token) */
-        out->reply = owner ? reply(m, run_id, token, "REPLAY", NULL, rs, true)
-                           : reply(m, run_id, token, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
-        break;
-    case LL_RUN_EVENT_APPLY:
-        a = ll_apply_of_db(grant(db, m, run_id, token, out));
-        break;
-    case LL_RUN_EVENT_DEFER:
-        snprintf(out->reason, sizeof out->reason, "run is %s; waiting for STAGING_VALIDATED", rs);
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_STATUS_MISMATCH:
-    case LL_RUN_EVENT_TOKEN_MISMATCH:
-    default:
-        /* past PUBLISHING (or ended): never a second grant, not even to the owner; still before
-         * STAGING_VALIDATED after loop.prerequisite_wait: the CAS fails, claimed=false (§5.13) */
-        out->reply = reply(m, run_id, token, owner ? "REPLAY" : "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
-        break;
-    }
+    pclaim_ctx ctx = {db, m, run_id, token};
+    ll_apply a = ll_run_event_act(owner ? OWNER_ANSWERS : OTHER_ANSWERS, ll_run_event_decide(&in), &in, &OPS,
+                                  &ctx, out);
     ll_run_row_clear(&run);
     return a;
 }

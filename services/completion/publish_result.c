@@ -15,6 +15,7 @@
 #include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
+#include "ll/run_answer.h"
 
 static const ll_stmt ST_PUBLISHED = {
     "presult_published",
@@ -107,6 +108,42 @@ static ll_db_rc record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply
     return LL_DB_OK;
 }
 
+/* The publish result's answers (§5.14, ll_publish_result_decide): another token (or none stored)
+ * PUBLISH_TOKEN_MISMATCH; the owner's report of the outcome the run is already in a replay; a run
+ * no longer PUBLISHING RUN_STATUS_MISMATCH. Every reply changed=false. */
+static const ll_run_answer ANSWERS[LL_RUN_EVENT_COUNT] = {
+    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REPLAY", NULL, LL_RUN_RS_CURRENT, false},
+    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                      false},
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "PUBLISH_TOKEN_MISMATCH",
+                                     LL_RUN_RS_CURRENT, false},
+};
+
+/* One publish result: what ANSWERS' steps need. */
+typedef struct presult_ctx {
+    ll_db *db;
+    const ll_msg *m;
+    const presult_in *p;
+} presult_ctx;
+
+static ll_apply presult_apply(void *ctx, ll_apply_out *out)
+{
+    const presult_ctx *c = ctx;
+    return ll_apply_of_db(record(c->db, c->m, c->p, out));
+}
+
+static json_t *presult_reply(void *ctx, const ll_run_answer *row, const char *run_status)
+{
+    const presult_ctx *c = ctx;
+    return reply(c->m, c->p, row->outcome, row->code, run_status, row->ok);
+}
+
+static const ll_run_event_ops OPS = {presult_apply, presult_reply};
+
 ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     presult_in p;
@@ -121,33 +158,10 @@ ll_apply completion_apply_publish_result(void *svc, ll_db *db, const ll_msg *m, 
     ll_run_status_parse(p.outcome, &done);
     ll_run_event_in in = {found, run.status, LL_RUN_PUBLISHING, done, m->wait_expired};
     bool stored = run.publish_token != NULL;
-    ll_apply a = LL_APPLY_ROLLBACK;
-    const char *rs = ll_run_status_name(run.status);
-    switch (ll_publish_result_decide(&in, stored, stored && ll_uuid_equal(run.publish_token, p.token))) {
-    case LL_RUN_EVENT_DEFER_RUN:
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_RUN_NOT_FOUND:
-        out->reply = reply(m, &p, "REJECTED", "RUN_NOT_FOUND", NULL, false);
-        break;
-    case LL_RUN_EVENT_DEFER:
-        defer_reason(run.status, LL_RUN_PUBLISHING, out);
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_TOKEN_MISMATCH:
-        out->reply = reply(m, &p, "REJECTED", "PUBLISH_TOKEN_MISMATCH", rs, false);
-        break;
-    case LL_RUN_EVENT_REPLAY:
-        out->reply = reply(m, &p, "REPLAY", NULL, rs, false);
-        break;
-    case LL_RUN_EVENT_APPLY:
-        a = ll_apply_of_db(record(db, m, &p, out));
-        break;
-    case LL_RUN_EVENT_STATUS_MISMATCH:
-    default:
-        out->reply = reply(m, &p, "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
-        break;
-    }
+    presult_ctx ctx = {db, m, &p};
+    ll_run_event ev =
+        ll_publish_result_decide(&in, stored, stored && ll_uuid_equal(run.publish_token, p.token));
+    ll_apply a = ll_run_event_act(ANSWERS, ev, &in, &OPS, &ctx, out);
     ll_run_row_clear(&run);
     return a;
 }

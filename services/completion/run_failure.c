@@ -14,6 +14,7 @@
 #include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
+#include "ll/run_answer.h"
 
 static const ll_stmt ST_FAIL = {
     "runfail_cas",
@@ -81,13 +82,45 @@ static ll_db_rc fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_app
     return LL_DB_OK;
 }
 
-/* docs/contract.md §5.6 check 4: RUN_STATUS_MISMATCH, details {runStatus} besides the pair. */
-static void mismatch(const ll_msg *m, const runfail_in *f, ll_run_status current, ll_apply_out *out)
+/* The run-event ladder's answers (§5.6): a run already in failStatus is a replay; any other status
+ * RUN_STATUS_MISMATCH (check 4). */
+static const ll_run_answer ANSWERS[LL_RUN_EVENT_COUNT] = {
+    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REPLAY", NULL, LL_RUN_RS_DONE, false},
+    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                      false},
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                     false},
+};
+
+/* One run failure report: what ANSWERS' steps need. */
+typedef struct runfail_ctx {
+    ll_db *db;
+    const ll_msg *m;
+    const runfail_in *f;
+} runfail_ctx;
+
+static ll_apply runfail_apply(void *ctx, ll_apply_out *out)
 {
-    const char *rs = ll_run_status_name(current);
-    out->reply = outcome(m, f, "REJECTED", "RUN_STATUS_MISMATCH", rs, false);
-    json_object_set_new(json_object_get(out->reply, "details"), "runStatus", json_string(rs));
+    const runfail_ctx *c = ctx;
+    return ll_apply_of_db(fail_run(c->db, c->m, c->f, out));
 }
+
+/* A reply of ANSWERS (changed=false); RUN_STATUS_MISMATCH with details {runStatus} besides the pair
+ * (§5.6 check 4). */
+static json_t *runfail_reply(void *ctx, const ll_run_answer *row, const char *run_status)
+{
+    const runfail_ctx *c = ctx;
+    json_t *r = outcome(c->m, c->f, row->outcome, row->code, run_status, false);
+    if (row->code && strcmp(row->code, "RUN_STATUS_MISMATCH") == 0)
+        json_object_set_new(json_object_get(r, "details"), "runStatus", json_string(run_status));
+    return r;
+}
+
+static const ll_run_event_ops OPS = {runfail_apply, runfail_reply};
 
 ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
@@ -104,30 +137,8 @@ ll_apply completion_apply_run_failure(void *svc, ll_db *db, const ll_msg *m, ll_
     if (rc != LL_DB_OK)
         return ll_apply_of_db(rc);
     ll_run_event_in in = {found, run.status, f.expected, f.fail, m->wait_expired};
-    ll_apply a = LL_APPLY_ROLLBACK;
-    switch (ll_run_event_decide(&in)) {
-    case LL_RUN_EVENT_DEFER_RUN:
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_RUN_NOT_FOUND:
-        out->reply = outcome(m, &f, "REJECTED", "RUN_NOT_FOUND", NULL, false);
-        break;
-    case LL_RUN_EVENT_REPLAY:
-        out->reply = outcome(m, &f, "REPLAY", NULL, f.fail_s, false);
-        break;
-    case LL_RUN_EVENT_APPLY:
-        a = ll_apply_of_db(fail_run(db, m, &f, out));
-        break;
-    case LL_RUN_EVENT_DEFER:
-        defer_reason(run.status, f.expected, out);
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_STATUS_MISMATCH:
-    case LL_RUN_EVENT_TOKEN_MISMATCH:
-    default:
-        mismatch(m, &f, run.status, out);
-        break;
-    }
+    runfail_ctx ctx = {db, m, &f};
+    ll_apply a = ll_run_event_act(ANSWERS, ll_run_event_decide(&in), &in, &OPS, &ctx, out);
     ll_run_row_clear(&run);
     return a;
 }

@@ -9,11 +9,13 @@
  * after the wait the gate answers NO_METRICS.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "completion.h"
 #include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
+#include "ll/run_answer.h"
 
 static const ll_stmt ST_STAGE_VALIDATED = {
     "stagev_cas",
@@ -44,15 +46,47 @@ static json_t *blocked_reply(const ll_msg *m, const char *run_id, const ll_strli
     return outcome(m, run_id, "REJECTED", "GATE_BLOCKED", "STAGE_VALIDATING", false, reasons);
 }
 
-/* §5.9 step 3: stageValidated=false, reasons ["RUN_STATUS <status>"]. */
-static void mismatch_reply(const ll_msg *m, const char *run_id, ll_run_status current, ll_apply_out *out)
+/* The run-event ladder's answers (§5.9): a run already STAGING_VALIDATED is a replay
+ * (stageValidated=true); any other status RUN_STATUS_MISMATCH (step 3). */
+static const ll_run_answer ANSWERS[LL_RUN_EVENT_COUNT] = {
+    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REPLAY", NULL, LL_RUN_RS_DONE, true},
+    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                      false},
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                     false},
+};
+
+/* One stage-validated request: what ANSWERS' steps need. */
+typedef struct stagev_ctx {
+    ll_db *db;
+    const ll_msg *m;
+    const char *run_id;
+} stagev_ctx;
+
+static ll_apply stagev_apply(void *ctx, ll_apply_out *out)
 {
-    ll_strlist reasons = {0};
-    ll_strlist_addf(&reasons, "RUN_STATUS %s", ll_run_status_name(current));
-    out->reply =
-        outcome(m, run_id, "REJECTED", "RUN_STATUS_MISMATCH", ll_run_status_name(current), false, &reasons);
-    ll_strlist_clear(&reasons);
+    const stagev_ctx *c = ctx;
+    return gated_verdict(c->db, c->m, c->run_id, &STEP, -1, passed_reply, blocked_reply, out);
 }
+
+/* A reply of ANSWERS; RUN_STATUS_MISMATCH with reasons ["RUN_STATUS <status>"] (§5.9 step 3). */
+static json_t *stagev_reply(void *ctx, const ll_run_answer *row, const char *run_status)
+{
+    const stagev_ctx *c = ctx;
+    if (!row->code || strcmp(row->code, "RUN_STATUS_MISMATCH") != 0)
+        return outcome(c->m, c->run_id, row->outcome, row->code, run_status, row->ok, NULL);
+    ll_strlist reasons = {0};
+    ll_strlist_addf(&reasons, "RUN_STATUS %s", run_status);
+    json_t *r = outcome(c->m, c->run_id, row->outcome, row->code, run_status, row->ok, &reasons);
+    ll_strlist_clear(&reasons);
+    return r;
+}
+
+static const ll_run_event_ops OPS = {stagev_apply, stagev_reply};
 
 ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
@@ -66,30 +100,8 @@ ll_apply completion_apply_stage_validated(void *svc, ll_db *db, const ll_msg *m,
         return ll_apply_of_db(rc);
     ll_run_event_in in = {found, run.status, LL_RUN_STAGE_VALIDATING, LL_RUN_STAGING_VALIDATED,
                           m->wait_expired};
-    ll_apply a = LL_APPLY_ROLLBACK;
-    switch (ll_run_event_decide(&in)) {
-    case LL_RUN_EVENT_DEFER_RUN:
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_RUN_NOT_FOUND:
-        out->reply = outcome(m, run_id, "REJECTED", "RUN_NOT_FOUND", NULL, false, NULL);
-        break;
-    case LL_RUN_EVENT_REPLAY:
-        out->reply = outcome(m, run_id, "REPLAY", NULL, "STAGING_VALIDATED", true, NULL);
-        break;
-    case LL_RUN_EVENT_APPLY:
-        a = gated_verdict(db, m, run_id, &STEP, -1, passed_reply, blocked_reply, out);
-        break;
-    case LL_RUN_EVENT_DEFER:
-        defer_reason(run.status, LL_RUN_STAGE_VALIDATING, out);
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_STATUS_MISMATCH:
-    case LL_RUN_EVENT_TOKEN_MISMATCH:
-    default:
-        mismatch_reply(m, run_id, run.status, out);
-        break;
-    }
+    stagev_ctx ctx = {db, m, run_id};
+    ll_apply a = ll_run_event_act(ANSWERS, ll_run_event_decide(&in), &in, &OPS, &ctx, out);
     ll_run_row_clear(&run);
     return a;
 }

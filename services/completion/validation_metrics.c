@@ -16,6 +16,7 @@
 #include "ll/apply.h"
 #include "ll/fields.h"
 #include "ll/rules.h"
+#include "ll/run_answer.h"
 
 /* Only rows that change are written (IS DISTINCT FROM), so a replay is a no-op. */
 static const ll_stmt ST_UPSERT = {
@@ -147,6 +148,47 @@ static ll_apply record_metrics(ll_db *db, const ll_msg *m, const metrics_in *mi,
     return a;
 }
 
+/* The run-event ladder's answers (§5.8): no replay status (a replayed batch is applied again and
+ * changes nothing, ST_UPSERT); any other status RUN_STATUS_MISMATCH (step 2). */
+static const ll_run_answer ANSWERS[LL_RUN_EVENT_COUNT] = {
+    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT, false},
+    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                      false},
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
+                                     false},
+};
+
+/* One batch of metrics: what ANSWERS' steps need. */
+typedef struct vmetrics_ctx {
+    ll_db *db;
+    const ll_msg *m;
+    const metrics_in *mi;
+    const ll_run_row *run;
+} vmetrics_ctx;
+
+static ll_apply vmetrics_apply(void *ctx, ll_apply_out *out)
+{
+    const vmetrics_ctx *c = ctx;
+    return record_metrics(c->db, c->m, c->mi, c->run, out);
+}
+
+/* A reply of ANSWERS (recorded 0); RUN_STATUS_MISMATCH with details {runStatus, stage} (§5.8 step 2). */
+static json_t *vmetrics_reply(void *ctx, const ll_run_answer *row, const char *run_status)
+{
+    const vmetrics_ctx *c = ctx;
+    json_t *r = outcome(c->m, c->mi, row->outcome, row->code, run_status, 0);
+    if (row->code && strcmp(row->code, "RUN_STATUS_MISMATCH") == 0)
+        json_object_set_new(r, "details",
+                            json_pack("{s:s,s:s}", "runStatus", run_status, "stage", c->mi->stage));
+    return r;
+}
+
+static const ll_run_event_ops OPS = {vmetrics_apply, vmetrics_reply};
+
 ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg *m, ll_apply_out *out)
 {
     metrics_in mi = {0};
@@ -160,33 +202,8 @@ ll_apply completion_apply_validation_metrics(void *svc, ll_db *db, const ll_msg 
     ll_run_status need = strcmp(mi.stage, "STAGING") == 0 ? LL_RUN_STAGE_VALIDATING : LL_RUN_PUBLISHED;
     /* no replay status: a replayed batch is applied again and changes nothing (ST_UPSERT) */
     ll_run_event_in in = {found, run.status, need, LL_RUN_STATUS_COUNT, m->wait_expired};
-    ll_apply a = LL_APPLY_ROLLBACK;
-    switch (ll_run_event_decide(&in)) {
-    case LL_RUN_EVENT_APPLY:
-        a = record_metrics(db, m, &mi, &run, out);
-        break;
-    case LL_RUN_EVENT_DEFER_RUN:
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_RUN_NOT_FOUND:
-        out->reply = outcome(m, &mi, "REJECTED", "RUN_NOT_FOUND", NULL, 0);
-        break;
-    case LL_RUN_EVENT_DEFER:
-        defer_reason(run.status, need, out);
-        a = LL_APPLY_DEFER;
-        break;
-    case LL_RUN_EVENT_REPLAY:
-    case LL_RUN_EVENT_STATUS_MISMATCH:
-    case LL_RUN_EVENT_TOKEN_MISMATCH:
-    default: {
-        /* docs/contract.md §5.8 step 2: details {runStatus, stage} */
-        const char *rs = ll_run_status_name(run.status);
-        out->reply = outcome(m, &mi, "REJECTED", "RUN_STATUS_MISMATCH", rs, 0);
-        json_object_set_new(out->reply, "details",
-                            json_pack("{s:s,s:s}", "runStatus", rs, "stage", mi.stage));
-        break;
-    }
-    }
+    vmetrics_ctx ctx = {db, m, &mi, &run};
+    ll_apply a = ll_run_event_act(ANSWERS, ll_run_event_decide(&in), &in, &OPS, &ctx, out);
     ll_run_row_clear(&run);
     return a;
 }

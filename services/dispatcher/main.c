@@ -12,6 +12,7 @@
 #include "dispatcher.h"
 #include "ll/clock.h"
 #include "ll/daemon.h"
+#include "ll/dispatch_config.h"
 #include "ll/schema_gate.h"
 #include "ll/kloop.h"
 #include "ll/log.h"
@@ -32,19 +33,20 @@ static const ll_config_key keys[] = {
      "rows per lease, leased, published and marked SENT together (bounds the size of its statements)",
      LL_CONFIG_INT, 1, 1000},
     {"dispatch.lease", "PT60S", false, "how long a leased row stays invisible to other dispatchers",
-     LL_CONFIG_NO_RANGE},
-    {"dispatch.poll_interval", "PT5S", false, "polling fallback when no NOTIFY comes", LL_CONFIG_NO_RANGE},
-    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)",
-     LL_CONFIG_NO_RANGE},
-    {"dispatch.backoff_min", "PT5S", false, "first retry delay", LL_CONFIG_NO_RANGE},
-    {"dispatch.backoff_max", "PT5M", false, "longest retry delay", LL_CONFIG_NO_RANGE},
-    {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, LL_HOUR},
+    {"dispatch.poll_interval", "PT5S", false, "polling fallback when no NOTIFY comes", LL_CONFIG_DURATION,
+     LL_SEC / 10, LL_HOUR},
+    LL_DISPATCH_MAX_ATTEMPTS_KEY,
+    {"dispatch.backoff_min", "PT5S", false, "first retry delay", LL_CONFIG_DURATION, LL_SEC / 10, LL_HOUR},
+    {"dispatch.backoff_max", "PT5M", false, "longest retry delay", LL_CONFIG_DURATION, LL_SEC / 10, LL_DAY},
+    {"dispatch.delivery_timeout", "PT10S", false, "how long to wait for the broker's ack", LL_CONFIG_DURATION,
+     LL_SEC / 10, 10 * LL_MIN},
     {"dispatch.sink", "kafka", false,
      "kafka (publish to the command topics) or http (POST to a NiFi receiver)", LL_CONFIG_NO_RANGE},
     {"nifi.receiver_url", NULL, false,
      "http sink: base URL of the NiFi ListenHTTP/HandleHttpRequest receiver", LL_CONFIG_NO_RANGE},
-    {"nifi.timeout", "PT10S", false, "http sink: timeout of every phase of a POST", LL_CONFIG_NO_RANGE},
+    {"nifi.timeout", "PT10S", false, "http sink: timeout of every phase of a POST", LL_CONFIG_DURATION,
+     LL_SEC / 10, 10 * LL_MIN},
     {"nifi.ca_bundle", NULL, false, "http sink: CA bundle of the receiver's certificate", LL_CONFIG_NO_RANGE},
     {"nifi.client_cert", NULL, false, "http sink: client certificate (used when client_key is set too)",
      LL_CONFIG_NO_RANGE},
@@ -52,7 +54,7 @@ static const ll_config_key keys[] = {
     {"dispatch.log_summary", "PT1M", false,
      "at most this often one info line dispatch_summary counts the rows sent, retried and DEAD since the "
      "last (a row sent is logged at debug only); PT0S: no summary",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, LL_DAY},
     {"fault.crash_after_publish", "0", false,
      "drills only: kill -9 self after this many acknowledged batches, before marking them SENT",
      LL_CONFIG_NO_RANGE},
@@ -117,15 +119,14 @@ static bool delivered(const leased *l)
 /* Opens the configured sink. 0, or -1 with err. */
 static int open_sink(dispatch_sink *sink, const ll_config *cfg, char *err, size_t errlen)
 {
-    const char *kind = ll_config_get(cfg, "dispatch.sink");
+    static const char *const kinds[] = {"kafka", "http", NULL}; /* dispatch.sink */
     memset(sink, 0, sizeof *sink);
-    if (strcmp(kind, "http") == 0) {
+    int kind = ll_config_enum("dispatch.sink", ll_config_get(cfg, "dispatch.sink"), kinds, err, errlen);
+    if (kind < 0)
+        return -1;
+    if (kind == 1) {
         sink->http = true;
         return http_sink_open(&sink->web, cfg, err, errlen);
-    }
-    if (strcmp(kind, "kafka") != 0) {
-        snprintf(err, errlen, "dispatch.sink must be kafka or http, not '%s'", kind);
-        return -1;
     }
     return sink_open(&sink->kafka, cfg, err, errlen);
 }

@@ -12,6 +12,7 @@
 
 #include "ll/config.h"
 #include "ll/daemon.h"
+#include "ll/dispatch_config.h"
 #include "ll/schema_gate.h"
 #include "ll/log.h"
 #include "ll/obs.h"
@@ -19,30 +20,32 @@
 #include "sweeper.h"
 
 static const ll_config_key keys[] = {
-    {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline", LL_CONFIG_NO_RANGE},
+    {"recovery.run_timeout", "PT6H", false, "CREATED/EXTRACTING deadline", LL_CONFIG_DURATION, LL_SEC,
+     30 * LL_DAY},
     {"recovery.extract_query_timeout", "PT60M", false, "must equal NiFi EXTRACT.QUERY.TIMEOUT",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, LL_DAY},
     {"recovery.stale", "PT90M", false,
      "a RUNNING partition without heartbeat this long is stale; must exceed extract_query_timeout",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, 7 * LL_DAY},
     {"recovery.mode", "FAIL", false, "FAIL or REISSUE", LL_CONFIG_NO_RANGE},
     {"recovery.max_attempts", "3", false, "claims allowed per partition in REISSUE mode", LL_CONFIG_NO_RANGE},
     {"recovery.validation_stale", "PT2H", false, "alert threshold for runs waiting on validation or publish",
-     LL_CONFIG_NO_RANGE},
-    {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold", LL_CONFIG_NO_RANGE},
-    {"recovery.sweeper_interval", "PT1M", false, "time between ticks", LL_CONFIG_DURATION, 1,
-     LL_CONFIG_NO_MAX},
+     LL_CONFIG_DURATION, LL_SEC, 30 * LL_DAY},
+    {"recovery.publish_stale", "PT2H", false, "PUBLISHING -> PUBLISH_UNKNOWN threshold", LL_CONFIG_DURATION,
+     LL_SEC, 30 * LL_DAY},
+    {"recovery.sweeper_interval", "PT1M", false, "time between ticks", LL_CONFIG_DURATION, LL_SEC / 10,
+     LL_HOUR},
     {"recovery.start_grace", "PT2M", false,
      "no rule acts this long after the sweeper's start, a new database connection, or a tick that found the"
      " ledger gone back in time: the consuming services find and re-read what the ledger lost first",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, LL_DAY},
     {"recovery.reread_window", "PT6H", false,
      "detected database losses (nifi_ops.position_rewind) this recent keep the rules waiting until their"
      " consumer groups have read them again",
-     LL_CONFIG_NO_RANGE},
-    {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_NO_RANGE},
-    {"dispatch.max_attempts", "20", false, "deliveries before DEAD (ACK-timeout resends count)",
-     LL_CONFIG_INT, 1, LL_CONFIG_NO_MAX},
+     LL_CONFIG_DURATION, 0, 30 * LL_DAY},
+    {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_DURATION,
+     LL_SEC, LL_DAY},
+    LL_DISPATCH_MAX_ATTEMPTS_KEY,
     {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, size_t n)
@@ -62,15 +65,11 @@ static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, siz
     int64_t query_timeout = 0;
     if (ll_config_duration_ms(cfg, "recovery.extract_query_timeout", &query_timeout, err, n))
         return -1;
-    const char *mode = ll_config_get(cfg, "recovery.mode");
-    if (strcmp(mode, "FAIL") == 0)
-        s->mode = LL_RECOVERY_FAIL;
-    else if (strcmp(mode, "REISSUE") == 0)
-        s->mode = LL_RECOVERY_REISSUE;
-    else {
-        snprintf(err, n, "recovery.mode must be FAIL or REISSUE, not '%s'", mode);
+    int mode =
+        ll_config_enum("recovery.mode", ll_config_get(cfg, "recovery.mode"), LL_RECOVERY_MODE_NAMES, err, n);
+    if (mode < 0)
         return -1;
-    }
+    s->mode = (ll_recovery_mode)mode;
     s->max_attempts = (int)max_attempts;
     s->dispatch_max_attempts = (int)dispatch_max;
     s->run_timeout_text = ll_config_get(cfg, "recovery.run_timeout");

@@ -1,10 +1,12 @@
 /*
  * rule_alerts.c - rule 4, stalled validation alerts (docs/contract.md §7.4), extended to every status
- * that never times out (the gap of §13): a run in EXTRACTED_VALIDATED, STAGE_VALIDATING,
- * STAGING_VALIDATED or PUBLISHED with no progress for recovery.validation_stale gets one
- * RUN_STALE_ALERT event per stale period; its status never changes.
+ * that never times out (the gap of §13): a run in an alert-only status (LL_SQL_RUN_ALERT_ONLY, from
+ * the X-macro of ll/status.h: EXTRACTED_VALIDATED, STAGE_VALIDATING, STAGING_VALIDATED, PUBLISHED)
+ * with no progress for recovery.validation_stale gets one RUN_STALE_ALERT event per stale period;
+ * its status never changes. loadctl monitor's RUN_STALE takes the same list.
  */
 #include "ll/ledger.h"
+#include "ll/status_sql.h"
 #include "sweeper.h"
 
 static const ll_stmt ST_ALERT = {
@@ -15,7 +17,7 @@ static const ll_stmt ST_ALERT = {
     " 'LOAD_CONTROL_API', 'sweeper', 'no progress in ' || r.status,"
     " jsonb_build_object('status', r.status, 'heartbeatAt', r.heartbeat_at)"
     " FROM nifi_ops.load_run r"
-    " WHERE r.status IN ('EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'STAGING_VALIDATED', 'PUBLISHED')"
+    " WHERE r.status IN (" LL_SQL_RUN_ALERT_ONLY ")"
     " AND r.heartbeat_at < clock_timestamp() - $1::interval"
     " AND NOT EXISTS (SELECT 1 FROM nifi_ops.load_event e WHERE e.run_id = r.run_id"
     "   AND e.event_name = 'RUN_STALE_ALERT' AND e.event_time > clock_timestamp() - $1::interval)",

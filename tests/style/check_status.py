@@ -13,7 +13,11 @@ Fails when
     order (applied migrations are never edited: a change of status goes into a new migration);
   - an SQL list (IN (...), ARRAY[...], or a string that is nothing but a list) in a C file under common/, services/ or tools/loadctl/
     names a run status the X-macro does not have, or spells out one of the generated lists by
-    hand instead of using its macro (LL_SQL_RUN_ACTIVE, LL_SQL_RUN_TERMINAL, LL_SQL_RUN_FAILED).
+    hand instead of using its macro (LL_SQL_RUN_ACTIVE, LL_SQL_RUN_TERMINAL, LL_SQL_RUN_FAILED,
+    LL_SQL_RUN_ALERT_ONLY);
+  - the sweeper's stale alert (services/sweeper/rule_alerts.c) or loadctl monitor's RUN_STALE
+    (tools/loadctl/monitor_data.c) does not take its statuses from LL_SQL_RUN_ALERT_ONLY, or lists
+    an alert-only status by hand (the two must agree: they disagreed on STAGING_VALIDATED).
 Reads the source tree only; runs in well under a second.
 """
 import os
@@ -25,7 +29,9 @@ STATUS_SQL_H = os.path.join("common", "include", "ll", "status_sql.h")
 MIGRATIONS = os.path.join("schemas", "sql")
 DIRS = ("common", "services", os.path.join("tools", "loadctl"))
 
-RUN_ENTRY = re.compile(r"X\((\w+), ([01]), ([01]), (-?\d+)\)")
+RUN_ENTRY = re.compile(r"X\((\w+), ([01]), ([01]), (-?\d+), ([01])\)")
+# the two readers of the alert-only statuses, which must agree (LL_SQL_RUN_ALERT_ONLY)
+ALERT_READERS = (os.path.join("services", "sweeper", "rule_alerts.c"), os.path.join("tools", "loadctl", "monitor_data.c"))
 STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 # adjacent string literals (C concatenates them): one run of literals separated by blanks only
 LITERALS = re.compile(r'"(?:[^"\\\n]|\\.)*"(?:\s*"(?:[^"\\\n]|\\.)*")*')
@@ -41,18 +47,21 @@ def macro_body(text, name):
 
 
 def statuses(root):
-    """[(name, active, terminal, rank)] of LL_RUN_STATUSES and [name] of LL_PART_STATUSES."""
+    """[(name, active, terminal, rank)] of LL_RUN_STATUSES, [name] of LL_PART_STATUSES and [name] of the
+    alert-only run statuses."""
     text = open(os.path.join(root, STATUS_H), encoding="utf-8").read()
-    run = [(n, a == "1", t == "1", int(r)) for n, a, t, r in RUN_ENTRY.findall(macro_body(text, "LL_RUN_STATUSES"))]
+    entries = RUN_ENTRY.findall(macro_body(text, "LL_RUN_STATUSES"))
+    run = [(n, a == "1", t == "1", int(r)) for n, a, t, r, _ in entries]
+    alert = [n for n, _, _, _, al in entries if al == "1"]
     part = re.findall(r"X\((\w+)\)", macro_body(text, "LL_PART_STATUSES"))
-    return run, part
+    return run, part, alert
 
 
 def sql_list(names):
     return ", ".join("'%s'" % n for n in names)
 
 
-def generated(run):
+def generated(run, alert):
     """The macros of status_sql.h: name -> (comment, names)."""
     return {
         "LL_SQL_RUN_ACTIVE": ("The active statuses, in pipeline order (docs/contract.md §3.1, uq_load_run_active).",
@@ -61,10 +70,12 @@ def generated(run):
                                 [n for n, _, t, _ in run if t]),
         "LL_SQL_RUN_FAILED": ("The seven failure/timeout statuses (docs/contract.md §3.1 \"terminal failure\").",
                               [n for n, _, t, _ in run if t and n != "SUCCESS"]),
+        "LL_SQL_RUN_ALERT_ONLY": ("The alert-only statuses: never timed out, alerted on after recovery.validation_stale"
+                                  " (docs/contract.md §3.1, §7.4, §13).", alert),
     }
 
 
-def render(run):
+def render(run, alert):
     out = ["/*",
            " * status_sql.h - the run statuses of each class as SQL lists ('A', 'B', ...), for status IN (...).",
            " *",
@@ -74,7 +85,7 @@ def render(run):
            "#ifndef LL_STATUS_SQL_H",
            "#define LL_STATUS_SQL_H",
            ""]
-    for name, (comment, names) in generated(run).items():
+    for name, (comment, names) in generated(run, alert).items():
         out.append("/* %s */" % comment)
         out.append('#define %s "%s"' % (name, sql_list(names)))
     out += ["", "#endif", ""]
@@ -121,12 +132,12 @@ def c_files(root):
 
 def check(root):
     problems = []
-    run, part = statuses(root)
+    run, part, alert = statuses(root)
     names = [n for n, _, _, _ in run]
     if len(names) != 16 or len(part) != 6:
         problems.append("%s: LL_RUN_STATUSES has %d entries, LL_PART_STATUSES %d (docs/contract.md §3: 16 and 6)"
                         % (STATUS_H, len(names), len(part)))
-    want = generated(run)
+    want = generated(run, alert)
     path = os.path.join(root, STATUS_SQL_H)
     have = defines(open(path, encoding="utf-8").read()) if os.path.exists(path) else {}
     for name, (_, lst) in want.items():
@@ -171,6 +182,14 @@ def check(root):
                     problems.append("%s:%d: SQL list names %s, not in LL_RUN_STATUSES" % (rel, line, ", ".join(unknown)))
                 elif frozenset(items) in by_set and len(items) > 1:
                     problems.append("%s:%d: SQL list spells out %s by hand: use it" % (rel, line, by_set[frozenset(items)]))
+                elif rel in ALERT_READERS and set(items) & set(alert):
+                    problems.append("%s:%d: SQL list names the alert-only %s by hand: take them from LL_SQL_RUN_ALERT_ONLY"
+                                    % (rel, line, ", ".join(i for i in items if i in alert)))
+        if rel in ALERT_READERS and "LL_SQL_RUN_ALERT_ONLY" not in src:
+            problems.append("%s: the stale alert's statuses are not LL_SQL_RUN_ALERT_ONLY" % rel)
+    for reader in ALERT_READERS:
+        if not os.path.exists(os.path.join(root, reader)):
+            problems.append("%s: missing (a reader of LL_SQL_RUN_ALERT_ONLY)" % reader)
     return problems
 
 
@@ -180,9 +199,9 @@ def main(argv):
         return 2
     root = argv[1]
     if len(argv) > 2 and argv[2] == "--write":
-        run, _ = statuses(root)
+        run, _, alert = statuses(root)
         with open(os.path.join(root, STATUS_SQL_H), "w", encoding="utf-8") as f:
-            f.write(render(run))
+            f.write(render(run, alert))
         return 0
     problems = check(root)
     for p in problems:

@@ -15,7 +15,9 @@
 #include "ll/config.h"
 #include "ll/daemon.h"
 #include "ll/db.h"
+#include "ll/dispatch_config.h"
 #include "ll/kloop.h"
+#include "ll/log.h"
 
 static const ll_config_key KEYS[] = {{"db.conninfo", NULL, true, "conninfo", LL_CONFIG_NO_RANGE},
                                      {"loop.batch_max", "200", false, "batch", LL_CONFIG_NO_RANGE},
@@ -333,6 +335,55 @@ static void test_shared_tables_defaults_are_in_range(void **state)
     check_defaults_in_range(LL_DAEMON_CONFIG_KEYS);
 }
 
+/* dispatch.max_attempts is declared once (ll/dispatch_config.h) for the dispatcher and the sweeper:
+ * its default 20 is in its range 1..2^31-1, and 0 or a value past an int is refused at start. */
+static void test_dispatch_max_attempts_declared_once(void **state)
+{
+    static const ll_config_key keys[] = {LL_DISPATCH_MAX_ATTEMPTS_KEY,
+                                         {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
+    check_defaults_in_range(keys);
+    char err[256];
+    int64_t v = 0;
+    ll_config *c = ll_config_load(NULL, keys, NULL, err, sizeof err);
+    assert_non_null(c);
+    assert_int_equal(ll_config_int(c, "dispatch.max_attempts", &v, err, sizeof err), 0);
+    assert_int_equal(v, 20);
+    assert_int_equal(ll_config_set(c, "dispatch.max_attempts", "0"), 0);
+    assert_int_equal(ll_config_int(c, "dispatch.max_attempts", &v, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'dispatch.max_attempts' must be 1..2147483647, not 0"));
+    assert_int_equal(ll_config_set(c, "dispatch.max_attempts", "2147483648"), 0);
+    assert_int_equal(ll_config_int(c, "dispatch.max_attempts", &v, err, sizeof err), -1);
+    ll_config_free(c);
+}
+
+/* ll_config_enum: the index of the allowed word, exact match only; else -1 with an error naming the
+ * key, every allowed word and the value; err may be NULL. The shared word lists are in their enums'
+ * order. */
+static void test_enum_key_is_one_of_its_words(void **state)
+{
+    static const char *const words[] = {"kafka", "http", NULL};
+    char err[256];
+    assert_int_equal(ll_config_enum("dispatch.sink", "kafka", words, err, sizeof err), 0);
+    assert_int_equal(ll_config_enum("dispatch.sink", "http", words, err, sizeof err), 1);
+    assert_int_equal(ll_config_enum("dispatch.sink", "HTTP", words, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key dispatch.sink must be kafka or http, not 'HTTP'");
+    assert_int_equal(ll_config_enum("db.pooler", "x", LL_DB_POOLER_NAMES, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key db.pooler must be auto, none or transaction, not 'x'");
+    assert_int_equal(ll_config_enum("log.level", NULL, LL_LOG_LEVEL_NAMES, err, sizeof err), -1);
+    assert_string_equal(err,
+                        "configuration key log.level has no value: it must be debug, info, warn or error");
+    assert_int_equal(ll_config_enum("log.level", "", LL_LOG_LEVEL_NAMES, NULL, 0), -1);
+    static const char *const one[] = {"only", NULL};
+    assert_int_equal(ll_config_enum("k", "other", one, err, sizeof err), -1);
+    assert_string_equal(err, "configuration key k must be only, not 'other'");
+    char small[24];
+    assert_int_equal(ll_config_enum("db.pooler", "x", LL_DB_POOLER_NAMES, small, sizeof small), -1);
+    assert_int_equal(strlen(small), sizeof small - 1);
+    assert_int_equal(ll_config_enum("db.pooler", "transaction", LL_DB_POOLER_NAMES, NULL, 0),
+                     LL_DB_POOLER_TRANSACTION);
+    assert_int_equal(ll_config_enum("log.level", "warn", LL_LOG_LEVEL_NAMES, NULL, 0), LL_WARN);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +400,8 @@ int main(void)
         cmocka_unit_test(test_kind_mismatch_is_refused),
         cmocka_unit_test(test_usage_and_example_print_the_range),
         cmocka_unit_test(test_shared_tables_defaults_are_in_range),
+        cmocka_unit_test(test_dispatch_max_attempts_declared_once),
+        cmocka_unit_test(test_enum_key_is_one_of_its_words),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

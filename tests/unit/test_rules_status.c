@@ -3,9 +3,11 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "ll/status.h"
+#include "ll/status_sql.h"
 
 static const char *const run_names[] = {
     "CREATED",
@@ -138,12 +140,51 @@ static void test_forward_rank(void **state)
     assert_int_equal(ll_run_status_rank((ll_run_status)-1), -1);
 }
 
+/* The alert-only class (ALERT of LL_RUN_STATUSES; docs/contract.md §3.1 "never time out
+ * automatically (only alerts)", §7.4, §13) is exactly EXTRACTED_VALIDATED, STAGE_VALIDATING,
+ * STAGING_VALIDATED and PUBLISHED, and LL_SQL_RUN_ALERT_ONLY, the list the sweeper's RUN_STALE_ALERT
+ * (rule_alerts.c) and loadctl monitor's RUN_STALE (monitor_data.c) both take (style.status checks
+ * they do), is its rendering: the two cannot disagree on a status again (the monitor lacked
+ * STAGING_VALIDATED). No alert-only status times out, is terminal, or is PUBLISHING. */
+static void test_alert_only_class_is_the_sql_list(void **state)
+{
+    (void)state;
+    const ll_run_status want[] = {LL_RUN_EXTRACTED_VALIDATED, LL_RUN_STAGE_VALIDATING,
+                                  LL_RUN_STAGING_VALIDATED, LL_RUN_PUBLISHED};
+    char sql[512] = "";
+    size_t used = 0;
+    int n = 0;
+    for (int i = 0; i < LL_RUN_STATUS_COUNT; i++) {
+        bool alert = ll_run_status_is_alert_only((ll_run_status)i);
+        bool listed = false;
+        for (size_t k = 0; k < sizeof want / sizeof want[0]; k++)
+            listed |= want[k] == (ll_run_status)i;
+        assert_int_equal(alert, listed);
+        if (!alert)
+            continue;
+        assert_true(ll_run_status_is_active((ll_run_status)i));
+        assert_false(ll_run_status_is_terminal((ll_run_status)i));
+        used += (size_t)snprintf(sql + used, sizeof sql - used, "%s'%s'", n++ ? ", " : "",
+                                 ll_run_status_name((ll_run_status)i));
+    }
+    assert_int_equal(n, 4);
+    assert_string_equal(sql, LL_SQL_RUN_ALERT_ONLY);
+    assert_false(ll_run_status_is_alert_only(LL_RUN_PUBLISHING));
+    assert_false(ll_run_status_is_alert_only(LL_RUN_PUBLISH_UNKNOWN));
+    assert_false(ll_run_status_is_alert_only(LL_RUN_STATUS_COUNT));
+    assert_false(ll_run_status_is_alert_only((ll_run_status)-1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run_names_round_trip),        cmocka_unit_test(test_part_names_round_trip),
-        cmocka_unit_test(test_unknown_names_rejected),      cmocka_unit_test(test_out_of_range_name_is_null),
-        cmocka_unit_test(test_active_and_terminal_classes), cmocka_unit_test(test_forward_rank),
+        cmocka_unit_test(test_run_names_round_trip),
+        cmocka_unit_test(test_part_names_round_trip),
+        cmocka_unit_test(test_unknown_names_rejected),
+        cmocka_unit_test(test_out_of_range_name_is_null),
+        cmocka_unit_test(test_active_and_terminal_classes),
+        cmocka_unit_test(test_forward_rank),
+        cmocka_unit_test(test_alert_only_class_is_the_sql_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,6 +51,15 @@ static void test_settings_check(void **state)
     assert_non_null(strstr(err, "max_attempts"));
 }
 
+/* recovery.mode's words (ll_config_enum's list) are in ll_recovery_mode's order. */
+static void test_recovery_mode_names(void **state)
+{
+    (void)state;
+    assert_string_equal(LL_RECOVERY_MODE_NAMES[LL_RECOVERY_FAIL], "FAIL");
+    assert_string_equal(LL_RECOVERY_MODE_NAMES[LL_RECOVERY_REISSUE], "REISSUE");
+    assert_null(LL_RECOVERY_MODE_NAMES[2]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -58,6 +67,7 @@ int main(void)
         cmocka_unit_test(test_reissue_until_attempts_are_used_up),
         cmocka_unit_test(test_unclaimed_reissue_times_out),
         cmocka_unit_test(test_settings_check),
+        cmocka_unit_test(test_recovery_mode_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -22,7 +22,7 @@ static const char USAGE[] =
     "  --job KEY             only this job's runs, alerts and counts\n"
     "  --refresh D           read the ledger every D (default 5 seconds, at least 1)\n"
     "  --stale D             CREATED/EXTRACTING without heartbeat for D is RUN_STALE (PT90M)\n"
-    "  --validation-stale D  EXTRACTED_VALIDATED/STAGE_VALIDATING/PUBLISHED: (PT2H)\n"
+    "  --validation-stale D  EXTRACTED_VALIDATED/STAGE_VALIDATING/STAGING_VALIDATED/PUBLISHED: (PT2H)\n"
     "  --alert-limit N       at most N alerts, 1..500 (100)\n"
     "  --max-runs N          at most N active runs listed, 1..5000 (200)\n"
     "  --run RUN             select this run and show its detail\n"

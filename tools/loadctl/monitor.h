@@ -125,8 +125,8 @@ const char *lc_snapshot_time(const lc_snapshot *s);
 extern const char *const LC_STATUS_ORDER[LL_RUN_STATUS_COUNT];
 /* How many of LC_STATUS_ORDER are active (ll_run_status_is_active; docs/contract.md §3.1): counted from
  * LL_RUN_STATUSES. */
-#define LC_ACTIVE_ONE_(name, active, terminal, rank) +(active)
-#define LC_N_ACTIVE                                  (0 LL_RUN_STATUSES(LC_ACTIVE_ONE_))
+#define LC_ACTIVE_ONE_(name, active, terminal, rank, alert) +(active)
+#define LC_N_ACTIVE                                         (0 LL_RUN_STATUSES(LC_ACTIVE_ONE_))
 /* "45s", "12m", "3h05", "2d04" for an age in seconds (negative as 0). */
 void lc_format_age(long long secs, char *out, size_t len);
 

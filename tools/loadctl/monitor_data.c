@@ -8,12 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ll/status_sql.h"
 #include "monitor.h"
 
 /* The active statuses in pipeline order, then the others (SUCCESS, the failures), from
  * LL_RUN_STATUSES (ll/status.h). */
-#define LC_ACTIVE_NAME_(name, active, terminal, rank)   LL_STATUS_IF_##active(#name, )
-#define LC_INACTIVE_NAME_(name, active, terminal, rank) LL_STATUS_IFNOT_##active(#name, )
+#define LC_ACTIVE_NAME_(name, active, terminal, rank, alert)   LL_STATUS_IF_##active(#name, )
+#define LC_INACTIVE_NAME_(name, active, terminal, rank, alert) LL_STATUS_IFNOT_##active(#name, )
 const char *const LC_STATUS_ORDER[LL_RUN_STATUS_COUNT] = {LL_RUN_STATUSES(LC_ACTIVE_NAME_)
                                                               LL_RUN_STATUSES(LC_INACTIVE_NAME_)};
 #undef LC_ACTIVE_NAME_
@@ -101,7 +102,7 @@ static const ll_stmt ST_ALERTS = {
               "  SELECT 'RUN_STALE', 'WARN', r.run_id::text, r.job_key, r.business_key, r.heartbeat_at,"
               "   'stalled since last change', NULL"
               "  FROM nifi_ops.load_run r"
-              "  WHERE (r.status IN ('EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'PUBLISHED')"
+              "  WHERE (r.status IN (" LL_SQL_RUN_ALERT_ONLY ")"
               "     AND r.heartbeat_at < clock_timestamp() - $1::bigint * interval '1 millisecond')"
               "   OR (r.status IN ('CREATED', 'EXTRACTING')"
               "     AND r.heartbeat_at < clock_timestamp() - $2::bigint * interval '1 millisecond')"

@@ -48,6 +48,9 @@ typedef enum ll_framing {
 
 /* Parses "bare", "confluent", "container" or "block". Returns 0, or -1 for an unknown name. */
 int ll_framing_parse(const char *name, ll_framing *out);
+/* The configuration names of the framings in ll_framing's order ("bare", "confluent", "container",
+ * "block"), NULL-terminated: topic.<logical>.framing's words for ll_config_enum. Static. */
+extern const char *const LL_FRAMING_NAMES[];
 /* The configuration name of a framing (static string). */
 const char *ll_framing_name(ll_framing f);
 

@@ -33,6 +33,12 @@ typedef enum ll_config_kind {
 #define LL_CONFIG_NO_RANGE LL_CONFIG_UNCHECKED, 0, 0
 /* No upper bound (ll_config_key.max). */
 #define LL_CONFIG_NO_MAX INT64_MAX
+/* Units of a duration key's range (ll_config_key.min/max are in ms): LL_CONFIG_DURATION, 1 * LL_SEC,
+ * 30 * LL_DAY reads PT1S..P30D. */
+#define LL_SEC  1000LL
+#define LL_MIN  (60 * LL_SEC)
+#define LL_HOUR (60 * LL_MIN)
+#define LL_DAY  (24 * LL_HOUR)
 
 /*
  * One known key: its name, its default (NULL = no default; required when `required`), a help
@@ -80,6 +86,16 @@ int ll_config_bool(const ll_config *c, const char *key, bool *out, char *err, si
 /* Duration in milliseconds (ISO-8601 or seconds). Returns 0, or -1 with err naming the key if not
  * a duration, or, for a key of kind LL_CONFIG_DURATION, if outside its range (as ll_config_int). */
 int ll_config_duration_ms(const ll_config *c, const char *key, int64_t *out_ms, char *err, size_t errlen);
+
+/*
+ * The one check of an enum-valued key (a value that is one of a fixed set of words: recovery.mode,
+ * dispatch.sink, db.pooler, log.level, topic.<logical>.framing, ...): the index of value in words, a
+ * NULL-terminated list of the allowed words compared exactly (case included). Returns that index
+ * (0 for the first word), or -1 with err "configuration key K must be a, b or c, not 'v'" naming
+ * every allowed word ("... has no value: it must be ..." for value NULL or empty). key, value and
+ * words are borrowed; err may be NULL with errlen 0 (a parser that only wants the index). Pure.
+ */
+int ll_config_enum(const char *key, const char *value, const char *const *words, char *err, size_t errlen);
 
 /* Parses a duration (ISO-8601 PnDTnHnMnS with fractions, or seconds) into ms. Returns 0 or -1. */
 int ll_parse_duration_ms(const char *text, int64_t *out_ms);

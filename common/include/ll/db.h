@@ -52,6 +52,9 @@ typedef enum ll_db_pooler {
     LL_DB_POOLER_TRANSACTION, /* "transaction": always as behind a transaction pooler */
 } ll_db_pooler;
 
+/* The words of db.pooler in ll_db_pooler's order ("auto", "none", "transaction"), NULL-terminated:
+ * the index ll_config_enum returns is the mode. Static. */
+extern const char *const LL_DB_POOLER_NAMES[];
 /* Parses a db.pooler value ("auto", "none", "transaction"). 0, or -1 for anything else. Pure. */
 int ll_db_pooler_parse(const char *text, ll_db_pooler *out);
 /* Whether a connection is pooled: the mode, and for AUTO the cancel key's process id against the

@@ -33,6 +33,9 @@ void ll_log_init(const char *service, ll_level min_level);
 /* Where the lines go: stdout (the default, the services) or another stream (loadctl: stderr,
  * its stdout being its output). Borrowed; call before any line is written. */
 void ll_log_output(FILE *out);
+/* The words of log.level in ll_level's order ("debug", "info", "warn", "error"), NULL-terminated:
+ * the index ll_config_enum returns is the level. Static. */
+extern const char *const LL_LOG_LEVEL_NAMES[];
 /* Parses debug/info/warn/error. Returns 0, or -1 for an unknown name. */
 int ll_log_level_parse(const char *name, ll_level *out);
 

@@ -32,7 +32,8 @@
      LL_CONFIG_NO_RANGE},                                                                                    \
     {                                                                                                        \
         "http.stall_after", "PT30S", false,                                                                  \
-            "/healthz answers 503 when the main loop has not turned for this long", LL_CONFIG_NO_RANGE       \
+            "/healthz answers 503 when the main loop has not turned for this long", LL_CONFIG_DURATION,      \
+            LL_SEC, LL_HOUR                                                                                  \
     }
 
 /* What a service's readiness needs besides a reachable database. */

@@ -352,7 +352,8 @@ typedef enum ll_run_event {
     LL_RUN_EVENT_DEFER,           /* the run may still get to where it applies (ll_run_should_wait) */
     LL_RUN_EVENT_RUN_NOT_FOUND,   /* its run request was refused: RUN_NOT_FOUND */
     LL_RUN_EVENT_STATUS_MISMATCH, /* any other status, or the wait is over: RUN_STATUS_MISMATCH */
-    LL_RUN_EVENT_TOKEN_MISMATCH   /* a publish result not of the publish claim's owner (§5.14 step 2) */
+    LL_RUN_EVENT_TOKEN_MISMATCH,  /* a publish result not of the publish claim's owner (§5.14 step 2) */
+    LL_RUN_EVENT_COUNT            /* the number of decisions (the rows of an ll_run_answer table) */
 } ll_run_event;
 
 /* The state a run-level event is judged on, read under the run lock. */
@@ -483,6 +484,9 @@ ll_send_outcome ll_dispatch_ack_timeout(int attempts, int max_attempts);
 
 /* recovery.mode (docs/contract.md §9). */
 typedef enum ll_recovery_mode { LL_RECOVERY_FAIL = 0, LL_RECOVERY_REISSUE } ll_recovery_mode;
+/* The words of recovery.mode in ll_recovery_mode's order ("FAIL", "REISSUE"), NULL-terminated: the
+ * index ll_config_enum returns is the mode. Static. */
+extern const char *const LL_RECOVERY_MODE_NAMES[];
 
 /* What rule 1 does with a run that has stale partitions. */
 typedef enum ll_stale_action {

@@ -19,5 +19,8 @@
 #define LL_SQL_RUN_FAILED                                                                                    \
     "'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH', "                     \
     "'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT'"
+/* The alert-only statuses: never timed out, alerted on after recovery.validation_stale (docs/contract.md
+ * §3.1, §7.4, §13). */
+#define LL_SQL_RUN_ALERT_ONLY "'EXTRACTED_VALIDATED', 'STAGE_VALIDATING', 'STAGING_VALIDATED', 'PUBLISHED'"
 
 #endif

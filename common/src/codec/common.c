@@ -51,14 +51,16 @@ const char *ll_type_name(ll_type t)
     return "?";
 }
 
-static const char *const framing_names[] = {"bare", "confluent", "container", "block"};
+const char *const LL_FRAMING_NAMES[] = {"bare", "confluent", "container", "block", NULL};
+/* The framings named in LL_FRAMING_NAMES (its NULL aside). */
+#define N_FRAMINGS (sizeof LL_FRAMING_NAMES / sizeof LL_FRAMING_NAMES[0] - 1)
 
 int ll_framing_parse(const char *name, ll_framing *out)
 {
     if (name == NULL || out == NULL)
         return -1;
-    for (size_t i = 0; i < sizeof framing_names / sizeof framing_names[0]; i++) {
-        if (strcmp(name, framing_names[i]) == 0) {
+    for (size_t i = 0; i < N_FRAMINGS; i++) {
+        if (strcmp(name, LL_FRAMING_NAMES[i]) == 0) {
             *out = (ll_framing)i;
             return 0;
         }
@@ -68,8 +70,8 @@ int ll_framing_parse(const char *name, ll_framing *out)
 
 const char *ll_framing_name(ll_framing f)
 {
-    if ((unsigned)f < sizeof framing_names / sizeof framing_names[0])
-        return framing_names[f];
+    if ((unsigned)f < N_FRAMINGS)
+        return LL_FRAMING_NAMES[f];
     return "unknown";
 }
 

@@ -283,6 +283,38 @@ static int check_range(const ll_config *c, const char *key, ll_config_kind kind,
     return -1;
 }
 
+/* The allowed words as "a, b or c" into buf (cut at n bytes). */
+static void words_text(const char *const *words, char *buf, size_t n)
+{
+    size_t count = 0, used = 0;
+    while (words[count])
+        count++;
+    buf[0] = '\0';
+    for (size_t i = 0; i < count && used < n; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == count ? " or " : ", ";
+        int w = snprintf(buf + used, n - used, "%s%s", sep, words[i]);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+int ll_config_enum(const char *key, const char *value, const char *const *words, char *err, size_t errlen)
+{
+    for (int i = 0; value && words[i]; i++)
+        if (strcmp(value, words[i]) == 0)
+            return i;
+    if (err && errlen) {
+        char allowed[512];
+        words_text(words, allowed, sizeof allowed);
+        if (!value || !*value)
+            snprintf(err, errlen, "configuration key %s has no value: it must be %s", key, allowed);
+        else
+            snprintf(err, errlen, "configuration key %s must be %s, not '%s'", key, allowed, value);
+    }
+    return -1;
+}
+
 int ll_config_int(const ll_config *c, const char *key, int64_t *out, char *err, size_t errlen)
 {
     const char *v = ll_config_get(c, key);

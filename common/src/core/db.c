@@ -12,18 +12,18 @@
 
 const ll_config_key LL_DB_TIMEOUT_KEYS[] = {
     {"db.statement_timeout", "PT5S", false, "longest SQL statement (statement_timeout); 0 = none",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, LL_HOUR},
     {"db.lock_timeout", "PT2S", false,
      "longest wait for a row lock (lock_timeout); a timeout holds the message and retries",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 1, 10 * LL_MIN},
     {"db.idle_in_transaction_timeout", "PT60S", false,
      "a transaction left idle longer is ended by the server (idle_in_transaction_session_timeout)",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, LL_HOUR},
     {"db.response_timeout", "PT15S", false,
      "longest wait for an answer of PostgreSQL on an open connection, measured by the service "
      "(a black-holed or half-open connection is dropped and reconnected after it); above "
      "db.statement_timeout",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, LL_SEC, 2 * LL_HOUR},
     {"db.pooler", "auto", false,
      "auto | none | transaction: a transaction pooler (PgBouncer pool_mode=transaction) in front "
      "means unnamed statements and limits per transaction; auto detects it per connection",
@@ -175,9 +175,11 @@ int ll_db_configure_timeouts(ll_db *db, const ll_config *cfg, char *err, size_t 
     }
     ll_db_pooler pooler = LL_DB_POOLER_AUTO;
     const char *pv = ll_config_get(cfg, "db.pooler");
-    if (pv && ll_db_pooler_parse(pv, &pooler) != 0) {
-        snprintf(err, errlen, "db.pooler must be auto, none or transaction (not '%s')", pv);
-        return -1;
+    if (pv) {
+        int i = ll_config_enum("db.pooler", pv, LL_DB_POOLER_NAMES, err, errlen);
+        if (i < 0)
+            return -1;
+        pooler = (ll_db_pooler)i;
     }
     db->statement_timeout_ms = st;
     db->lock_timeout_ms = lk;

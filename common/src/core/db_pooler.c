@@ -9,18 +9,14 @@
 /* The server process that runs this statement (pooler detection). */
 static const char SQL_BACKEND_PID[] = "SELECT pg_backend_pid()";
 
+const char *const LL_DB_POOLER_NAMES[] = {"auto", "none", "transaction", NULL};
+
 int ll_db_pooler_parse(const char *text, ll_db_pooler *out)
 {
-    if (!text)
+    int i = ll_config_enum("db.pooler", text, LL_DB_POOLER_NAMES, NULL, 0);
+    if (i < 0)
         return -1;
-    if (strcmp(text, "auto") == 0)
-        *out = LL_DB_POOLER_AUTO;
-    else if (strcmp(text, "none") == 0)
-        *out = LL_DB_POOLER_NONE;
-    else if (strcmp(text, "transaction") == 0)
-        *out = LL_DB_POOLER_TRANSACTION;
-    else
-        return -1;
+    *out = (ll_db_pooler)i;
     return 0;
 }
 

@@ -4,6 +4,7 @@
  * (librdkafka's threads log too: ll_kafka_log_to_json).
  */
 #include "ll/log.h"
+#include "ll/config.h"
 #include "ll/redact.h"
 
 #include <stdarg.h>
@@ -17,7 +18,7 @@ static char g_service[64] = "loadledger";
 static ll_level g_min = LL_INFO;
 static FILE *g_out;
 
-static const char *const level_names[] = {"debug", "info", "warn", "error"};
+const char *const LL_LOG_LEVEL_NAMES[] = {"debug", "info", "warn", "error", NULL};
 
 void ll_log_init(const char *service, ll_level min_level)
 {
@@ -77,10 +78,11 @@ size_t ll_log_utf8_clean(char *s)
 
 int ll_log_level_parse(const char *name, ll_level *out)
 {
-    for (int i = 0; i < 4; i++)
-        if (name && strcmp(name, level_names[i]) == 0)
-            return (*out = (ll_level)i), 0;
-    return -1;
+    int i = ll_config_enum("log.level", name, LL_LOG_LEVEL_NAMES, NULL, 0);
+    if (i < 0)
+        return -1;
+    *out = (ll_level)i;
+    return 0;
 }
 
 void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_t *fields, const char *fmt,
@@ -106,7 +108,7 @@ void ll_log_json(ll_level level, const ll_log_ctx *ctx, const char *event, json_
 
     json_t *o = json_object();
     json_object_set_new(o, "ts", json_string(ts));
-    json_object_set_new(o, "level", json_string(level_names[level]));
+    json_object_set_new(o, "level", json_string(LL_LOG_LEVEL_NAMES[level]));
     json_object_set_new(o, "service", json_string(g_service));
     json_object_set_new(o, "event", json_string(event));
     json_object_set_new(o, "msg", json_string(msg));

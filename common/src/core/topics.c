@@ -73,11 +73,10 @@ int ll_topic_framing(const ll_config *cfg, const char *logical, ll_framing *out,
         *out = LL_FRAMING_BARE;
         return 0;
     }
-    if (ll_framing_parse(f, out) != 0) {
-        snprintf(err, errlen,
-                 "configuration key '%s': unknown framing '%s' (bare, confluent, container, block)", key, f);
+    int i = ll_config_enum(key, f, LL_FRAMING_NAMES, err, errlen);
+    if (i < 0)
         return -1;
-    }
+    *out = (ll_framing)i;
     return 0;
 }
 

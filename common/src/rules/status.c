@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#define RUN_NAME_(name, active, terminal, rank) [LL_RUN_##name] = #name,
+#define RUN_NAME_(name, active, terminal, rank, alert) [LL_RUN_##name] = #name,
 static const char *const run_names[LL_RUN_STATUS_COUNT] = {LL_RUN_STATUSES(RUN_NAME_)};
 #undef RUN_NAME_
 
@@ -19,9 +19,9 @@ static const char *const part_names[LL_PART_STATUS_COUNT] = {LL_PART_STATUSES(PA
 #undef PART_NAME_
 
 /* The classes of each run status, from LL_RUN_STATUSES. */
-#define RUN_CLASS_(name, active, terminal, rank) [LL_RUN_##name] = {active, terminal, rank},
+#define RUN_CLASS_(name, active, terminal, rank, alert) [LL_RUN_##name] = {active, terminal, alert, rank},
 static const struct {
-    bool active, terminal;
+    bool active, terminal, alert;
     int rank;
 } run_classes[LL_RUN_STATUS_COUNT] = {LL_RUN_STATUSES(RUN_CLASS_)};
 #undef RUN_CLASS_
@@ -71,6 +71,12 @@ bool ll_run_status_is_terminal(ll_run_status s)
 int ll_run_status_rank(ll_run_status s)
 {
     return (int)s >= 0 && s < LL_RUN_STATUS_COUNT ? run_classes[s].rank : -1;
+}
+
+/* §3.1, §7.4, §13: the statuses only alerted on (ALERT of LL_RUN_STATUSES), false outside the enum. */
+bool ll_run_status_is_alert_only(ll_run_status s)
+{
+    return (int)s >= 0 && s < LL_RUN_STATUS_COUNT && run_classes[s].alert;
 }
 
 /* §3.2. Returns the static stored name, or NULL for a value outside the enum. */

@@ -6,6 +6,8 @@
 
 #include "ll/rules.h"
 
+const char *const LL_RECOVERY_MODE_NAMES[] = {"FAIL", "REISSUE", NULL};
+
 ll_stale_action ll_stale_decide(ll_recovery_mode mode, int max_attempts, const int *attempts,
                                 const bool *retry, size_t n, const char **reason)
 {

@@ -103,8 +103,11 @@ int ll_daemon_start(ll_daemon *d, int argc, char **argv, const char *name, const
     ll_level lvl = LL_INFO;
     if (!(d->cfg = ll_config_load(path, d->keys, LL_ALL_TOPICS, err, sizeof err)))
         return ll_daemon_fail(d, err);
-    if (ll_log_level_parse(ll_config_get(d->cfg, "log.level"), &lvl) != 0)
-        return ll_daemon_fail(d, "log.level must be debug, info, warn or error");
+    int level =
+        ll_config_enum("log.level", ll_config_get(d->cfg, "log.level"), LL_LOG_LEVEL_NAMES, err, sizeof err);
+    if (level < 0)
+        return ll_daemon_fail(d, err);
+    lvl = (ll_level)level;
     ll_log_init(name, lvl);
     char bin[80];
     snprintf(bin, sizeof bin, "ll-%s", name);

@@ -158,12 +158,15 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
         return 1;
     }
     ll_level lvl = LL_INFO;
-    if (ll_log_level_parse(ll_config_get(cfg, "log.level"), &lvl) != 0) {
-        fprintf(stderr, "ll-%s: log.level must be debug, info, warn or error\n", svc->name);
+    int level =
+        ll_config_enum("log.level", ll_config_get(cfg, "log.level"), LL_LOG_LEVEL_NAMES, err, sizeof err);
+    if (level < 0) {
+        fprintf(stderr, "ll-%s: %s\n", svc->name, err);
         ll_config_free(cfg);
         free(keys);
         return 1;
     }
+    lvl = (ll_level)level;
     ll_log_init(svc->name, lvl);
     char bin[80];
     snprintf(bin, sizeof bin, "ll-%s", svc->name);
