@@ -40,7 +40,7 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"loop.batch_max", "240", false,
      "messages per poll batch, held in memory: each holds about 4 KiB while its batch runs", LL_CONFIG_INT, 1,
      LL_BATCH_MAX},
-    {"loop.poll", "PT0.1S", false, "poll wait", LL_CONFIG_NO_RANGE},
+    {"loop.poll", "PT0.1S", false, "poll wait", LL_CONFIG_DURATION, LL_SEC / 100, 10 * LL_SEC},
     {"loop.max_message_bytes", "1048576", false, "largest message value accepted (bytes)",
      LL_CONFIG_NO_RANGE},
     {"loop.dead_letter_max_bytes", "2097152", false,
@@ -61,9 +61,12 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"codec.writer_cache_bytes", "1048576", false, "schema text cached per topic (bytes)", LL_CONFIG_INT, 1,
      LL_CONFIG_NO_MAX},
     {"loop.prerequisite_wait", "PT60S", false,
-     "how long a message waits for its prerequisite before it is dead-lettered", LL_CONFIG_NO_RANGE},
-    {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held run", LL_CONFIG_NO_RANGE},
-    {"loop.retry_backoff_max", "PT5S", false, "longest pause of a held run", LL_CONFIG_NO_RANGE},
+     "how long a message waits for its prerequisite before it is dead-lettered", LL_CONFIG_DURATION, 0,
+     LL_DAY},
+    {"loop.retry_backoff_min", "PT0.2S", false, "first pause of a held run", LL_CONFIG_DURATION, LL_SEC / 100,
+     LL_MIN},
+    {"loop.retry_backoff_max", "PT5S", false, "longest pause of a held run", LL_CONFIG_DURATION, LL_SEC / 10,
+     LL_HOUR},
     {"loop.db_batch_max", "60", false,
      "savepoints per database transaction (PostgreSQL caches 64 subtransactions): messages applied one by"
      " one, a savepoint each; a batch needing more commits in parts; those the set-based apply decides"
@@ -88,13 +91,13 @@ const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
      "how long an input answered before the database lost its effect waits for its prerequisite when it is"
      " applied again (the other service's re-read); then its dead letter is visible, for `loadctl redrive`"
      " (docs/design.md §5)",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, 7 * LL_DAY},
     {"loop.position_check_interval", "PT5S", false,
      "how often, while no input comes, the ledger's read positions of the assigned partitions are compared"
      " with the ones this instance last read or wrote, so that a database that went back in time behind an"
      " unchanged connection (a pooler after a failover) is found without new input; 0: only at the next"
      " write (docs/design.md §5)",
-     LL_CONFIG_NO_RANGE},
+     LL_CONFIG_DURATION, 0, LL_HOUR},
     {"loop.max_held_bytes", "8388608", false,
      "keys and values of the held messages per Kafka partition (bytes); beyond it the partition's"
      " fetching pauses (one message is always held)",
@@ -236,13 +239,14 @@ static ll_loop *loop_new(const char *service, const ll_config *cfg, const ll_inp
         return NULL;
     }
     l->commit = ll_commit_new(overlap);
-    const char *missing = ll_config_get(cfg, "loop.position_missing");
-    if (!missing || (strcmp(missing, "earliest") != 0 && strcmp(missing, "kafka") != 0)) {
-        snprintf(err, errlen, "loop.position_missing must be earliest or kafka");
+    static const char *const POSITION_MISSING[] = {"earliest", "kafka", NULL};
+    int missing = ll_config_enum("loop.position_missing", ll_config_get(cfg, "loop.position_missing"),
+                                 POSITION_MISSING, err, errlen);
+    if (missing < 0) {
         ll_loop_destroy(l);
         return NULL;
     }
-    l->position_missing_kafka = strcmp(missing, "kafka") == 0;
+    l->position_missing_kafka = missing == 1;
     if (io != &LL_LOOP_IO_REAL) {
         snprintf(l->group, sizeof l->group, "%s", service);
         return l;
