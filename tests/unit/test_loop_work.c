@@ -182,16 +182,12 @@ static void test_held_bytes_are_bounded(void **state)
     assert_non_null(ll_loop_hold_copy(&l, &m));
     m.offset = 5; /* 3 × (400 + key) > 1000 */
     assert_null(ll_loop_hold_copy(&l, &m));
-    batch b;
-    memset(&b, 0, sizeof b);
-    b.l = &l;
     lmsg *first = ps.held[0];
-    ll_batch_unhold(&b, first);
+    ll_loop_unhold(first);
     assert_int_equal(ps.n_held, 1);
     assert_int_equal(ps.held_bytes, 400 + m.key_len);
     assert_non_null(ll_loop_hold_copy(&l, &m));
     ll_loop_free_copy(first);
-    free(b.done_held);
     ll_loop_drop_held(&ps);
     free(ps.held);
 }
@@ -275,24 +271,13 @@ static void test_run_waits_after(void **state)
 static void test_tx_full(void **state)
 {
     (void)state;
-    ll_loop l;
-    memset(&l, 0, sizeof l);
-    l.db_batch_max = 1;
-    batch b = {.l = &l};
-    assert_int_equal(ll_batch_tx_full(&b), 0); /* no transaction */
-    b.in_tx = 1;
-    assert_int_equal(ll_batch_tx_full(&b), 0);
-    b.n_outs = 1; /* a dead letter's event, no message applied */
-    assert_int_equal(ll_batch_tx_full(&b), 1);
-    b.n_outs = 0;
-    b.tx_msgs = 1;
-    assert_int_equal(ll_batch_tx_full(&b), 1);
-    l.db_batch_max = 60;
-    b.n_outs = 5;
-    b.savepoints = 59;
-    assert_int_equal(ll_batch_tx_full(&b), 0);
-    b.savepoints = 60;
-    assert_int_equal(ll_batch_tx_full(&b), 1);
+    /* ll_txn_full_decide(open, loop.db_batch_max, messages applied, results queued, savepoints) */
+    assert_int_equal(ll_txn_full_decide(false, 1, 0, 0, 0), 0); /* no transaction */
+    assert_int_equal(ll_txn_full_decide(true, 1, 0, 0, 0), 0);
+    assert_int_equal(ll_txn_full_decide(true, 1, 0, 1, 0), 1); /* a dead letter's event, no message applied */
+    assert_int_equal(ll_txn_full_decide(true, 1, 1, 0, 0), 1);
+    assert_int_equal(ll_txn_full_decide(true, 60, 1, 5, 59), 0);
+    assert_int_equal(ll_txn_full_decide(true, 60, 1, 5, 60), 1);
 }
 
 int main(void)

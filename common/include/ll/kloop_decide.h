@@ -131,4 +131,12 @@ ll_gap_verdict ll_gap_decide(int64_t from, int64_t lo, int64_t hi);
  * when its position is base: base lies in the accepted range. */
 bool ll_gap_accepted(int64_t base, int64_t acc_from, int64_t acc_to);
 
+/* Whether the open database transaction must commit now (docs/design.md §3): with loop.db_batch_max
+ * (db_batch_max) 1, after one message applied (msgs) or one result queued without one (a dead
+ * letter's event: committed at once, else a rejection after it took the event along while its
+ * record went to Kafka); with more, once its savepoints reach db_batch_max (PostgreSQL caches 64
+ * subtransactions per backend). What the set-based part decided needs no savepoint and does not
+ * count. Never while no transaction is open. */
+bool ll_txn_full_decide(bool open, int64_t db_batch_max, int msgs, size_t outs, int savepoints);
+
 #endif

@@ -67,7 +67,7 @@
  *   - nothing recorded: it was applied. The rule runs (its conditional writes change nothing)
  *     and its answer goes out, except that a refusal it computes from a run that moved on since
  *     (a validation metric read again after SUCCESS: RUN_STATUS_MISMATCH) is answered REPLAY, with
- *     the rule's code as the notable replay's (ll_replay_outcome, applied in ll_batch_out_push).
+ *     the rule's code as the notable replay's (ll_replay_outcome, applied in ll_txn_out_push).
  * The decision is the pure table ll_replay_decide (ll/kloop_decide.h). The lookup is one statement
  * per batch that has such inputs, by primary key; a batch without them costs nothing.
  */
@@ -101,13 +101,101 @@ static void batch_owe_rewind(batch *b, int64_t delay_ms)
     }
 }
 
+void ll_batch_stop_partition(batch *b, part_state *ps, int64_t offset)
+{
+    /* a seek that failed leaves the position unknown: the loop rewinds once this batch is over
+     * (not now: the batch still refers to the held messages a rewind drops) */
+    if (ll_loop_stop_partition(b->l, ps, offset) != 0 && !b->rewind) {
+        b->rewind = 1;
+        b->rewind_delay_ms = 1;
+    }
+}
+
+/* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock). */
+w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why)
+{
+    ll_loop *l = b->l;
+    int64_t now = ll_now_ms();
+    m->state = 2;
+    /* the run's clock on the partition (partition.c): started by its first deferral, kept for
+     * its messages that find the queue full, read again after the pause */
+    int64_t since =
+        deferred ? ll_loop_clock_start(m->ps, m->run, m->defer_since_ms ? m->defer_since_ms : now) : 0;
+    lmsg *h = m->held ? m : ll_loop_hold_copy(l, m);
+    if (!h) {
+        /* the queue is full: not held, not done; fetched again once the queue drains */
+        ll_batch_stop_partition(b, m->ps, m->offset);
+        return W_HELD;
+    }
+    if (deferred && !h->defer_since_ms) {
+        h->defer_since_ms = since;
+        /* the run's clock: its messages already queued behind this one start it too */
+        for (size_t i = 0; i < h->ps->n_held; i++)
+            if (!h->ps->held[i]->defer_since_ms && strcmp(h->ps->held[i]->run, h->run) == 0)
+                h->ps->held[i]->defer_since_ms = since;
+    }
+    h->backoff_ms = h->backoff_ms ? h->backoff_ms * 2 : l->backoff_min_ms;
+    if (h->backoff_ms > l->backoff_max_ms)
+        h->backoff_ms = l->backoff_max_ms;
+    h->retry_at_ms = now + h->backoff_ms;
+    ll_log_ctx ctx = {h->run[0] ? h->run : NULL, pid, h->ps->topic, h->ps->partition, h->offset};
+    ll_log(deferred ? LL_INFO : LL_WARN, &ctx, deferred ? "message_deferred" : "run_held",
+           "held for %lld ms: %s", (long long)h->backoff_ms, why);
+    return W_HELD;
+}
+
+/* Remembers m's offset, to be marked done when the batch ends (done_mark). */
+static void mark_later(batch *b, const lmsg *m)
+{
+    if (b->n_marks == b->cap_marks) {
+        size_t cap = b->cap_marks ? b->cap_marks * 2 : 64;
+        done_mark *d = realloc(b->marks, cap * sizeof *d);
+        if (!d)
+            abort();
+        b->marks = d;
+        b->cap_marks = cap;
+    }
+    b->marks[b->n_marks++] = (done_mark){m->ps, m->offset};
+}
+
+/* Commits the batch's open transaction (ll_txn_commit, with the offsets its earlier transactions
+ * staged), then takes what its commits staged: each message done, its offset remembered, its
+ * partition changed in this batch, a held copy out of its queue (freed when the batch ends). 0,
+ * or -1: the caller undoes the batch. */
+static int tx_commit(batch *b)
+{
+    int rc = ll_txn_commit(b->tx, b->marks, b->n_marks);
+    size_t n = 0;
+    lmsg *const *done = ll_txn_committed(b->tx, &n);
+    for (size_t i = 0; i < n; i++) {
+        lmsg *m = done[i];
+        mark_later(b, m);
+        m->ps->touched = b->l->batch_no;
+        m->state = 1;
+        if (m->held) {
+            ll_loop_unhold(m);
+            if (b->n_done_held == b->cap_done_held) {
+                size_t cap = b->cap_done_held ? b->cap_done_held * 2 : 16;
+                lmsg **d = realloc(b->done_held, cap * sizeof *d);
+                if (!d)
+                    abort();
+                b->done_held = d;
+                b->cap_done_held = cap;
+            }
+            b->done_held[b->n_done_held++] = m;
+        }
+    }
+    ll_txn_committed_clear(b->tx);
+    return rc;
+}
+
 /* The batch failed (the database gone, or the transaction broke): its open transaction undone,
  * and a rewind reported, after the backoff (what was committed before it is applied again as a
  * replay). */
 static void undo(batch *b)
 {
     ll_loop *l = b->l;
-    ll_batch_tx_undo(b);
+    ll_txn_undo(b->tx);
     if (!batch_owes(b)) {
         ll_log(LL_WARN, NULL, "db_unavailable", "batch undone: %s %s (retrying from the committed offsets)",
                l->db.err.sqlstate, l->db.err.message);
@@ -170,7 +258,7 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         touched |= l->parts[i]->touched == l->batch_no;
     if (b.n_work == 0 && !touched)
         goto out;
-    b.use_savepoints = b.n_work > 1 && l->db_batch_max > 1;
+    b.tx = ll_txn_new(l, b.n_work > 1 && l->db_batch_max > 1);
     b.bulk_on = l->db_batch_max > 1;
     /* inputs the ledger answered before restate that answer, before anything is applied */
     if (ll_batch_restate(&b) != 0) {
@@ -202,7 +290,7 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
         }
         if (m->state == 2)
             ll_waits_add(&held_runs, m->ps);
-        if (ll_batch_tx_full(&b) && ll_batch_tx_commit(&b) != 0) {
+        if (ll_txn_full(b.tx) && tx_commit(&b) != 0) {
             undo(&b);
             goto out;
         }
@@ -214,7 +302,7 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
             goto out;
         }
     }
-    if (ll_batch_tx_commit(&b) != 0) {
+    if (tx_commit(&b) != 0) {
         undo(&b);
         goto out;
     }
@@ -239,12 +327,10 @@ out:
     mark_done_offsets(&b); /* those of database commits before a failure: the rewind reloads */
     free(b.marks);
     drop_decoded(&b);
-    ll_batch_outs_clear(&b);
     for (size_t i = 0; i < b.n_done_held; i++)
         ll_loop_free_copy(b.done_held[i]);
     free(b.done_held);
-    free(b.touch);
-    free(b.outs);
+    ll_txn_free(b.tx);
     free(b.work);
     free(b.fresh);
     end.rewind = b.rewind;
@@ -358,21 +444,7 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
 /* A dead letter: its event in the open transaction, its record after the commit. */
 w_result ll_batch_dead(batch *b, lmsg *m, const char *run_id, const char *code, const char *reason)
 {
-    if (ll_batch_tx_begin(b) != 0 || ll_loop_dead_letter_event(b->l, m, run_id, code, reason) != 0)
-        return W_FAILED;
-    ll_batch_out_push(b, m, NULL, code, reason, run_id);
-    return W_DONE;
-}
-
-/* Undoes the message's part of the transaction: to its savepoint, or the whole transaction
- * (touches_before: the heartbeats asked for before this message, kept). */
-int ll_batch_undo(batch *b, size_t touches_before)
-{
-    b->n_touch = touches_before;
-    if (b->use_savepoints)
-        return ll_batch_db_cmd(b, "ROLLBACK TO SAVEPOINT m");
-    b->in_tx = 0;
-    return ll_batch_db_cmd(b, "ROLLBACK");
+    return ll_txn_dead(b->tx, m, run_id, code, reason) == 0 ? W_DONE : W_FAILED;
 }
 
 int64_t ll_batch_prereq_wait(const batch *b, const lmsg *m)
@@ -397,7 +469,7 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
                     .service = l->service,
                     .wait_expired = since && now - since >= wait,
                     .ops = &LL_TXN_MSG_OPS,
-                    .txn = b};
+                    .txn = b->tx};
 }
 
 json_t *ll_batch_decode(batch *b, lmsg *m, const char **err)
@@ -494,21 +566,16 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     snprintf(rid, sizeof rid, "%s", run_id ? run_id : (m->run[0] ? m->run : ""));
     const char *pid = json_string_value(json_object_get(value, "partitionId"));
     ll_msg msg = ll_batch_msg_view(b, m, value, ll_now_ms());
-    if (ll_batch_tx_begin(b) != 0)
+    ll_txn_mark mk;
+    if (ll_txn_msg_begin(b->tx, &mk) != 0)
         goto failed;
-    if (b->use_savepoints &&
-        ll_batch_db_cmd(b, b->savepoints ? "RELEASE SAVEPOINT m; SAVEPOINT m" : "SAVEPOINT m") != 0)
-        goto failed;
-    b->savepoints += b->use_savepoints;
-    b->tx_msgs++;
     ll_apply_out out;
     memset(&out, 0, sizeof out);
-    size_t touches = b->n_touch;
     ll_apply d = m->io->in->apply(l->svc, &l->db, &msg, &out);
     /* the decision table (kloop_decide.h): the service's answer and the database's error class */
     ll_loop_step step = ll_loop_decide(d, false, msg.wait_expired, ll_batch_fault(b));
     ll_db_error e = l->db.err; /* the apply's error, kept over the undo */
-    if (step == LL_STEP_UNDO_BATCH || (step != LL_STEP_KEEP_REPLY && ll_batch_undo(b, touches) != 0))
+    if (step == LL_STEP_UNDO_BATCH || (step != LL_STEP_KEEP_REPLY && ll_txn_undo_to(b->tx, &mk) != 0))
         goto failed_out;
     l->db.err = e;
     w_result r = W_DONE;
@@ -517,7 +584,7 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     case LL_STEP_UNDO_REPLY:
         if (!msg.wait_expired)
             ll_loop_clock_stop(m->ps, m->run); /* answered: its prerequisite is there */
-        ll_batch_out_push(b, m, out.reply, NULL, NULL, rid);
+        ll_txn_out_push(b->tx, m, out.reply, NULL, NULL, rid);
         out.reply = NULL;
         break;
     case LL_STEP_UNDO_HOLD:
@@ -603,7 +670,7 @@ static void bulk_reply(void *sink, size_t at, json_t *reply)
     bulk_sink *s = sink;
     lmsg *m = s->ms[at];
     const char *rid = json_string_value(json_object_get(s->msgs[at].value, "runId"));
-    ll_batch_out_push(s->b, m, reply, NULL, NULL, rid ? rid : m->run);
+    ll_txn_out_push(s->b->tx, m, reply, NULL, NULL, rid ? rid : m->run);
 }
 
 static const ll_bulk_ops BULK_OPS = {.reply = bulk_reply};
@@ -668,7 +735,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
     for (size_t i = 0; i < got; i++)
         outs[i] = (ll_bulk_out){.ops = &BULK_OPS, .sink = &sink, .at = i};
     /* one message: the per-message path is as cheap */
-    if (got >= 2 && ll_batch_tx_begin(b) != 0) {
+    if (got >= 2 && ll_txn_begin(b->tx) != 0) {
         r = W_FAILED; /* no transaction: the database result, nothing to decide */
     } else if (got >= 2) {
         ll_apply a = io->in->bulk(l->svc, &l->db, ptrs, got, outs);
@@ -734,12 +801,10 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
 {
     ll_loop *l = b->l;
     *decided = 0;
-    int sp = b->in_tx && (b->tx_msgs > 0 || b->n_outs > 0); /* effects to keep */
-    if (sp && ll_batch_db_cmd(b, b->savepoints ? "RELEASE SAVEPOINT m; SAVEPOINT m" : "SAVEPOINT m") != 0)
+    ll_txn_mark mk;
+    if (ll_txn_bulk_begin(b->tx, &mk) != 0)
         return W_FAILED;
-    b->savepoints += sp;
     b->bulk_calls++; /* what this call decides is marked with it, and undone alone */
-    size_t outs_before = b->n_outs, touches = b->n_touch;
     for (size_t k = 0; k < l->n_io; k++) {
         if (!l->io[k].in->bulk)
             continue;
@@ -753,12 +818,7 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
                 if (b->work[i]->decided == b->bulk_calls)
                     b->work[i]->decided = 0;
             *decided = 0;
-            ll_batch_outs_truncate(b, outs_before);
-            b->n_touch = touches;
-            if (sp)
-                return ll_batch_db_cmd(b, "ROLLBACK TO SAVEPOINT m") == 0 ? W_DONE : W_FAILED;
-            b->in_tx = 0;
-            return ll_batch_db_cmd(b, "ROLLBACK") == 0 ? W_DONE : W_FAILED;
+            return ll_txn_undo_to(b->tx, &mk) == 0 ? W_DONE : W_FAILED;
         }
     }
     /* what this call decided stands, its replies queued: those values are not needed again */
@@ -791,8 +851,7 @@ int ll_batch_bulk_step(batch *b, size_t from, const char *run)
     if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE)
         return -1;
     b->n_bulk += decided;
-    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE ||
-        (ll_batch_tx_full(b) && ll_batch_tx_commit(b) != 0))
+    if (apply_bulk(b, from, b->n_work, run, &decided) != W_DONE || (ll_txn_full(b->tx) && tx_commit(b) != 0))
         return -1;
     return 0;
 }
@@ -841,7 +900,7 @@ static int restate(batch *b, lmsg *m, const PGresult *r, int i)
     m->decided = -1;
     ll_log(LL_DEBUG, &ctx, "input_restated", "read again: refused again (%s), as the first time",
            PQgetvalue(r, i, 5));
-    ll_batch_out_push(b, m, reply, NULL, NULL, m->run);
+    ll_txn_out_push(b->tx, m, reply, NULL, NULL, m->run);
     return 0;
 }
 
@@ -862,7 +921,7 @@ int ll_batch_restate(batch *b)
     if (topics.n > 0) {
         const char *p[4] = {l->group, ll_pgarray_text(&topics), ll_pgarray_text(&parts),
                             ll_pgarray_text(&offs)};
-        PGresult *r = ll_batch_tx_begin(b) == 0 ? l->kio->db_exec(&l->db, &ST_REFUSALS_FIND, p) : NULL;
+        PGresult *r = ll_txn_begin(b->tx) == 0 ? l->kio->db_exec(&l->db, &ST_REFUSALS_FIND, p) : NULL;
         if (!r) {
             rc = -1;
         } else {

@@ -11,6 +11,7 @@
 #include "ll/codec.h"
 #include "ll/kloop_decide.h"
 #include "loop_int.h"
+#include "position.h"
 
 /* What became of one message in the database transaction. */
 typedef enum {
@@ -19,31 +20,6 @@ typedef enum {
     W_FAILED /* the database went away (or the transaction broke): the batch is undone */
 } w_result;
 
-/* A result of the open database transaction, produced after it commits. */
-typedef struct out_item {
-    lmsg *m;
-    int is_reply;         /* 1: a reply (encoded at once: bytes, not a JSON tree, wait for the
-                           * commit), 0: a dead letter */
-    unsigned char *reply; /* the encoded reply, owned (NULL when it did not encode) */
-    size_t reply_len;     /* bytes */
-    char *encode_err;     /* why the reply did not fit its schema, owned, or NULL */
-    char code[64];        /* dead-letter code, "" for a reply */
-    char *reason;         /* dead-letter reason, owned */
-    char run_id[128];
-    char outcome[16], reply_code[48]; /* a reply's labels for loadledger_inputs_total (obs.h) */
-    char *refusal; /* a REJECTED reply as compact JSON, owned, recorded before the commit so that
-                    * a replay restates it (nifi_ops.input_refusal, batch.c); NULL: none */
-} out_item;
-
-/* An offset whose reply or dead letter is staged: marked done in its partition's tracker at the
- * end of the batch, all of them in offset order, so that the tracker never holds more ranges than
- * the offsets the batch leaves not done (marked one by one in run order, a batch of 1,000 runs
- * made and merged hundreds of ranges on the way; docs/design.md §3, the tracker). */
-typedef struct done_mark {
-    part_state *ps;
-    int64_t offset;
-} done_mark;
-
 /* One batch: its work, its open database transaction, the results waiting for its commit. */
 typedef struct batch {
     ll_loop *l;
@@ -51,23 +27,17 @@ typedef struct batch {
     size_t n_work;
     lmsg *fresh; /* the polled messages' lmsg structs */
     size_t n_fresh;
-    out_item *outs;
-    size_t n_outs, cap_outs;
-    char (*touch)[37]; /* runs whose heartbeat is refreshed before the commit */
-    size_t n_touch, cap_touch;
-    lmsg **done_held; /* held copies done in this batch, freed when it ends */
+    struct ll_txn *tx; /* its open database transaction (txn.c; owned while the batch runs) */
+    lmsg **done_held;  /* held copies done in this batch, freed when it ends */
     size_t n_done_held, cap_done_held;
     done_mark *marks; /* offsets whose results are staged, marked done when the batch ends */
     size_t n_marks, cap_marks;
     size_t n_decodes; /* values decoded in this batch (ll_decode calls; the batch_done debug line) */
     size_t n_kept;    /* messages of the work that keep a decoded value or its error (ll_batch_decode) */
-    int in_tx, use_savepoints;
-    int savepoints;          /* savepoints made in the open transaction */
-    int tx_msgs;             /* messages applied in it (with or without a savepoint) */
-    size_t n_bulk;           /* messages the set-based part applied in this batch */
-    int bulk_on;             /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
-    int bulk_calls;          /* set-based calls made in this batch: lmsg.decided names the one that decided */
-    int rewind;              /* a rewind is owed when the batch ends (reported to the loop: ll_batch_end) */
+    size_t n_bulk;    /* messages the set-based part applied in this batch */
+    int bulk_on;      /* the inputs' set-based apply is used (loop.db_batch_max > 1) */
+    int bulk_calls;   /* set-based calls made in this batch: lmsg.decided names the one that decided */
+    int rewind;       /* a rewind is owed when the batch ends (reported to the loop: ll_batch_end) */
     int64_t rewind_delay_ms; /* after this long (ms; 0: the recovery backoff) */
 } batch;
 
@@ -114,22 +84,17 @@ int ll_work_cmp(const void *a, const void *b);
  * (applied before: the rule answers, never REJECTED). Nothing replayed: no statement. 0, or -1
  * with l->db.err (the batch is undone). */
 int ll_batch_restate(batch *b);
-/* The digest of m's key and value (ll_fingerprint64 of each, combined) a recorded refusal is
- * matched on: an offset of a topic made again is another input. */
-static inline int64_t ll_msg_digest(const lmsg *m)
-{
-    uint64_t v = ll_fingerprint64(m->value, m->value ? m->len : 0);
-    uint64_t k = ll_fingerprint64(m->key, m->key ? m->key_len : 0);
-    return (int64_t)(v ^ ((k << 1) | (k >> 63)));
-}
 
 /* batch.c */
+/* Pauses ps's fetching at offset (its held queue is full: ll_loop_stop_partition); a seek that
+ * failed reports a rewind in b (the loop's, after the batch). */
+void ll_batch_stop_partition(batch *b, part_state *ps, int64_t offset);
+/* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock);
+ * pid and why go to the log. Returns W_HELD. */
+w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why);
 /* A dead letter: its event in the open transaction, its record after the commit. W_DONE, or
  * W_FAILED (database). */
 w_result ll_batch_dead(batch *b, lmsg *m, const char *run_id, const char *code, const char *reason);
-/* Undoes the message's part of the transaction: to its savepoint, or the whole transaction
- * (touches_before: the heartbeats asked for before this message, kept). 0, or -1. */
-int ll_batch_undo(batch *b, size_t touches_before);
 /* What an apply function sees of message m (value: its decoded record, borrowed; now in ms). */
 ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now);
 /* How long m waits for its prerequisite (ms): loop.reapplied_wait for an input answered before the

@@ -76,3 +76,10 @@ bool ll_gap_accepted(int64_t base, int64_t acc_from, int64_t acc_to)
 {
     return acc_from <= base && base < acc_to;
 }
+
+bool ll_txn_full_decide(bool open, int64_t db_batch_max, int msgs, size_t outs, int savepoints)
+{
+    if (!open)
+        return false;
+    return db_batch_max == 1 ? msgs >= 1 || outs > 0 : savepoints >= db_batch_max;
+}

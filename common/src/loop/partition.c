@@ -265,7 +265,7 @@ lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m)
 
 /* Removes a done held message from its queue; it is freed when the batch ends (the batch's
  * work still refers to it). */
-void ll_batch_unhold(batch *b, lmsg *m)
+void ll_loop_unhold(lmsg *m)
 {
     part_state *ps = m->ps;
     for (size_t i = 0; i < ps->n_held; i++)
@@ -275,58 +275,6 @@ void ll_batch_unhold(batch *b, lmsg *m)
             ps->held_bytes -= m->key_len + m->len;
             break;
         }
-    if (b->n_done_held == b->cap_done_held) {
-        size_t cap = b->cap_done_held ? b->cap_done_held * 2 : 16;
-        lmsg **d = realloc(b->done_held, cap * sizeof *d);
-        if (!d)
-            abort();
-        b->done_held = d;
-        b->cap_done_held = cap;
-    }
-    b->done_held[b->n_done_held++] = m;
-}
-
-void ll_batch_stop_partition(batch *b, part_state *ps, int64_t offset)
-{
-    /* a seek that failed leaves the position unknown: the loop rewinds once this batch is over
-     * (not now: the batch still refers to the held messages a rewind drops) */
-    if (ll_loop_stop_partition(b->l, ps, offset) != 0 && !b->rewind) {
-        b->rewind = 1;
-        b->rewind_delay_ms = 1;
-    }
-}
-
-/* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock). */
-w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why)
-{
-    ll_loop *l = b->l;
-    int64_t now = ll_now_ms();
-    m->state = 2;
-    /* the run's clock on the partition (partition.c): started by its first deferral, kept for
-     * its messages that find the queue full, read again after the pause */
-    int64_t since =
-        deferred ? ll_loop_clock_start(m->ps, m->run, m->defer_since_ms ? m->defer_since_ms : now) : 0;
-    lmsg *h = m->held ? m : ll_loop_hold_copy(l, m);
-    if (!h) {
-        /* the queue is full: not held, not done; fetched again once the queue drains */
-        ll_batch_stop_partition(b, m->ps, m->offset);
-        return W_HELD;
-    }
-    if (deferred && !h->defer_since_ms) {
-        h->defer_since_ms = since;
-        /* the run's clock: its messages already queued behind this one start it too */
-        for (size_t i = 0; i < h->ps->n_held; i++)
-            if (!h->ps->held[i]->defer_since_ms && strcmp(h->ps->held[i]->run, h->run) == 0)
-                h->ps->held[i]->defer_since_ms = since;
-    }
-    h->backoff_ms = h->backoff_ms ? h->backoff_ms * 2 : l->backoff_min_ms;
-    if (h->backoff_ms > l->backoff_max_ms)
-        h->backoff_ms = l->backoff_max_ms;
-    h->retry_at_ms = now + h->backoff_ms;
-    ll_log_ctx ctx = {h->run[0] ? h->run : NULL, pid, h->ps->topic, h->ps->partition, h->offset};
-    ll_log(deferred ? LL_INFO : LL_WARN, &ctx, deferred ? "message_deferred" : "run_held",
-           "held for %lld ms: %s", (long long)h->backoff_ms, why);
-    return W_HELD;
 }
 
 /* The slot of run on ps, or NULL. */

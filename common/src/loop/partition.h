@@ -6,7 +6,7 @@
 #ifndef LL_LOOP_PARTITION_H
 #define LL_LOOP_PARTITION_H
 
-#include "batch.h"
+#include "loop_int.h"
 
 /* partition.c */
 /* The state of (topic, partition), created on first use (owned by the loop). */
@@ -50,21 +50,15 @@ static inline bool ll_msg_replayed(const lmsg *m)
 /* partition.c */
 /* True when ps's held queue has a copy of offset. */
 int ll_loop_offset_held(const part_state *ps, int64_t offset);
-/* Pauses ps's fetching at offset (its held queue is full: ll_loop_stop_partition); a seek that
- * failed reports a rewind in b (the loop's, after the batch). */
-void ll_batch_stop_partition(batch *b, part_state *ps, int64_t offset);
 /* True when run r has a message in ps's held queue. */
 int ll_loop_run_held(const part_state *ps, const char *r);
 /* Copies a fresh message into the held queue of its partition, in offset order (a seek below held
  * messages can bring an older one after them). Returns the held copy (owned by the queue), or NULL when the
  * queue is full. */
 lmsg *ll_loop_hold_copy(ll_loop *l, lmsg *m);
-/* Removes a done held message from its queue; it is freed when the batch ends (the batch's work
- * still refers to it). */
-void ll_batch_unhold(batch *b, lmsg *m);
-/* Holds m (its run waits) with backoff; deferred = a missing prerequisite (starts its clock);
- * pid and why go to the log. Returns W_HELD. */
-w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const char *why);
+/* Removes a done held message from its queue (the copy stays m's: the batch frees it when it ends,
+ * its work still refers to it). */
+void ll_loop_unhold(lmsg *m);
 
 /* partition.c: the prerequisite clocks of a partition's waiting runs (run_clock). A run's clock
  * starts at its first deferral there and holds for every message of the run read before it ran

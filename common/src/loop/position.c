@@ -211,18 +211,18 @@ static int write_positions(ll_loop *l, const char *runs, positions *w)
 
 /* Adds the partition ps's position after this transaction: its tracker with the batch's earlier
  * marks and this transaction's results done, and the ledger's own done offsets of a replay. */
-static void add_position(batch *b, part_state *ps, positions *w)
+static void add_position(const ll_precommit *pc, part_state *ps, positions *w)
 {
     ll_offtrack t;
     ll_offtrack_init(&t, 0);
     ll_offtrack_copy(&t, &ps->track);
     int full = 0;
-    for (size_t i = 0; i < b->n_marks; i++)
-        if (b->marks[i].ps == ps)
-            full |= ll_offtrack_done(&t, b->marks[i].offset) != 0;
-    for (size_t i = 0; i < b->n_outs; i++)
-        if (b->outs[i].m->ps == ps)
-            full |= ll_offtrack_done(&t, b->outs[i].m->offset) != 0;
+    for (size_t i = 0; i < pc->n_marks; i++)
+        if (pc->marks[i].ps == ps)
+            full |= ll_offtrack_done(&t, pc->marks[i].offset) != 0;
+    for (size_t i = 0; i < pc->n_outs; i++)
+        if (pc->outs[i].m->ps == ps)
+            full |= ll_offtrack_done(&t, pc->outs[i].m->offset) != 0;
     /* what the ledger answered before and Kafka's commit does not hold (a group reset): kept in
      * the ledger's position until it is read again, so that a replay interrupted (a rewind, a
      * restart) still knows which inputs restate their first answer (batch.c) */
@@ -255,12 +255,11 @@ static void add_position(batch *b, part_state *ps, positions *w)
 
 /* Records the transaction's refusals and dead letters (not those restated: recorded already).
  * 0, or -1 with l->db.err. */
-static int record_refusals(batch *b)
+static int record_refusals(ll_loop *l, const ll_precommit *pc)
 {
-    ll_loop *l = b->l;
     ll_pgarray a[8] = {{0}};
-    for (size_t i = 0; i < b->n_outs; i++) {
-        const out_item *o = &b->outs[i];
+    for (size_t i = 0; i < pc->n_outs; i++) {
+        const out_item *o = &pc->outs[i];
         const lmsg *m = o->m;
         if (!ll_out_recorded(o))
             continue;
@@ -290,37 +289,35 @@ static int record_refusals(batch *b)
     return rc;
 }
 
-int ll_batch_precommit(batch *b)
+int ll_positions_precommit(ll_loop *l, const ll_precommit *pc)
 {
-    ll_loop *l = b->l;
-    if (record_refusals(b) != 0)
+    if (record_refusals(l, pc) != 0)
         return -1;
     ll_pgarray runs = {0};
     positions w = {0};
-    for (size_t i = 0; i < b->n_touch; i++)
-        ll_pgarray_add(&runs, b->touch[i]);
+    for (size_t i = 0; i < pc->n_touch; i++)
+        ll_pgarray_add(&runs, pc->touch[i]);
     /* the partitions this transaction answered on, each once (an earlier transaction of the
      * batch may have written one: its position has moved since), and those changed in this
      * batch whose position no transaction of it wrote yet (markers seen, done offsets skipped) */
-    for (size_t i = 0; i < b->n_outs; i++) {
-        part_state *ps = b->outs[i].m->ps;
+    for (size_t i = 0; i < pc->n_outs; i++) {
+        part_state *ps = pc->outs[i].m->ps;
         int again = 0;
         for (size_t j = 0; j < i && !again; j++)
-            again = b->outs[j].m->ps == ps;
+            again = pc->outs[j].m->ps == ps;
         if (!again) {
             ps->pos_batch = l->batch_no;
-            add_position(b, ps, &w);
+            add_position(pc, ps, &w);
         }
     }
     for (size_t i = 0; i < l->n_parts; i++) {
         part_state *ps = l->parts[i];
         if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no) {
             ps->pos_batch = l->batch_no;
-            add_position(b, ps, &w);
+            add_position(pc, ps, &w);
         }
     }
     int rc = w.topics.n > 0 || runs.n > 0 ? write_positions(l, ll_pgarray_text(&runs), &w) : 0;
-    b->n_touch = 0;
     ll_pgarray_free(&runs);
     positions_free(&w);
     return rc;
@@ -478,9 +475,7 @@ int ll_loop_positions_check(ll_loop *l)
 
 int ll_loop_positions_flush(ll_loop *l)
 {
-    batch none;
-    memset(&none, 0, sizeof none);
-    none.l = l;
+    const ll_precommit none = {0}; /* no transaction: the trackers as they are */
     positions w = {0};
     for (size_t i = 0; i < l->n_parts; i++) {
         part_state *ps = l->parts[i];

@@ -31,64 +31,150 @@
 #include "ll/obs.h"
 #include "ll/rules.h"
 
-/* ll_msg_ops.touch_run: the heartbeat of run_id asked for in the open transaction (txn: the batch). */
+/* The open database transaction of one batch: whether one is open, whether messages get a
+ * savepoint each (use_savepoints) and how many it made, the messages applied in it, its results
+ * queued for its commit, the runs whose heartbeat is written before the COMMIT, and the messages
+ * whose results its commits staged (taken by the batch: ll_txn_committed). */
+struct ll_txn {
+    ll_loop *l;
+    bool use_savepoints, open;
+    int savepoints, msgs;
+    out_item *outs;
+    size_t n_outs, cap_outs;
+    char (*touch)[37];
+    size_t n_touch, cap_touch;
+    lmsg **committed;
+    size_t n_committed, cap_committed;
+};
+
+ll_txn *ll_txn_new(ll_loop *l, bool use_savepoints)
+{
+    ll_txn *t = calloc(1, sizeof *t);
+    if (!t)
+        abort();
+    t->l = l;
+    t->use_savepoints = use_savepoints;
+    return t;
+}
+
+/* Drops the queued results from index keep on (the undone part of a transaction). */
+static void outs_truncate(ll_txn *t, size_t keep)
+{
+    for (size_t i = keep; i < t->n_outs; i++) {
+        free(t->outs[i].reply);
+        free(t->outs[i].encode_err);
+        free(t->outs[i].reason);
+        free(t->outs[i].refusal);
+    }
+    if (keep < t->n_outs)
+        t->n_outs = keep;
+}
+
+void ll_txn_free(ll_txn *t)
+{
+    if (!t)
+        return;
+    outs_truncate(t, 0);
+    free(t->outs);
+    free(t->touch);
+    free(t->committed);
+    free(t);
+}
+
+/* ll_msg_ops.touch_run: the heartbeat of run_id asked for in the open transaction. */
 static void touch_run(void *txn, const char *run_id)
 {
-    batch *b = txn;
-    if (!b || !run_id || strlen(run_id) != 36)
+    ll_txn *t = txn;
+    if (!t || !run_id || strlen(run_id) != 36)
         return;
-    for (size_t i = 0; i < b->n_touch; i++)
-        if (strcmp(b->touch[i], run_id) == 0)
+    for (size_t i = 0; i < t->n_touch; i++)
+        if (strcmp(t->touch[i], run_id) == 0)
             return;
-    if (b->n_touch == b->cap_touch) {
-        size_t cap = b->cap_touch ? b->cap_touch * 2 : 16;
-        char(*t)[37] = realloc(b->touch, cap * sizeof *t);
-        if (!t)
+    if (t->n_touch == t->cap_touch) {
+        size_t cap = t->cap_touch ? t->cap_touch * 2 : 16;
+        char(*r)[37] = realloc(t->touch, cap * sizeof *r);
+        if (!r)
             abort();
-        b->touch = t;
-        b->cap_touch = cap;
+        t->touch = r;
+        t->cap_touch = cap;
     }
-    memcpy(b->touch[b->n_touch++], run_id, 37);
+    memcpy(t->touch[t->n_touch++], run_id, 37);
 }
 
 const ll_msg_ops LL_TXN_MSG_OPS = {.touch_run = touch_run};
 
-int ll_batch_db_cmd(batch *b, const char *sql)
+/* One command on the loop's connection. 0, or -1 with l->db.err. */
+static int db_cmd(ll_txn *t, const char *sql)
 {
-    return b->l->kio->db_command(&b->l->db, sql) == LL_DB_OK ? 0 : -1;
+    return t->l->kio->db_command(&t->l->db, sql) == LL_DB_OK ? 0 : -1;
 }
 
-int ll_batch_tx_begin(batch *b)
+int ll_txn_begin(ll_txn *t)
 {
-    if (b->in_tx)
+    if (t->open)
         return 0;
-    ll_loop *l = b->l;
+    ll_loop *l = t->l;
     if (l->kio->db_ensure(&l->db) != LL_DB_OK)
         return -1;
     /* no check of the connection here: whether the ledger is still the one this instance last saw
      * is the position write's compare-and-set before the COMMIT (position.c), which every
      * path passes, whatever the path to the server (a new connection, a pooler behind the same one) */
-    if (ll_batch_db_cmd(b, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
+    if (db_cmd(t, "BEGIN ISOLATION LEVEL READ COMMITTED") != 0)
         return -1;
-    b->in_tx = 1;
-    b->savepoints = b->tx_msgs = 0;
+    t->open = true;
+    t->savepoints = t->msgs = 0;
     return 0;
 }
 
-/* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed) or a
- * dead letter (code and reason copied). */
-void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const char *reason,
-                       const char *run_id)
+/* A savepoint (the one before it released: one name, "m"), counted. */
+static int savepoint(ll_txn *t)
 {
-    if (b->n_outs == b->cap_outs) {
-        size_t cap = b->cap_outs ? b->cap_outs * 2 : 32;
-        out_item *o = realloc(b->outs, cap * sizeof *o);
+    if (db_cmd(t, t->savepoints ? "RELEASE SAVEPOINT m; SAVEPOINT m" : "SAVEPOINT m") != 0)
+        return -1;
+    t->savepoints++;
+    return 0;
+}
+
+int ll_txn_msg_begin(ll_txn *t, ll_txn_mark *mk)
+{
+    if (ll_txn_begin(t) != 0 || (t->use_savepoints && savepoint(t) != 0))
+        return -1;
+    t->msgs++;
+    *mk = (ll_txn_mark){t->n_outs, t->n_touch, t->use_savepoints};
+    return 0;
+}
+
+int ll_txn_bulk_begin(ll_txn *t, ll_txn_mark *mk)
+{
+    bool sp = t->open && (t->msgs > 0 || t->n_outs > 0); /* effects to keep */
+    if (sp && savepoint(t) != 0)
+        return -1;
+    *mk = (ll_txn_mark){t->n_outs, t->n_touch, sp};
+    return 0;
+}
+
+int ll_txn_undo_to(ll_txn *t, const ll_txn_mark *mk)
+{
+    outs_truncate(t, mk->outs);
+    t->n_touch = mk->touches;
+    if (mk->savepoint)
+        return db_cmd(t, "ROLLBACK TO SAVEPOINT m");
+    t->open = false;
+    return db_cmd(t, "ROLLBACK");
+}
+
+void ll_txn_out_push(ll_txn *t, lmsg *m, json_t *reply, const char *code, const char *reason,
+                     const char *run_id)
+{
+    if (t->n_outs == t->cap_outs) {
+        size_t cap = t->cap_outs ? t->cap_outs * 2 : 32;
+        out_item *o = realloc(t->outs, cap * sizeof *o);
         if (!o)
             abort();
-        b->outs = o;
-        b->cap_outs = cap;
+        t->outs = o;
+        t->cap_outs = cap;
     }
-    out_item *o = &b->outs[b->n_outs++];
+    out_item *o = &t->outs[t->n_outs++];
     memset(o, 0, sizeof *o);
     o->m = m;
     if (reply) {
@@ -120,48 +206,43 @@ void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const
     snprintf(o->run_id, sizeof o->run_id, "%s", run_id ? run_id : "");
 }
 
-/* Drops the queued results from index keep on (the undone part of a transaction). */
-void ll_batch_outs_truncate(batch *b, size_t keep)
+int ll_txn_dead(ll_txn *t, lmsg *m, const char *run_id, const char *code, const char *reason)
 {
-    for (size_t i = keep; i < b->n_outs; i++) {
-        free(b->outs[i].reply);
-        free(b->outs[i].encode_err);
-        free(b->outs[i].reason);
-        free(b->outs[i].refusal);
-    }
-    if (keep < b->n_outs)
-        b->n_outs = keep;
+    if (ll_txn_begin(t) != 0 || ll_loop_dead_letter_event(t->l, m, run_id, code, reason) != 0)
+        return -1;
+    ll_txn_out_push(t, m, NULL, code, reason, run_id);
+    return 0;
 }
 
-void ll_batch_outs_clear(batch *b)
+bool ll_txn_full(const ll_txn *t)
 {
-    ll_batch_outs_truncate(b, 0);
+    return ll_txn_full_decide(t->open, t->l->db_batch_max, t->msgs, t->n_outs, t->savepoints);
 }
 
 /* ---- the commit and what follows it ---------------------------------------------------------- */
 
-/* Remembers m's offset, to be marked done when the batch ends (done_mark). */
-static void mark_later(batch *b, const lmsg *m)
+/* Remembers m as done by a commit of this transaction (taken by the batch: ll_txn_committed). */
+static void committed(ll_txn *t, lmsg *m)
 {
-    if (b->n_marks == b->cap_marks) {
-        size_t cap = b->cap_marks ? b->cap_marks * 2 : 64;
-        done_mark *d = realloc(b->marks, cap * sizeof *d);
-        if (!d)
+    if (t->n_committed == t->cap_committed) {
+        size_t cap = t->cap_committed ? t->cap_committed * 2 : 64;
+        lmsg **c = realloc(t->committed, cap * sizeof *c);
+        if (!c)
             abort();
-        b->marks = d;
-        b->cap_marks = cap;
+        t->committed = c;
+        t->cap_committed = cap;
     }
-    b->marks[b->n_marks++] = (done_mark){m->ps, m->offset};
+    t->committed[t->n_committed++] = m;
 }
 
 /* Stages the results of the committed database transaction for the next Kafka transaction
- * (commit.c) and marks their offsets done. 0, or -1 (the caller undoes the batch). */
-static int flush_outs(batch *b)
+ * (commit.c) and remembers their messages as done. 0, or -1 (the caller undoes the batch). */
+static int flush_outs(ll_txn *t)
 {
-    ll_loop *l = b->l;
+    ll_loop *l = t->l;
     int rc = 0;
-    for (size_t i = 0; i < b->n_outs && rc == 0; i++) {
-        out_item *o = &b->outs[i];
+    for (size_t i = 0; i < t->n_outs && rc == 0; i++) {
+        out_item *o = &t->outs[i];
         lmsg *m = o->m;
         if (ll_msg_answered_before(m) && o->is_reply) {
             ll_obs_answer_withheld();
@@ -200,41 +281,39 @@ static int flush_outs(batch *b)
             }
             ll_loop_dead_letter_stage(l, m, o->code, o->reason);
         }
-        if (rc == 0) {
-            mark_later(b, m);
-            m->ps->touched = l->batch_no;
-            m->state = 1;
-            if (m->held)
-                ll_batch_unhold(b, m);
-        }
+        if (rc == 0)
+            committed(t, m);
     }
-    ll_batch_outs_clear(b);
+    outs_truncate(t, 0);
     return rc;
 }
 
-int ll_batch_tx_commit(batch *b)
+int ll_txn_commit(ll_txn *t, const done_mark *marks, size_t n_marks)
 {
-    ll_loop *l = b->l;
-    if (!b->in_tx) {
+    ll_loop *l = t->l;
+    if (!t->open) {
         /* a refusal whose transaction was rolled back whole (one message, no savepoint) is still
          * recorded before it is answered: in a transaction of its own, with the positions */
         bool record = false;
-        for (size_t i = 0; i < b->n_outs && !record; i++)
-            record = ll_out_recorded(&b->outs[i]);
+        for (size_t i = 0; i < t->n_outs && !record; i++)
+            record = ll_out_recorded(&t->outs[i]);
         if (!record)
-            return flush_outs(b);
-        if (ll_batch_tx_begin(b) != 0)
+            return flush_outs(t);
+        if (ll_txn_begin(t) != 0)
             return -1;
     }
-    if (ll_batch_precommit(b) != 0)
-        return -1; /* still in the (failed) transaction: the batch undoes it (ll_batch_tx_undo) */
+    ll_precommit pc = {t->touch, t->n_touch, t->outs, t->n_outs, marks, n_marks};
+    int pre = ll_positions_precommit(l, &pc);
+    t->n_touch = 0; /* written, or undone with the transaction */
+    if (pre != 0)
+        return -1; /* still in the (failed) transaction: the batch undoes it (ll_txn_undo) */
     /* not waiting for the Kafka commit in flight: this database commit may come before it
      * ends, its results staged for the next one. If that fails, the messages of every database
      * transaction not yet in a committed Kafka transaction are read again from the committed
      * offsets and applied as replays, as after a crash between the two commits (commit.c,
      * docs/design.md §4) */
-    b->in_tx = 0;
-    if (ll_batch_db_cmd(b, "COMMIT") != 0)
+    t->open = false;
+    if (db_cmd(t, "COMMIT") != 0)
         return -1;
     if (l->crash_after > 0 && ++l->db_commits >= l->crash_after) {
         ll_log(LL_WARN, NULL, "fault_injected", "killing self after database commit %lld",
@@ -244,32 +323,28 @@ int ll_batch_tx_commit(batch *b)
         ll_loop_commit_fault_open(l);
         raise(SIGKILL);
     }
-    return flush_outs(b);
+    return flush_outs(t);
 }
 
-/* Undoes the open transaction (ROLLBACK while the connection is up) and drops its results and
- * the heartbeats asked for: what was committed before stays, its results staged. */
-void ll_batch_tx_undo(batch *b)
+lmsg *const *ll_txn_committed(const ll_txn *t, size_t *n)
 {
-    ll_loop *l = b->l;
-    if (b->in_tx && l->kio->db_connected(&l->db))
+    *n = t->n_committed;
+    return t->committed;
+}
+
+void ll_txn_committed_clear(ll_txn *t)
+{
+    t->n_committed = 0;
+}
+
+void ll_txn_undo(ll_txn *t)
+{
+    ll_loop *l = t->l;
+    if (t->open && l->kio->db_connected(&l->db))
         l->kio->db_command(&l->db, "ROLLBACK");
-    b->in_tx = 0;
-    b->n_touch = 0;
-    ll_batch_outs_clear(b);
-}
-
-/* Whether the open transaction must commit now: loop.db_batch_max savepoints (PostgreSQL caches
- * 64 subtransactions per backend), or, with loop.db_batch_max = 1, one message (the old design):
- * applied, or dead-lettered (its DEAD_LETTER event is the transaction, with no savepoint before
- * the next message's ROLLBACK: committed at once, else a rejection after it took the event along
- * while its record went to Kafka; docs/design.md §3). What the set-based part decided needs no savepoint
- * and does not count. */
-int ll_batch_tx_full(const batch *b)
-{
-    if (!b->in_tx)
-        return 0;
-    return b->l->db_batch_max == 1 ? b->tx_msgs >= 1 || b->n_outs > 0 : b->savepoints >= b->l->db_batch_max;
+    t->open = false;
+    t->n_touch = 0;
+    outs_truncate(t, 0);
 }
 
 static const ll_stmt ST_DEAD_LETTER_EVENT = {

@@ -1,41 +1,72 @@
 /*
- * txn.h - the open database transaction of a batch (txn.c): BEGIN, savepoint commands, the
- * queued results, the commit with its results staged for the Kafka commit, the undo, and the
- * dead-letter event. The int functions return 0, or -1 with l->db.err. Not a public header.
+ * txn.h - the open database transaction of a batch (txn.c), one object, its struct private to
+ * txn.c: BEGIN, a savepoint per message or per set-based call and the undo to it, the queued
+ * results, the heartbeats asked for, the commit (the statement before it: position.c) with its
+ * results then staged for the Kafka commit, and the dead-letter event. The int functions return
+ * 0, or -1 with l->db.err. Not a public header.
  */
 #ifndef LL_LOOP_TXN_H
 #define LL_LOOP_TXN_H
 
-#include "batch.h"
+#include <stdbool.h>
 
-/* The calls a message offers its apply function (ll/kloop.h), into the transaction (ll_msg.txn: the
- * batch whose transaction is open). */
+#include "loop_int.h"
+#include "position.h"
+
+/* txn.c: the transaction of one batch */
+typedef struct ll_txn ll_txn;
+
+/* Where the transaction goes back to when one message's, or one set-based call's, part is undone:
+ * the results and heartbeats queued before it, and whether it has a savepoint of its own (else
+ * the whole transaction is rolled back). */
+typedef struct ll_txn_mark {
+    size_t outs, touches;
+    bool savepoint;
+} ll_txn_mark;
+
+/* The calls a message offers its apply function (ll/kloop.h): ll_msg.txn is the ll_txn. */
 extern const ll_msg_ops LL_TXN_MSG_OPS;
 
-/* txn.c: the open transaction. The int functions return 0, or -1 with l->db.err. */
-int ll_batch_db_cmd(batch *b, const char *sql);
+/* A batch's transaction, none open yet; use_savepoints: each message applied one by one gets a
+ * savepoint (more than one message and loop.db_batch_max > 1). Owned by the batch (ll_txn_free).
+ * Aborts on out of memory. */
+ll_txn *ll_txn_new(ll_loop *l, bool use_savepoints);
+/* Frees t and what it still queues (NULL: nothing). The transaction must be committed or undone. */
+void ll_txn_free(ll_txn *t);
 /* BEGIN unless a transaction is open (reconnects first). */
-int ll_batch_tx_begin(batch *b);
-/* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed) or a
- * dead letter (code and reason copied). */
-void ll_batch_out_push(batch *b, lmsg *m, json_t *reply, const char *code, const char *reason,
-                       const char *run_id);
-/* Drops the queued results from index keep on (the undone part of a transaction). */
-void ll_batch_outs_truncate(batch *b, size_t keep);
-/* Drops every queued result. */
-void ll_batch_outs_clear(batch *b);
-
-/* txn.c: the commit and what follows it */
-/* Commits the open database transaction (the precommit statement first), then stages its
- * results for the Kafka commit and remembers their offsets (done_mark). 0, or -1: the caller
- * undoes the batch (the transaction may still be open). */
-int ll_batch_tx_commit(batch *b);
-/* Undoes the open transaction (ROLLBACK), its results and its heartbeats; what was committed
- * before stays. */
-void ll_batch_tx_undo(batch *b);
-/* Whether the open transaction must commit now (loop.db_batch_max; with 1, after one message or
- * one dead letter). */
-int ll_batch_tx_full(const batch *b);
+int ll_txn_begin(ll_txn *t);
+/* Before one message is applied one by one: BEGIN if needed, its savepoint (when the transaction
+ * uses them), counted; *mk is where its undo goes back to. */
+int ll_txn_msg_begin(ll_txn *t, ll_txn_mark *mk);
+/* Before a set-based call: a savepoint when the transaction holds effects to keep; *mk is where
+ * its undo goes back to. */
+int ll_txn_bulk_begin(ll_txn *t, ll_txn_mark *mk);
+/* Undoes what came after mk: its queued results and heartbeats dropped, ROLLBACK TO SAVEPOINT (or
+ * ROLLBACK of the whole transaction when mk has no savepoint). */
+int ll_txn_undo_to(ll_txn *t, const ll_txn_mark *mk);
+/* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed; a
+ * refusal of an input applied before answered REPLAY: ll_replay_outcome) or a dead letter (code
+ * and reason copied). */
+void ll_txn_out_push(ll_txn *t, lmsg *m, json_t *reply, const char *code, const char *reason,
+                     const char *run_id);
+/* A dead letter: its event in the open transaction (BEGIN if needed), its result queued. */
+int ll_txn_dead(ll_txn *t, lmsg *m, const char *run_id, const char *code, const char *reason);
+/* Whether the open transaction must commit now (ll_txn_full_decide). */
+bool ll_txn_full(const ll_txn *t);
+/* Commits the open transaction: the statement before the COMMIT (ll_positions_precommit, with the
+ * offsets marks the batch's earlier transactions staged), then its results staged for the Kafka
+ * commit; their messages are then ll_txn_committed. With no transaction open, its queued results
+ * (a message rolled back whole) are staged, in a transaction of their own when one must be
+ * recorded. 0, or -1: the caller undoes the batch (the transaction may still be open). */
+int ll_txn_commit(ll_txn *t, const done_mark *marks, size_t n_marks);
+/* The messages whose results the commits staged since ll_txn_committed_clear (*n of them;
+ * borrowed). */
+lmsg *const *ll_txn_committed(const ll_txn *t, size_t *n);
+/* Forgets the committed messages (the batch took them). */
+void ll_txn_committed_clear(ll_txn *t);
+/* Undoes the open transaction (ROLLBACK while the connection is up), its results and its
+ * heartbeats; what was committed before stays. */
+void ll_txn_undo(ll_txn *t);
 
 /* txn.c: the DEAD_LETTER event in the open database transaction (0, or -1 with db->err),
  * and, once that transaction committed, the dead-letter record staged (ll_loop_stage_record) */
