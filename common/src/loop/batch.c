@@ -170,7 +170,7 @@ static int tx_commit(batch *b)
     for (size_t i = 0; i < n; i++) {
         lmsg *m = done[i];
         mark_later(b, m);
-        m->ps->touched = b->l->batch_no;
+        m->ps->touched = ll_loop_batch_no(b->l);
         m->state = 1;
         if (m->held) {
             ll_loop_unhold(m);
@@ -251,11 +251,11 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
     batch b;
     memset(&b, 0, sizeof b);
     b.l = l;
-    l->batch_no++;
+    ll_loop_parts_tick(l);
     ll_batch_collect(&b, polled, n, now);
     int touched = 0;
-    for (size_t i = 0; i < l->n_parts; i++)
-        touched |= l->parts[i]->touched == l->batch_no;
+    for (size_t i = 0; i < ll_loop_n_parts(l); i++)
+        touched |= ll_loop_part_at(l, i)->touched == ll_loop_batch_no(l);
     if (b.n_work == 0 && !touched)
         goto out;
     b.tx = ll_txn_new(l, b.n_work > 1 && l->db_batch_max > 1);
@@ -387,20 +387,20 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
 {
     ll_loop *l = b->l;
     size_t cap = n;
-    for (size_t p = 0; p < l->n_parts; p++)
-        cap += l->parts[p]->n_held;
+    for (size_t p = 0; p < ll_loop_n_parts(l); p++)
+        cap += ll_loop_part_at(l, p)->n_held;
     b->work = calloc(cap ? cap : 1, sizeof *b->work);
     b->fresh = calloc(n ? n : 1, sizeof *b->fresh);
     b->n_work = b->n_fresh = 0; /* a fresh batch (zeroed by ll_loop_batch), said for the analyser */
     /* held runs whose first queued message is due: all their queued messages, in order */
-    for (size_t p = 0; p < l->n_parts; p++)
-        for (size_t i = 0; i < l->parts[p]->n_held; i++) {
-            lmsg *h = l->parts[p]->held[i];
+    for (size_t p = 0; p < ll_loop_n_parts(l); p++)
+        for (size_t i = 0; i < ll_loop_part_at(l, p)->n_held; i++) {
+            lmsg *h = ll_loop_part_at(l, p)->held[i];
             h->state = h->decided = 0;
             h->retry = 0;
         }
-    for (size_t p = 0; p < l->n_parts; p++) {
-        part_state *ps = l->parts[p];
+    for (size_t p = 0; p < ll_loop_n_parts(l); p++) {
+        part_state *ps = ll_loop_part_at(l, p);
         for (size_t i = 0; i < ps->n_held; i++) {
             lmsg *m = ps->held[i], *head = NULL;
             for (size_t j = 0; j <= i && !head; j++)
@@ -420,7 +420,7 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
             ll_batch_stop_partition(b, ps, m->offset); /* too many ranges: wait for the queue */
             continue;
         }
-        ps->touched = l->batch_no;
+        ps->touched = ll_loop_batch_no(l);
         if (ll_offtrack_is_done(&ps->track, m->offset))
             continue; /* applied above the committed offset before a crash or a rebalance */
         if (ll_loop_offset_held(ps, m->offset))

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "commit.h"
+#include "partition.h"
 #include "ll/kloop_decide.h"
 #include "ll/log.h"
 #include "ll/obs.h"
@@ -86,13 +87,13 @@ struct ll_commit {
     int64_t last_ms;
 };
 
-ll_commit *ll_commit_new(bool overlap)
+void ll_loop_commit_make(ll_loop *l, bool overlap)
 {
     ll_commit *c = calloc(1, sizeof *c);
     if (!c)
         abort();
     c->overlap = overlap;
-    return c;
+    l->commit = c;
 }
 
 size_t ll_loop_staged_count(const ll_loop *l)
@@ -180,6 +181,8 @@ void ll_loop_stage_record(ll_loop *l, const char *topic, const void *key, size_t
 
 void ll_loop_staged_drop(ll_loop *l)
 {
+    if (!l->commit)
+        return; /* a loop whose set-up failed before its commit was made */
     ll_commit *c = l->commit;
     for (size_t i = 0; i < c->n_staged; i++)
         rec_free(&c->staged[i]);
@@ -192,8 +195,10 @@ void ll_loop_staged_drop(ll_loop *l)
     }
 }
 
-void ll_commit_free(ll_commit *c)
+void ll_loop_commit_free(ll_loop *l)
 {
+    ll_commit *c = l->commit;
+    l->commit = NULL;
     if (!c)
         return;
     for (size_t i = 0; i < c->n_staged; i++)
@@ -369,11 +374,11 @@ static const ll_offtrack *committed_view(part_state *ps, ll_offtrack *out)
 static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
 {
     ll_commit *c = l->commit;
-    rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new((int)l->n_parts);
+    rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new((int)ll_loop_n_parts(l));
     ll_offtrack view;
     ll_offtrack_init(&view, 0);
-    for (size_t i = 0; i < l->n_parts; i++) {
-        part_state *ps = l->parts[i];
+    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
+        part_state *ps = ll_loop_part_at(l, i);
         if (ps->touched <= c->offsets_batch_no)
             continue;
         const ll_offtrack *t = committed_view(ps, &view);
@@ -395,7 +400,7 @@ static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
         }
     }
     ll_offtrack_free(&view);
-    c->offsets_batch_no = l->batch_no;
+    c->offsets_batch_no = ll_loop_batch_no(l);
     return o;
 }
 
@@ -405,8 +410,8 @@ static int commit_owed(const ll_loop *l)
     const ll_commit *c = l->commit;
     if (c->n_staged > 0)
         return 1;
-    for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->touched > c->offsets_batch_no)
+    for (size_t i = 0; i < ll_loop_n_parts(l); i++)
+        if (ll_loop_part_at(l, i)->touched > c->offsets_batch_no)
             return 1;
     return 0;
 }

@@ -9,12 +9,13 @@
 
 /* commit.c: the loop's Kafka commit, one object (its struct private to commit.c) */
 typedef struct ll_commit ll_commit;
-/* A Kafka commit with nothing staged and none in flight; overlap: loop.overlap_commit (a commit
- * runs on a thread of its own beside the next batches). Owned by the loop (ll_commit_free). Aborts
+/* The loop's Kafka commit made, nothing staged and none in flight; overlap: loop.overlap_commit (a
+ * commit runs on a thread of its own beside the next batches). Freed by ll_loop_commit_free. Aborts
  * on out of memory. */
-ll_commit *ll_commit_new(bool overlap);
-/* Frees c: its staged records and a failure not taken (NULL: nothing). No commit may be in flight. */
-void ll_commit_free(ll_commit *c);
+void ll_loop_commit_make(ll_loop *l, bool overlap);
+/* Frees the loop's Kafka commit: its staged records and a failure not taken (none made: nothing).
+ * No commit may be in flight. */
+void ll_loop_commit_free(ll_loop *l);
 /* The records staged for the next Kafka transaction. */
 size_t ll_loop_staged_count(const ll_loop *l);
 /* Whether a Kafka commit is in flight (begun, its outcome not taken). */
@@ -53,7 +54,8 @@ int ll_loop_commit_wait(ll_loop *l);
 /* Everything staged committed before the caller goes on (a rebalance, the exit): waits, begins a
  * commit of what is staged, waits for it. 0, or -1 with the failure left. */
 int ll_loop_commit_drain(ll_loop *l);
-/* Drops the staged records (a rewind: their messages come again and are answered as replays). */
+/* Drops the staged records (a rewind: their messages come again and are answered as replays; no
+ * commit made: nothing). */
 void ll_loop_staged_drop(ll_loop *l);
 /* TESTING (fault.crash_after_db_commits), just before the kill: the commit in flight waited for,
  * then a Kafka transaction begun with the staged records produced into it and delivered, and

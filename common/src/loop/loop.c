@@ -76,8 +76,8 @@ static void observe_turn(ll_loop *l, size_t n, observed *o)
         return;
     o->held_at = now;
     size_t msgs = 0, runs = 0, answered = 0;
-    for (size_t i = 0; i < l->n_parts; i++) {
-        const part_state *ps = l->parts[i];
+    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
+        const part_state *ps = ll_loop_part_at(l, i);
         msgs += ps->n_held;
         for (size_t k = 0; k < ps->n_held; k++) {
             answered += ll_msg_answered_before(ps->held[k]);
@@ -104,6 +104,11 @@ static void check_positions(ll_loop *l)
         ll_loop_owe_rewind(l, 0);
     else if (ll_loop_gaps_check(l)) /* a stopped partition's gap accepted by an operator */
         ll_loop_owe_rewind(l, 0);
+}
+
+void ll_loop_stop(ll_loop *l)
+{
+    l->stop = 1;
 }
 
 void ll_loop_free(ll_loop *l)
@@ -374,8 +379,8 @@ int ll_loop_rewind(ll_loop *l)
         if (ce) {
             snprintf(why, sizeof why, "committed offsets: %s", rd_kafka_err2str(ce));
         } else {
-            for (size_t i = 0; i < l->n_parts; i++)
-                ll_loop_drop_held(l->parts[i]);
+            for (size_t i = 0; i < ll_loop_n_parts(l); i++)
+                ll_loop_drop_held(ll_loop_part_at(l, i));
             ll_loop_load_tracks(l, asg);
             /* and the ledger's own positions: each partition goes back to the lower (docs/design.md §5) */
             if (ll_loop_positions_merge(l, asg) != 0) {

@@ -176,6 +176,7 @@ typedef struct part_state {
 } part_state;
 
 struct ll_loop {
+    /* ---- the environment: made by setup.c, read by every object of the loop ---- */
     char service[64];
     const ll_config *cfg;
     void *svc;
@@ -188,36 +189,42 @@ struct ll_loop {
     ll_schema_ids *ids;
     struct ll_registry *registry; /* schema.registry.url set: the schema registry client, else NULL */
     char dlq_topic[256];
-    volatile sig_atomic_t stop;
-    int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
-    int64_t max_held_bytes;     /* loop.max_held_bytes: keys and values held per partition */
-    int64_t reapplied_wait_ms;  /* loop.reapplied_wait: the prerequisite wait of an input answered
-                                 * before the database lost its effect (ms) */
-    int64_t position_check_ms;  /* loop.position_check_interval (ms; 0: never): the idle check */
-    int64_t position_check_at;  /* monotonic ms of the next idle check */
-    int position_missing_kafka; /* loop.position_missing = kafka: a partition without a position in
-                                 * the ledger starts at Kafka's commit (the first start after the
-                                 * upgrade to migration 0009), not at its beginning */
-    int64_t crash_after, db_commits, batch_no;
-    part_state **parts;
-    size_t n_parts, cap_parts;
-    unsigned rebalance_gen;
     char group[256], txid[512];
     size_t dlq_limit; /* largest dead-letter record (bytes): min(producer, topic limit) */
+    int64_t batch_max, db_batch_max, poll_ms, prereq_wait_ms, backoff_min_ms, backoff_max_ms, max_held;
+    int64_t max_held_bytes;       /* loop.max_held_bytes: keys and values held per partition */
+    int64_t reapplied_wait_ms;    /* loop.reapplied_wait: the prerequisite wait of an input answered
+                                   * before the database lost its effect (ms) */
+    int64_t position_check_ms;    /* loop.position_check_interval (ms; 0: never): the idle check */
+    int position_missing_kafka;   /* loop.position_missing = kafka: a partition without a position in
+                                   * the ledger starts at Kafka's commit (the first start after the
+                                   * upgrade to migration 0009), not at its beginning */
+    int64_t crash_after;          /* fault.crash_after_db_commits (TESTING; 0: off) */
+    rd_kafka_queue_t *consumer_q; /* the consumer's queue (its length; a commit's end wakes its poll) */
+    /* ---- owned by loop.c ---- */
+    volatile sig_atomic_t stop;
+    unsigned rebalance_gen;
+    int64_t position_check_at; /* monotonic ms of the next idle check */
     /* Recovery without a restart (docs/design.md §3, the Kafka errors): while the producer is being
      * recreated, the positions cannot be reset to the committed offsets, or the database is
      * unreachable, the whole assignment is paused, the consumer is still polled (the group keeps
      * this member), and the step is retried with backoff (loop.c). */
     ll_recovery_state rec;
-    /* The Kafka commit (commit.c; owned): the one in flight, the records staged for the next one,
-     * a failure left for the loop's recovery (ll_loop_commit_failed) */
+    /* ---- owned by txn.c ---- */
+    int64_t db_commits; /* database commits made (fault.crash_after_db_commits) */
+    /* ---- owned by partition.c ---- */
+    int64_t batch_no; /* the batch being applied (counted from 1; part_state.touched names one) */
+    part_state **parts;
+    size_t n_parts, cap_parts;
+    /* ---- owned by commit.c ---- */
+    /* The Kafka commit (owned): the one in flight, the records staged for the next one, a failure
+     * left for the loop's recovery (ll_loop_commit_failed) */
     struct ll_commit *commit;
-    /* The consumer's settled fetch sizes (ll_kfetch_settle), its queue (for its length; owned),
-     * and what was delivered since the loop last found that queue empty (bytes of values and
-     * keys, messages): ll_loop_fetch_drained wakes librdkafka's fetcher after a queue it may have
-     * stopped at (ll_kfetch_wake_due). */
+    /* ---- owned by setup.c ---- */
+    /* The consumer's settled fetch sizes (ll_kfetch_settle), and what was delivered since the loop last found
+     * that queue empty (bytes of values and keys, messages): ll_loop_fetch_drained wakes librdkafka's fetcher
+     * after a queue it may have stopped at (ll_kfetch_wake_due). */
     ll_kfetch fetch;
-    rd_kafka_queue_t *consumer_q;
     int64_t fetch_run_bytes, fetch_run_msgs;
 };
 

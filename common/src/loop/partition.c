@@ -94,6 +94,34 @@ void ll_loop_drop_held(part_state *ps)
     memset(ps->clocks, 0, sizeof ps->clocks);
 }
 
+void ll_loop_parts_tick(ll_loop *l)
+{
+    l->batch_no++;
+}
+
+int64_t ll_loop_batch_no(const ll_loop *l)
+{
+    return l->batch_no;
+}
+
+size_t ll_loop_n_parts(const ll_loop *l)
+{
+    return l->n_parts;
+}
+
+part_state *ll_loop_part_at(const ll_loop *l, size_t i)
+{
+    return l->parts[i];
+}
+
+void ll_loop_parts_free(ll_loop *l)
+{
+    ll_loop_forget_parts(l);
+    free(l->parts);
+    l->parts = NULL;
+    l->cap_parts = 0;
+}
+
 void ll_loop_forget_parts(ll_loop *l)
 {
     for (size_t i = 0; i < l->n_parts; i++) {
@@ -336,7 +364,7 @@ static const ll_stmt ST_GAPS_ACCEPTED = {
     4};
 
 /* The state of an assigned (topic, partition), or NULL (an event of a partition revoked since). */
-static part_state *assigned_part(ll_loop *l, const char *topic, int32_t partition)
+part_state *ll_loop_part_find(const ll_loop *l, const char *topic, int32_t partition)
 {
     for (size_t i = 0; i < l->n_parts; i++)
         if (l->parts[i]->partition == partition && strcmp(l->parts[i]->topic, topic) == 0)
@@ -361,7 +389,7 @@ bool ll_loop_offset_refused(ll_loop *l, const rd_kafka_message_t *rkm)
         ll_log(LL_WARN, NULL, "consumer_error", "%s", rd_kafka_message_errstr(rkm));
         return false;
     }
-    part_state *ps = assigned_part(l, topic, rkm->partition);
+    part_state *ps = ll_loop_part_find(l, topic, rkm->partition);
     if (!ps || ll_loop_recovering(l))
         return false; /* revoked since; or a rewind is owed, which seeks every partition to its position */
     int64_t from = ps->track.base, lo = -1, hi = -1;
@@ -430,7 +458,7 @@ bool ll_loop_gaps_check(ll_loop *l)
             l->kio->db_ensure(&l->db) == LL_DB_OK ? l->kio->db_exec(&l->db, &ST_GAPS_ACCEPTED, p) : NULL;
         for (int k = 0; r && k < PQntuples(r); k++) {
             part_state *ps =
-                assigned_part(l, PQgetvalue(r, k, 0), (int32_t)strtol(PQgetvalue(r, k, 1), NULL, 10));
+                ll_loop_part_find(l, PQgetvalue(r, k, 0), (int32_t)strtol(PQgetvalue(r, k, 1), NULL, 10));
             if (ps && ps->gap_to > 0) {
                 ps->gap_accepted_to = strtoll(PQgetvalue(r, k, 2), NULL, 10);
                 found++;

@@ -11,6 +11,17 @@
 /* partition.c */
 /* The state of (topic, partition), created on first use (owned by the loop). */
 part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
+/* The partitions' change clock: a batch begins (the batch number counts on), and the batch being
+ * applied, or the last one (counted from 1; part_state.touched and pos_batch name one). */
+void ll_loop_parts_tick(ll_loop *l);
+int64_t ll_loop_batch_no(const ll_loop *l);
+/* The assigned partitions: how many, and the i-th (i < ll_loop_n_parts; owned by the loop). */
+size_t ll_loop_n_parts(const ll_loop *l);
+part_state *ll_loop_part_at(const ll_loop *l, size_t i);
+/* The state of (topic, partition) when it has one (an assigned partition), else NULL. */
+part_state *ll_loop_part_find(const ll_loop *l, const char *topic, int32_t partition);
+/* Forgets every partition and frees the table (the loop's end). */
+void ll_loop_parts_free(ll_loop *l);
 /* Forgets every partition's state (its held queue freed). */
 void ll_loop_forget_parts(ll_loop *l);
 /* Loads each listed partition's committed offset and metadata into its tracker. */

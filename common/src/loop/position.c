@@ -306,14 +306,14 @@ int ll_positions_precommit(ll_loop *l, const ll_precommit *pc)
         for (size_t j = 0; j < i && !again; j++)
             again = pc->outs[j].m->ps == ps;
         if (!again) {
-            ps->pos_batch = l->batch_no;
+            ps->pos_batch = ll_loop_batch_no(l);
             add_position(pc, ps, &w);
         }
     }
-    for (size_t i = 0; i < l->n_parts; i++) {
-        part_state *ps = l->parts[i];
-        if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no) {
-            ps->pos_batch = l->batch_no;
+    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
+        part_state *ps = ll_loop_part_at(l, i);
+        if (ps->touched == ll_loop_batch_no(l) && ps->pos_batch != ll_loop_batch_no(l)) {
+            ps->pos_batch = ll_loop_batch_no(l);
             add_position(pc, ps, &w);
         }
     }
@@ -342,7 +342,8 @@ static void settle_gap(ll_loop *l, part_state *ps)
                "reading on "
                "from %lld",
                (long long)ps->gap_from, (long long)to, (long long)ps->track.base);
-        ps->touched = l->batch_no + 1; /* the next batch writes its position, the next commit takes it */
+        ps->touched =
+            ll_loop_batch_no(l) + 1; /* the next batch writes its position, the next commit takes it */
     }
     ps->gap_from = ps->gap_to = ps->gap_accepted_to = 0;
     ll_obs_unreadable(ll_loop_unreadable(l));
@@ -448,10 +449,10 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
 int ll_loop_positions_check(ll_loop *l)
 {
     positions w = {0};
-    for (size_t i = 0; i < l->n_parts; i++) {
-        ll_pgarray_add(&w.topics, l->parts[i]->topic);
-        ll_pgarray_add_ll(&w.parts, l->parts[i]->partition);
-        ll_pgarray_add(&w.expect, l->parts[i]->pos_token);
+    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
+        ll_pgarray_add(&w.topics, ll_loop_part_at(l, i)->topic);
+        ll_pgarray_add_ll(&w.parts, ll_loop_part_at(l, i)->partition);
+        ll_pgarray_add(&w.expect, ll_loop_part_at(l, i)->pos_token);
     }
     int rc = 0;
     if (w.topics.n > 0) {
@@ -477,10 +478,10 @@ int ll_loop_positions_flush(ll_loop *l)
 {
     const ll_precommit none = {0}; /* no transaction: the trackers as they are */
     positions w = {0};
-    for (size_t i = 0; i < l->n_parts; i++) {
-        part_state *ps = l->parts[i];
-        if (ps->touched == l->batch_no && ps->pos_batch != l->batch_no) {
-            ps->pos_batch = l->batch_no;
+    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
+        part_state *ps = ll_loop_part_at(l, i);
+        if (ps->touched == ll_loop_batch_no(l) && ps->pos_batch != ll_loop_batch_no(l)) {
+            ps->pos_batch = ll_loop_batch_no(l);
             add_position(&none, ps, &w);
         }
     }

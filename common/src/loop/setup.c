@@ -238,7 +238,7 @@ static ll_loop *loop_new(const char *service, const ll_config *cfg, const ll_inp
         ll_loop_destroy(l);
         return NULL;
     }
-    l->commit = ll_commit_new(overlap);
+    ll_loop_commit_make(l, overlap);
     static const char *const POSITION_MISSING[] = {"earliest", "kafka", NULL};
     int missing = ll_config_enum("loop.position_missing", ll_config_get(cfg, "loop.position_missing"),
                                  POSITION_MISSING, err, errlen);
@@ -287,10 +287,6 @@ ll_loop *ll_loop_new_io(const char *service, const ll_config *cfg, const ll_inpu
     return loop_new(service, cfg, inputs, n, svc, io, err, errlen);
 }
 
-void ll_loop_stop(ll_loop *l)
-{
-    l->stop = 1;
-}
 ll_db *ll_loop_db(ll_loop *l)
 {
     return &l->db;
@@ -298,8 +294,7 @@ ll_db *ll_loop_db(ll_loop *l)
 
 void ll_loop_destroy(ll_loop *l)
 {
-    if (l->commit)
-        ll_loop_staged_drop(l); /* nothing staged goes with the close's revocation */
+    ll_loop_staged_drop(l); /* nothing staged goes with the close's revocation */
     if (l->consumer_q)
         rd_kafka_queue_destroy(l->consumer_q);
     l->consumer_q = NULL; /* a commit that the close's revocation begins wakes no poll */
@@ -314,12 +309,11 @@ void ll_loop_destroy(ll_loop *l)
         ll_schema_free(l->io[i].reply_schema);
     }
     free(l->io);
-    ll_loop_forget_parts(l);
-    free(l->parts);
+    ll_loop_parts_free(l);
     ll_schema_ids_free(l->ids);
     ll_registry_free(l->registry);
     ll_db_close(&l->db);
-    ll_commit_free(l->commit); /* with a failure of a commit that the consumer's close began */
+    ll_loop_commit_free(l); /* with a failure of a commit that the consumer's close began */
     free(l);
 }
 
@@ -561,13 +555,13 @@ void ll_loop_fetch_drained(ll_loop *l)
 static void lag_one(void *arg, const ll_obs_part_stats *p)
 {
     ll_loop *l = arg;
-    for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->partition == p->partition && strcmp(l->parts[i]->topic, p->topic) == 0)
-            ll_obs_lag_set(p->topic, p->partition, ll_obs_lag(p->end, l->parts[i]->track.base, p->lo));
+    const part_state *ps = ll_loop_part_find(l, p->topic, p->partition);
+    if (ps)
+        ll_obs_lag_set(p->topic, p->partition, ll_obs_lag(p->end, ps->track.base, p->lo));
 }
 
 /* librdkafka's statistics (the consumer lag per partition) for /metrics (obs.h): served by the
- * consumer poll on the loop's thread, so l->parts may be read; the document is librdkafka's
+ * consumer poll on the loop's thread, so the partitions may be read; the document is librdkafka's
  * (returning 0 frees it). */
 static int stats_cb(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 {
