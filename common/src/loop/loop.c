@@ -54,6 +54,8 @@ typedef struct observed {
     int64_t idle_since, held_at;
 } observed;
 
+static int commit_failure_owed(ll_loop *l);
+
 /* For /metrics and /readyz (obs.h): the batch size, whether the database answers, and (once a
  * second, while the HTTP endpoint runs: the count is quadratic in a partition's held queue) the
  * held messages and (partition, run) pairs. While no batch comes and the HTTP endpoint runs, the
@@ -262,7 +264,7 @@ void ll_loop_rebalance_cb(rd_kafka_t *rk, rd_kafka_resp_err_t err, rd_kafka_topi
      * assignment changes; a failure aborts it and its batches come again from the committed
      * offsets (of the new assignment, for what stays assigned) */
     if (ll_loop_commit_drain(l) != 0)
-        ll_loop_commit_failed(l);
+        commit_failure_owed(l); /* its rewind owed: the assignment below settles it */
     if (ll_loop_staged_count(l) > 0) {
         /* not committed (a rewind or a new producer was owed, or the commit failed): their
          * messages come again from the committed offsets, to this instance or the partition's
@@ -329,7 +331,9 @@ void ll_loop_resume_all(ll_loop *l)
 void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assigned, int positions_read)
 {
     /* an eager assignment starts at the offsets found: no rewind is owed any more (a broken
-     * producer is still recreated before anything is applied) */
+     * producer is still recreated before anything is applied); nothing of it is paused yet (a
+     * failed drain in the callback paused the assignment it revoked) */
+    l->rec.paused = false;
     if (l->rec.owed == LL_RECOVERY_REWIND)
         l->rec.owed = LL_RECOVERY_NONE;
     if (l->rec.owed == LL_RECOVERY_PRODUCER || !positions_read) {
@@ -367,7 +371,7 @@ int ll_loop_rewind(ll_loop *l)
     char why[512] = "";
     owe(l, LL_RECOVERY_REWIND);
     if (ll_loop_commit_in_flight(l) && ll_loop_commit_wait(l) != 0) /* the committed offsets are read below */
-        ll_loop_commit_failed(l);
+        commit_failure_owed(l); /* aborted; this rewind is the one it owes */
     /* what was staged comes again from the committed offsets, answered as replays */
     ll_loop_staged_drop(l);
     if (l->kio->assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg) {
@@ -481,7 +485,12 @@ static void abort_txn(ll_loop *l)
     l->rec.at_ms = ll_now_ms();
 }
 
-int ll_loop_commit_failed(ll_loop *l)
+/* The failure a Kafka commit left, taken and owed (none: 0): fatal → the producer is recreated or
+ * the loop exits; otherwise the transaction is aborted and a rewind owed, due now. No rewind here:
+ * the rewind itself waits for the commit in flight and comes here when it failed, and the
+ * rebalance callback's failed drain is settled by the assignment that follows. -1 when one was
+ * taken. */
+static int commit_failure_owed(ll_loop *l)
 {
     const char *what = NULL;
     rd_kafka_error_t *e = ll_loop_commit_take_error(l, &what);
@@ -495,8 +504,20 @@ int ll_loop_commit_failed(ll_loop *l)
         producer_fatal(l);
     else
         abort_txn(l);
-    if (l->rec.owed < LL_RECOVERY_PRODUCER)
-        ll_loop_rewind(l);
+    if (l->rec.owed < LL_RECOVERY_PRODUCER) {
+        owe(l, LL_RECOVERY_REWIND);
+        pause_all(l);
+        l->rec.at_ms = ll_now_ms();
+    }
+    return -1;
+}
+
+int ll_loop_commit_failed(ll_loop *l)
+{
+    if (commit_failure_owed(l) == 0)
+        return 0;
+    if (l->rec.owed == LL_RECOVERY_REWIND)
+        ll_loop_rewind(l); /* at once: the aborted transaction's batches come again */
     return -1;
 }
 

@@ -289,7 +289,7 @@ static inline bool ll_loop_recovering(const ll_loop *l)
 void ll_loop_owe_rewind(ll_loop *l, int64_t delay_ms);
 /* The Kafka commit failed (its failure taken: ll_loop_commit_take_error; none: 0): fatal → the producer is
  * recreated or the loop exits (LL_RECOVERY_EXIT); otherwise the transaction is aborted and the assignment
- * rewound. Returns -1. */
+ * rewound at once (never from inside a rewind: that one only owes it). Returns -1. */
 int ll_loop_commit_failed(ll_loop *l);
 /* Rewinds the assignment to the committed offsets merged with the ledger's positions (held and
  * staged dropped); on failure owed and retried with backoff. 0 when done. */
