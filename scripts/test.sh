@@ -21,6 +21,8 @@ cmake -S "$root" -B "$vg" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLL_SANITIZE=OFF >/
 cmake --build "$vg" -j"$jobs"
 
 status=0
-(cd "$build" && ctest --output-on-failure --timeout 1200 "$@") || status=$?
-(cd "$vg" && ctest --output-on-failure -L valgrind) || status=$?
+# -j: the tests that are not serial (unit, style, the Spin model, the fuzz check, compose.check)
+# run side by side; every test of the shared environment is RUN_SERIAL and runs alone
+(cd "$build" && ctest --output-on-failure --timeout 1200 -j"$jobs" "$@") || status=$?
+(cd "$vg" && ctest --output-on-failure -j"$jobs" -L valgrind) || status=$?
 exit $status
