@@ -67,11 +67,8 @@ static ll_db_rc grant(ll_db *db, const ll_msg *m, const char *run_id, const char
  * STAGING_VALIDATED after loop.prerequisite_wait, never a second grant, not even to the owner:
  * REPLAY RUN_STATUS_MISMATCH, claimed=false. */
 static const ll_run_answer OWNER_ANSWERS[LL_RUN_EVENT_COUNT] = {
-    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    LL_RUN_ANSWERS_COMMON,
     [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REPLAY", NULL, LL_RUN_RS_CURRENT, true},
-    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
     [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REPLAY", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
                                       false},
     [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REPLAY", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
@@ -81,16 +78,11 @@ static const ll_run_answer OWNER_ANSWERS[LL_RUN_EVENT_COUNT] = {
 /* The same for any other token: a run PUBLISHING with another's token is PUBLISH_TOKEN_MISMATCH
  * (a normal race); past PUBLISHING RUN_STATUS_MISMATCH; claimed=false always. */
 static const ll_run_answer OTHER_ANSWERS[LL_RUN_EVENT_COUNT] = {
-    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    LL_RUN_ANSWERS_COMMON,
     [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REJECTED", "PUBLISH_TOKEN_MISMATCH", LL_RUN_RS_CURRENT,
                              false},
-    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
-                                      false},
-    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
-                                     false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = LL_RUN_ANSWER_MISMATCH,
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = LL_RUN_ANSWER_MISMATCH,
 };
 
 /* One publish claim: what the answers' steps need. */

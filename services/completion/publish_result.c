@@ -112,13 +112,9 @@ static ll_db_rc record(ll_db *db, const ll_msg *m, const presult_in *p, ll_apply
  * PUBLISH_TOKEN_MISMATCH; the owner's report of the outcome the run is already in a replay; a run
  * no longer PUBLISHING RUN_STATUS_MISMATCH. Every reply changed=false. */
 static const ll_run_answer ANSWERS[LL_RUN_EVENT_COUNT] = {
-    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
+    LL_RUN_ANSWERS_COMMON,
     [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REPLAY", NULL, LL_RUN_RS_CURRENT, false},
-    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
-                                      false},
+    [LL_RUN_EVENT_STATUS_MISMATCH] = LL_RUN_ANSWER_MISMATCH,
     [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "PUBLISH_TOKEN_MISMATCH",
                                      LL_RUN_RS_CURRENT, false},
 };

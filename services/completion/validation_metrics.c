@@ -151,15 +151,10 @@ static ll_apply record_metrics(ll_db *db, const ll_msg *m, const metrics_in *mi,
 /* The run-event ladder's answers (§5.8): no replay status (a replayed batch is applied again and
  * changes nothing, ST_UPSERT); any other status RUN_STATUS_MISMATCH (step 2). */
 static const ll_run_answer ANSWERS[LL_RUN_EVENT_COUNT] = {
-    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_REPLAY] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT, false},
-    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false},
-    [LL_RUN_EVENT_STATUS_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
-                                      false},
-    [LL_RUN_EVENT_TOKEN_MISMATCH] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT,
-                                     false},
+    LL_RUN_ANSWERS_COMMON,
+    [LL_RUN_EVENT_REPLAY] = LL_RUN_ANSWER_MISMATCH,
+    [LL_RUN_EVENT_STATUS_MISMATCH] = LL_RUN_ANSWER_MISMATCH,
+    [LL_RUN_EVENT_TOKEN_MISMATCH] = LL_RUN_ANSWER_MISMATCH,
 };
 
 /* One batch of metrics: what ANSWERS' steps need. */

@@ -175,9 +175,9 @@ def script(repo, per_tx, chunks, parts, chunk_sql):
     as chunk.sql. chunk_sql: checked only (the per-message path is no longer modelled)."""
     src = os.path.join(repo, "services", "completion")
     stmts = c_statements(*[os.path.join(src, f) for f in sorted(os.listdir(src)) if f.endswith(".c")],
-                         *[os.path.join(repo, "common", "src", "core", f)
-                           for f in sorted(os.listdir(os.path.join(repo, "common", "src", "core")))
-                           if f.startswith("kloop") and f.endswith(".c")])
+                         *[os.path.join(repo, "common", "src", "loop", f)
+                           for f in sorted(os.listdir(os.path.join(repo, "common", "src", "loop")))
+                           if f.endswith(".c")])
     chunk_sql_body(chunk_sql)
     run_end = "k % :CP::int = :CP::int - 1"
     out = [HEADER,

@@ -39,6 +39,21 @@ typedef struct ll_run_answer {
     bool ok;                    /* REPLY: the event's yes/no field (claimed, stageValidated, success) */
 } ll_run_answer;
 
+/* The rows every run-level event's table shares (docs/contract.md §5.6-§5.14, the run-event
+ * ladder): apply, wait for the run or for the status it waits for, an unknown run. A table lists
+ * them first, then its own REPLAY and mismatch rows. */
+#define LL_RUN_ANSWERS_COMMON                                                                                \
+    [LL_RUN_EVENT_APPLY] = {LL_RUN_ACT_APPLY, NULL, NULL, LL_RUN_RS_NONE, false},                            \
+    [LL_RUN_EVENT_DEFER_RUN] = {LL_RUN_ACT_DEFER_RUN, NULL, NULL, LL_RUN_RS_NONE, false},                    \
+    [LL_RUN_EVENT_DEFER] = {LL_RUN_ACT_DEFER, NULL, NULL, LL_RUN_RS_NONE, false},                            \
+    [LL_RUN_EVENT_RUN_NOT_FOUND] = {LL_RUN_ACT_REPLY, "REJECTED", "RUN_NOT_FOUND", LL_RUN_RS_NONE, false}
+/* The run's status (or its token) is not one the event applies in: RUN_STATUS_MISMATCH naming the
+ * run's status. */
+#define LL_RUN_ANSWER_MISMATCH                                                                               \
+    {                                                                                                        \
+        LL_RUN_ACT_REPLY, "REJECTED", "RUN_STATUS_MISMATCH", LL_RUN_RS_CURRENT, false                        \
+    }
+
 /* The event's side. ctx is the event's own state (borrowed). apply: the LL_RUN_ACT_APPLY step,
  * returns its ll_apply (LL_APPLY_COMMIT, or LL_APPLY_DB, ...). reply: a new reply for row (outcome,
  * code) with run_status (static name, or NULL for LL_RUN_RS_NONE), plus the event's own fields;
