@@ -50,7 +50,7 @@ DEBT = {
     ("lmsg", "setup.c"): 1,
     ("lmsg", "txn.c"): 5,
     ("part_state", "batch.c"): 13,
-    ("part_state", "commit.c"): 14,
+    ("part_state", "commit.c"): 1,
     ("part_state", "loop.c"): 2,
     ("part_state", "position.c"): 50,
     ("part_state", "setup.c"): 1,

@@ -347,28 +347,6 @@ static int commit_job_end(ll_loop *l, struct ll_commit_job *j)
     return -1;
 }
 
-/* What a partition's Kafka commit says is done: its tracker, and while the ledger has lost
- * answered inputs (position.c), those too. The commit records which inputs were answered
- * (their replies commit with it); an answered input the loop has not applied again yet (held, or
- * not read yet) stays in it, so that after a further loss or a restart it is applied again without
- * a second answer (docs/design.md §5). Into *out (initialised); returns out's tracker to read. */
-static const ll_offtrack *committed_view(part_state *ps, ll_offtrack *out)
-{
-    if (!ps->answered_any)
-        return &ps->track;
-    int64_t last = ps->answered.n ? ps->answered.hi[ps->answered.n - 1] : ps->answered.base - 1;
-    if (last < ps->track.base) {
-        ps->answered_any = 0; /* every answered input is applied again */
-        ll_offtrack_reset(&ps->answered, 0);
-        return &ps->track;
-    }
-    ll_offtrack_copy(out, &ps->track);
-    if (ll_offtrack_union(out, &ps->answered) != 0) /* at the limit: a later loss may answer some twice */
-        ll_log(LL_WARN, NULL, "answered_offsets_partial",
-               "%s[%d]: the answered offsets do not all fit the commit", ps->topic, (int)ps->partition);
-    return out;
-}
-
 /* The offsets to commit: every partition changed since the last commit took its offsets, at its
  * first message not done, with the done offsets above it as metadata. */
 static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
@@ -379,20 +357,13 @@ static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
     ll_offtrack_init(&view, 0);
     for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
         part_state *ps = ll_loop_part_at(l, i);
-        if (ps->touched <= c->offsets_batch_no)
+        if (!ll_loop_part_changed_since(ps, c->offsets_batch_no))
             continue;
-        const ll_offtrack *t = committed_view(ps, &view);
-        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(o, ps->topic, ps->partition);
-        tp->offset = t->base;
         char md[LL_OFFTRACK_METADATA_MAX];
-        bool lossy = false;
-        int n = ll_offtrack_metadata(t, md, sizeof md, &lossy);
-        if (lossy) /* past the bounds of docs/design.md §9: a crash now would answer some twice */
-            ll_log(LL_ERROR, NULL, "offset_metadata_lossy",
-                   "%s[%d]: %zu done ranges above offset %lld do not fit the commit metadata (%d bytes); "
-                   "the later ones are applied again (as replays) after a crash or a rebalance",
-                   ps->topic, (int)ps->partition, ll_offtrack_ranges(t), (long long)t->base,
-                   LL_OFFTRACK_METADATA_MAX);
+        int n = 0;
+        int64_t offset = ll_loop_part_commit_point(ps, &view, md, sizeof md, &n);
+        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(o, ps->topic, ps->partition);
+        tp->offset = offset;
         if (n > 0) {
             tp->metadata = malloc((size_t)n);
             memcpy(tp->metadata, md, (size_t)n);

@@ -94,6 +94,48 @@ void ll_loop_drop_held(part_state *ps)
     memset(ps->clocks, 0, sizeof ps->clocks);
 }
 
+/* What a partition's Kafka commit says is done: its tracker, and while the ledger has lost
+ * answered inputs (position.c), those too. The commit records which inputs were answered
+ * (their replies commit with it); an answered input the loop has not applied again yet (held, or
+ * not read yet) stays in it, so that after a further loss or a restart it is applied again without
+ * a second answer (docs/design.md §5). Into *out (initialised); returns out's tracker to read. */
+static const ll_offtrack *committed_view(part_state *ps, ll_offtrack *out)
+{
+    if (!ps->answered_any)
+        return &ps->track;
+    int64_t last = ps->answered.n ? ps->answered.hi[ps->answered.n - 1] : ps->answered.base - 1;
+    if (last < ps->track.base) {
+        ps->answered_any = 0; /* every answered input is applied again */
+        ll_offtrack_reset(&ps->answered, 0);
+        return &ps->track;
+    }
+    ll_offtrack_copy(out, &ps->track);
+    if (ll_offtrack_union(out, &ps->answered) != 0) /* at the limit: a later loss may answer some twice */
+        ll_log(LL_WARN, NULL, "answered_offsets_partial",
+               "%s[%d]: the answered offsets do not all fit the commit", ps->topic, (int)ps->partition);
+    return out;
+}
+
+bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no)
+{
+    return ps->touched > batch_no;
+}
+
+int64_t ll_loop_part_commit_point(part_state *ps, ll_offtrack *scratch, char *md, size_t mdcap, int *mdlen)
+{
+    const ll_offtrack *t = committed_view(ps, scratch);
+    bool lossy = false;
+    int n = ll_offtrack_metadata(t, md, mdcap, &lossy);
+    if (lossy) /* past the bounds of docs/design.md §9: a crash now would answer some twice */
+        ll_log(LL_ERROR, NULL, "offset_metadata_lossy",
+               "%s[%d]: %zu done ranges above offset %lld do not fit the commit metadata (%d bytes); "
+               "the later ones are applied again (as replays) after a crash or a rebalance",
+               ps->topic, (int)ps->partition, ll_offtrack_ranges(t), (long long)t->base,
+               LL_OFFTRACK_METADATA_MAX);
+    *mdlen = n > 0 ? n : 0;
+    return t->base;
+}
+
 void ll_loop_parts_tick(ll_loop *l)
 {
     l->batch_no++;

@@ -15,6 +15,14 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
  * applied, or the last one (counted from 1; part_state.touched and pos_batch name one). */
 void ll_loop_parts_tick(ll_loop *l);
 int64_t ll_loop_batch_no(const ll_loop *l);
+/* Whether ps changed (an offset done, a position to write) after batch batch_no. */
+bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no);
+/* Where ps's Kafka commit goes: returns its first offset not done, with the done offsets above it
+ * as metadata in md (at most mdcap bytes; *mdlen its length, 0: none), the inputs answered before
+ * a database loss included (docs/design.md §5). scratch: a tracker the caller made (ll_offtrack_init)
+ * and frees; it may hold the view. Metadata that cannot name every done range is logged
+ * (offset_metadata_lossy: those are applied again as replays after a crash). */
+int64_t ll_loop_part_commit_point(part_state *ps, ll_offtrack *scratch, char *md, size_t mdcap, int *mdlen);
 /* The assigned partitions: how many, and the i-th (i < ll_loop_n_parts; owned by the loop). */
 size_t ll_loop_n_parts(const ll_loop *l);
 part_state *ll_loop_part_at(const ll_loop *l, size_t i);
