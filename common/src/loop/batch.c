@@ -130,9 +130,7 @@ w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const c
     if (deferred && !h->defer_since_ms) {
         h->defer_since_ms = since;
         /* the run's clock: its messages already queued behind this one start it too */
-        for (size_t i = 0; i < h->ps->n_held; i++)
-            if (!h->ps->held[i]->defer_since_ms && strcmp(h->ps->held[i]->run, h->run) == 0)
-                h->ps->held[i]->defer_since_ms = since;
+        ll_loop_held_clock_share(h->ps, h->run, since);
     }
     h->backoff_ms = h->backoff_ms ? h->backoff_ms * 2 : l->backoff_min_ms;
     if (h->backoff_ms > l->backoff_max_ms)
@@ -170,7 +168,7 @@ static int tx_commit(batch *b)
     for (size_t i = 0; i < n; i++) {
         lmsg *m = done[i];
         mark_later(b, m);
-        m->ps->touched = ll_loop_batch_no(b->l);
+        ll_loop_part_touch(b->l, m->ps);
         m->state = 1;
         if (m->held) {
             ll_loop_unhold(m);
@@ -223,14 +221,8 @@ static void mark_done_offsets(batch *b)
         return;
     qsort(b->marks, b->n_marks, sizeof *b->marks, cmp_mark);
     for (size_t i = 0; i < b->n_marks; i++)
-        if (ll_offtrack_done(&b->marks[i].ps->track, b->marks[i].offset) != 0 && !batch_owes(b)) {
-            ll_log(
-                LL_ERROR, NULL, "offset_track_full",
-                "%s[%d]: offset %lld cannot be marked done (%zu ranges): rewinding to the committed offsets",
-                b->marks[i].ps->topic, (int)b->marks[i].ps->partition, (long long)b->marks[i].offset,
-                ll_offtrack_ranges(&b->marks[i].ps->track));
+        if (ll_loop_part_done(b->marks[i].ps, b->marks[i].offset) != 0 && !batch_owes(b))
             batch_owe_rewind(b, 0);
-        }
     b->n_marks = 0;
 }
 
@@ -386,45 +378,28 @@ int ll_work_cmp(const void *a, const void *b)
 void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t now)
 {
     ll_loop *l = b->l;
-    size_t cap = n;
-    for (size_t p = 0; p < ll_loop_n_parts(l); p++)
-        cap += ll_loop_part_at(l, p)->n_held;
+    size_t cap = n + ll_loop_held_total(l);
     b->work = calloc(cap ? cap : 1, sizeof *b->work);
     b->fresh = calloc(n ? n : 1, sizeof *b->fresh);
     b->n_work = b->n_fresh = 0; /* a fresh batch (zeroed by ll_loop_batch), said for the analyser */
-    /* held runs whose first queued message is due: all their queued messages, in order */
-    for (size_t p = 0; p < ll_loop_n_parts(l); p++)
-        for (size_t i = 0; i < ll_loop_part_at(l, p)->n_held; i++) {
-            lmsg *h = ll_loop_part_at(l, p)->held[i];
-            h->state = h->decided = 0;
-            h->retry = 0;
-        }
-    for (size_t p = 0; p < ll_loop_n_parts(l); p++) {
-        part_state *ps = ll_loop_part_at(l, p);
-        for (size_t i = 0; i < ps->n_held; i++) {
-            lmsg *m = ps->held[i], *head = NULL;
-            for (size_t j = 0; j <= i && !head; j++)
-                if (strcmp(ps->held[j]->run, m->run) == 0)
-                    head = ps->held[j];
-            if (head->retry_at_ms <= now)
-                b->work[b->n_work++] = m;
-        }
+    if (!b->work || !b->fresh)
+        abort();
+    /* held runs whose first queued message is due: all their queued messages, in order, each
+     * starting the batch undecided (a held message is read only through the work it is in) */
+    b->n_work = ll_loop_held_due(l, now, b->work);
+    for (size_t i = 0; i < b->n_work; i++) {
+        b->work[i]->state = b->work[i]->decided = 0;
+        b->work[i]->retry = 0;
     }
     for (size_t i = 0; i < n; i++) {
         lmsg *m = &b->fresh[b->n_fresh++];
         lmsg_fresh(l, m, polled[i]);
         part_state *ps = m->ps;
-        if (ps->stopped && m->offset >= ps->stop_offset)
-            continue; /* fetched before the pause: it comes again after the seek */
-        if (ll_offtrack_seen(&ps->track, m->offset) != 0) {
+        ll_part_admit a = ll_loop_part_admit(l, ps, m->offset);
+        if (a == LL_ADMIT_TRACK_FULL)
             ll_batch_stop_partition(b, ps, m->offset); /* too many ranges: wait for the queue */
+        if (a != LL_ADMIT_NEW)
             continue;
-        }
-        ps->touched = ll_loop_batch_no(l);
-        if (ll_offtrack_is_done(&ps->track, m->offset))
-            continue; /* applied above the committed offset before a crash or a rebalance */
-        if (ll_loop_offset_held(ps, m->offset))
-            continue; /* refetched after a seek below it: its held copy is the one applied */
         if (ll_loop_run_held(ps, m->run)) {
             int due = 0;
             for (size_t w = 0; w < b->n_work; w++)

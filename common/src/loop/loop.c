@@ -78,17 +78,7 @@ static void observe_turn(ll_loop *l, size_t n, observed *o)
         return;
     o->held_at = now;
     size_t msgs = 0, runs = 0, answered = 0;
-    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
-        const part_state *ps = ll_loop_part_at(l, i);
-        msgs += ps->n_held;
-        for (size_t k = 0; k < ps->n_held; k++) {
-            answered += ll_msg_answered_before(ps->held[k]);
-            size_t j = 0;
-            while (j < k && strcmp(ps->held[j]->run, ps->held[k]->run) != 0)
-                j++;
-            runs += j == k;
-        }
-    }
+    ll_loop_held_counts(l, &msgs, &runs, &answered);
     ll_obs_held(msgs, runs, answered);
 }
 

@@ -136,6 +136,88 @@ int64_t ll_loop_part_commit_point(part_state *ps, ll_offtrack *scratch, char *md
     return t->base;
 }
 
+size_t ll_loop_held_total(const ll_loop *l)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < l->n_parts; i++)
+        n += l->parts[i]->n_held;
+    return n;
+}
+
+size_t ll_loop_held_due(ll_loop *l, int64_t now, lmsg **out)
+{
+    size_t n = 0;
+    for (size_t p = 0; p < l->n_parts; p++) {
+        part_state *ps = l->parts[p];
+        for (size_t i = 0; i < ps->n_held; i++) {
+            lmsg *m = ps->held[i], *head = NULL;
+            for (size_t j = 0; j <= i && !head; j++)
+                if (strcmp(ps->held[j]->run, m->run) == 0)
+                    head = ps->held[j];
+            if (head->retry_at_ms <= now)
+                out[n++] = m;
+        }
+    }
+    return n;
+}
+
+void ll_loop_held_clock_share(part_state *ps, const char *run, int64_t since)
+{
+    for (size_t i = 0; i < ps->n_held; i++)
+        if (!ps->held[i]->defer_since_ms && strcmp(ps->held[i]->run, run) == 0)
+            ps->held[i]->defer_since_ms = since;
+}
+
+void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered)
+{
+    *msgs = *runs = *answered = 0;
+    for (size_t i = 0; i < l->n_parts; i++) {
+        const part_state *ps = l->parts[i];
+        *msgs += ps->n_held;
+        for (size_t k = 0; k < ps->n_held; k++) {
+            *answered += ll_msg_answered_before(ps->held[k]);
+            size_t j = 0;
+            while (j < k && strcmp(ps->held[j]->run, ps->held[k]->run) != 0)
+                j++;
+            *runs += j == k;
+        }
+    }
+}
+
+ll_part_admit ll_loop_part_admit(ll_loop *l, part_state *ps, int64_t offset)
+{
+    if (ps->stopped && offset >= ps->stop_offset)
+        return LL_ADMIT_PAUSED;
+    if (ll_offtrack_seen(&ps->track, offset) != 0)
+        return LL_ADMIT_TRACK_FULL;
+    ps->touched = l->batch_no;
+    if (ll_offtrack_is_done(&ps->track, offset))
+        return LL_ADMIT_DONE;
+    if (ll_loop_offset_held(ps, offset))
+        return LL_ADMIT_HELD;
+    return LL_ADMIT_NEW;
+}
+
+void ll_loop_part_touch(ll_loop *l, part_state *ps)
+{
+    ps->touched = l->batch_no;
+}
+
+int ll_loop_part_done(part_state *ps, int64_t offset)
+{
+    if (ll_offtrack_done(&ps->track, offset) == 0)
+        return 0;
+    ll_log(LL_ERROR, NULL, "offset_track_full",
+           "%s[%d]: offset %lld cannot be marked done (%zu ranges): rewinding to the committed offsets",
+           ps->topic, (int)ps->partition, (long long)offset, ll_offtrack_ranges(&ps->track));
+    return -1;
+}
+
+int64_t ll_loop_part_base(const part_state *ps)
+{
+    return ps->track.base;
+}
+
 void ll_loop_parts_tick(ll_loop *l)
 {
     l->batch_no++;

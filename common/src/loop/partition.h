@@ -15,6 +15,35 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
  * applied, or the last one (counted from 1; part_state.touched and pos_batch name one). */
 void ll_loop_parts_tick(ll_loop *l);
 int64_t ll_loop_batch_no(const ll_loop *l);
+/* What a polled offset of ps is to the batch (ll_loop_part_admit). */
+typedef enum ll_part_admit {
+    LL_ADMIT_NEW,        /* work: apply it */
+    LL_ADMIT_PAUSED,     /* fetched before ps's pause took effect: it comes again after the seek */
+    LL_ADMIT_TRACK_FULL, /* the tracker holds too many ranges to take it: pause ps (the queue drains) */
+    LL_ADMIT_DONE,       /* applied above the committed offset before a crash or a rebalance: skip */
+    LL_ADMIT_HELD        /* refetched after a seek below it: its held copy is the one applied */
+} ll_part_admit;
+/* Admits a polled offset of ps into this batch: the tracker sees it (ps changed in this batch
+ * unless it is paused or the tracker is full), and what it is to the batch is returned. */
+ll_part_admit ll_loop_part_admit(ll_loop *l, part_state *ps, int64_t offset);
+/* ps changed in this batch (an offset done: its position and commit are owed). */
+void ll_loop_part_touch(ll_loop *l, part_state *ps);
+/* Marks offset done in ps's tracker: 0, or -1 at its guard (LL_OFFTRACK_RANGES_LIMIT; logged
+ * offset_track_full: the caller owes a rewind). */
+int ll_loop_part_done(part_state *ps, int64_t offset);
+/* ps's first offset not done (the committed one, moved by what is done). */
+int64_t ll_loop_part_base(const part_state *ps);
+/* The held messages of every partition. */
+size_t ll_loop_held_total(const ll_loop *l);
+/* The held messages whose run's first queued message is due (retry_at_ms <= now, monotonic ms),
+ * every one of those runs in offset order, into out (room for ll_loop_held_total; borrowed: the
+ * queues own them). Returns how many. */
+size_t ll_loop_held_due(ll_loop *l, int64_t now, lmsg **out);
+/* The run's clock starts at since for its messages queued on ps without one (a deferral's clock is
+ * the run's on its partition). */
+void ll_loop_held_clock_share(part_state *ps, const char *run, int64_t since);
+/* What is held: messages, (partition, run) pairs, and those answered before a database loss. */
+void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered);
 /* Whether ps changed (an offset done, a position to write) after batch batch_no. */
 bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no);
 /* Where ps's Kafka commit goes: returns its first offset not done, with the done offsets above it

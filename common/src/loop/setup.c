@@ -557,7 +557,7 @@ static void lag_one(void *arg, const ll_obs_part_stats *p)
     ll_loop *l = arg;
     const part_state *ps = ll_loop_part_find(l, p->topic, p->partition);
     if (ps)
-        ll_obs_lag_set(p->topic, p->partition, ll_obs_lag(p->end, ps->track.base, p->lo));
+        ll_obs_lag_set(p->topic, p->partition, ll_obs_lag(p->end, ll_loop_part_base(ps), p->lo));
 }
 
 /* librdkafka's statistics (the consumer lag per partition) for /metrics (obs.h): served by the
