@@ -30,9 +30,10 @@
  * with its key, value and headers plus ll.error.* headers, an event DEAD_LETTER is written to
  * load_event, and the partition moves on.
  *
- * The functions here are the loop's (common/src/core/kloop*.c, mapped in loop_int.h): set-up and
- * replies in setup.c, the run in loop.c, ll_msg_touch_run in txn.c. Topic names and
- * the schema folder are topics.h's.
+ * The functions here are the loop's (common/src/loop/, mapped in loop_int.h and docs/design.md §3):
+ * ll_loop_new in setup.c, the run, ll_loop_stop and ll_loop_free in loop.c; ll_msg_touch_run and
+ * ll_bulk_reply call through the tables the loop sets (txn.c, batch.c); the reply builder is
+ * ll/reply.h's. Topic names and the schema folder are topics.h's.
  */
 #ifndef LL_KLOOP_H
 #define LL_KLOOP_H

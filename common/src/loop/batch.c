@@ -221,7 +221,7 @@ static void mark_done_offsets(batch *b)
         return;
     qsort(b->marks, b->n_marks, sizeof *b->marks, cmp_mark);
     for (size_t i = 0; i < b->n_marks; i++)
-        if (ll_loop_part_done(b->marks[i].ps, b->marks[i].offset) != 0 && !batch_owes(b))
+        if (ll_loop_part_done(b->marks[i].ps, b->marks[i].offset, batch_owes(b)) != 0 && !batch_owes(b))
             batch_owe_rewind(b, 0);
     b->n_marks = 0;
 }

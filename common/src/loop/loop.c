@@ -495,8 +495,9 @@ static int commit_failure_owed(ll_loop *l)
     else
         abort_txn(l);
     if (l->rec.owed < LL_RECOVERY_PRODUCER) {
+        /* due now; the assignment is not paused for it (the rewind settles it at once, or the
+         * assignment does), as when the failure rewound in place */
         owe(l, LL_RECOVERY_REWIND);
-        pause_all(l);
         l->rec.at_ms = ll_now_ms();
     }
     return -1;

@@ -203,13 +203,14 @@ void ll_loop_part_touch(ll_loop *l, part_state *ps)
     ps->touched = l->batch_no;
 }
 
-int ll_loop_part_done(part_state *ps, int64_t offset)
+int ll_loop_part_done(part_state *ps, int64_t offset, bool quiet)
 {
     if (ll_offtrack_done(&ps->track, offset) == 0)
         return 0;
-    ll_log(LL_ERROR, NULL, "offset_track_full",
-           "%s[%d]: offset %lld cannot be marked done (%zu ranges): rewinding to the committed offsets",
-           ps->topic, (int)ps->partition, (long long)offset, ll_offtrack_ranges(&ps->track));
+    if (!quiet)
+        ll_log(LL_ERROR, NULL, "offset_track_full",
+               "%s[%d]: offset %lld cannot be marked done (%zu ranges): rewinding to the committed offsets",
+               ps->topic, (int)ps->partition, (long long)offset, ll_offtrack_ranges(&ps->track));
     return -1;
 }
 

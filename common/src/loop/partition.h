@@ -29,8 +29,8 @@ ll_part_admit ll_loop_part_admit(ll_loop *l, part_state *ps, int64_t offset);
 /* ps changed in this batch (an offset done: its position and commit are owed). */
 void ll_loop_part_touch(ll_loop *l, part_state *ps);
 /* Marks offset done in ps's tracker: 0, or -1 at its guard (LL_OFFTRACK_RANGES_LIMIT; logged
- * offset_track_full: the caller owes a rewind). */
-int ll_loop_part_done(part_state *ps, int64_t offset);
+ * offset_track_full unless quiet, when a rewind is owed already: the caller owes one). */
+int ll_loop_part_done(part_state *ps, int64_t offset, bool quiet);
 /* ps's first offset not done (the committed one, moved by what is done). */
 int64_t ll_loop_part_base(const part_state *ps);
 /* The held messages of every partition. */
