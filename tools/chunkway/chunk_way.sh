@@ -33,4 +33,4 @@ trap 'rm -rf "$work"' EXIT
 } >"$work/gdb.cmd"
 # shellcheck disable=SC1090,SC1091
 . "$run_dir/env"
-PYTHONPATH=$root/tools/nifisim python3 "$root/tools/chunkway/chunk_way.py" "$build" "$work/gdb.cmd" "$work/trace.txt"
+PYTHONPATH=$root/tools/nifisim /usr/bin/python3 "$root/tools/chunkway/chunk_way.py" "$build" "$work/gdb.cmd" "$work/trace.txt"
