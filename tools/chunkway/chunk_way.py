@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 
 from llsim.flow import Flow
 from llsim.kafkaio import Nifi
@@ -35,7 +36,7 @@ def trace(build, script, out):
         time.sleep(3)
         nifi = Nifi(st.bootstrap, st.prefix)
         flow = Flow(nifi)
-        run = Run()
+        run = Run(business_key="chunkway-" + uuid.uuid4().hex[:12])  # a run of its own, never a duplicate
         flow.create(run)
         flow.register(run)
         flow.claim_all(run)
