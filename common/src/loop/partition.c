@@ -51,9 +51,9 @@
 
 part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition)
 {
-    for (size_t i = 0; i < l->n_parts; i++)
-        if (l->parts[i]->partition == partition && strcmp(l->parts[i]->topic, topic) == 0)
-            return l->parts[i];
+    part_state *found = ll_loop_part_find(l, topic, partition);
+    if (found)
+        return found;
     if (l->n_parts == l->cap_parts) {
         size_t cap = l->cap_parts ? l->cap_parts * 2 : 16;
         part_state **p = realloc(l->parts, cap * sizeof *p);
