@@ -16,14 +16,18 @@ The loop is common/src/loop/*.c. Three checks, each failing with what to fix:
    used as `->member` or `.member` in another file is a use of that object's insides. struct
    ll_loop is the loop's objects side by side: its header marks each part `owned by X.c`, and
    its environment (handles and settings made by setup.c, read by every object), which only
-   setup.c may assign. DEBT holds the uses today's code still has, per (struct, file), while the
-   structs move into their files (issue 40); a count above its DEBT, or a pair not in DEBT,
-   fails. A count below its DEBT is printed so that DEBT is lowered with the change that paid it.
+   setup.c may assign. A struct may mark a part `handed down` (struct lmsg: the message's
+   coordinates and bytes, read by every object it is handed to) before its owners' part. A
+   variable that always holds one struct (NAMED: `ps` is a partition) is counted by every member
+   used through it, the names the struct shares with others too; a member that is another
+   object's struct, embedded (EMBEDDED: part_state.pos, position.c's), is its owner's. Any use
+   fails (issue 40 paid the last of 368).
 
 What it reads is text, so it can be fooled, and says what it is not: a call through a function
 value (a table entry, a registered callback such as the rebalance callback librdkafka runs) is not
 a call; the inline functions of the headers (accessors such as ll_loop_recovering) are not read; a
-member name another struct also has, or one of three letters or fewer, is not counted; the
+member name another struct also has, or one of three letters or fewer, is not counted (unless
+used through a NAMED variable); the
 environment is checked for writes of the form `l->member op= ...`, `++`, `--` only. It keeps
 honest code honest; it is no proof.
 
@@ -41,6 +45,7 @@ OWNERS = {
     "topic_io": {"setup.c"},
     "lmsg": {"batch.c", "partition.c"},  # the batch's messages and the held queues' copies of them
     "part_state": {"partition.c"},
+    "part_position": {"position.c"},  # a partition's read position in the ledger (part_state.pos)
     "run_clock": {"partition.c"},
     "ll_recovery_state": {"loop.c"},
     "batch": {"batch.c"},
@@ -49,18 +54,15 @@ OWNERS = {
 # Shared on purpose: a table of calls (io.h), and values one object hands another (returned, or
 # passed down as an argument: a result of the transaction, an offset done, what the precommit
 # statement writes, an undo point).
-INTERFACES = {"ll_loop_io", "ll_batch_end", "out_item", "done_mark", "ll_precommit", "ll_txn_mark"}
-# Uses of another object's members that the code still has (issue 40: to be paid down).
-DEBT = {
-    ("ll_recovery_state", "partition.c"): 2,
-    ("lmsg", "setup.c"): 1,
-    ("lmsg", "txn.c"): 5,
-    ("part_state", "batch.c"): 1,
-    ("part_state", "commit.c"): 1,
-    ("part_state", "position.c"): 50,
-    ("topic_io", "batch.c"): 1,
-    ("topic_io", "txn.c"): 3,
-}
+INTERFACES = {"ll_loop_io", "ll_batch_end", "out_item", "done_mark", "ll_precommit", "ll_txn_mark",
+              "ll_part_merged"}
+# How the loop always names one struct (a regular expression of the name and its `->` or `.`, per
+# struct): every member used through it is counted, a name the struct shares with others too.
+NAMED = {"part_state": r"ps->", "ll_recovery_state": r"rec\.", "lmsg": r"m->"}
+# A member that is another object's struct, embedded (its owner reaches it through the outer one).
+EMBEDDED = {("part_state", "pos"): "position.c"}
+# librdkafka's message (rd_kafka_message_t): its member names are not the loop's to count.
+RKM = {"err", "rkt", "partition", "payload", "len", "key", "key_len", "offset", "_private"}
 
 
 def strip(text):
@@ -105,6 +107,20 @@ def loop_parts(text):
         elif ";" in line:
             stmt = ""
     return parts
+
+
+def handed_down(text, name):
+    """A struct whose header marks a part handed down (a value every object it is handed to reads,
+    a line '/* ---- handed down') before its owners' part (a line '/* ---- owned by'): the two
+    member sets (shared, owned); (set(), set()) when it has no such marks."""
+    m = re.search(r"typedef struct %s \{(.*?)\n\}" % re.escape(name), text, re.S)
+    if not m or "/* ---- handed down" not in m.group(1):
+        return set(), set()
+    body = m.group(1)
+    at = body.find("/* ---- owned by")
+    if at < 0:
+        return members(body), set()
+    return members(body[:at]), members(body[at:])
 
 
 def members(body):
@@ -153,6 +169,7 @@ def main(src):
                                "a call goes up (report by the result, and let the caller act)")
     # structs of the loop's headers and their members
     structs = {}
+    public = {}
     env = set()
     for h in sorted(os.listdir(loop)):
         if h.endswith(".h"):
@@ -167,7 +184,10 @@ def main(src):
                         else:
                             env = ms
                     continue
-                structs[name] = members(m.group(2))
+                shared, own = handed_down(raw, name)
+                if shared:
+                    public[f"{name} (handed down)"] = shared
+                structs[name] = own if shared else members(m.group(2))
     if not env:
         bad.append("struct ll_loop (loop_int.h): no part marked 'the environment' (a '/* ---- the environment' line)")
     for f, text in texts.items():
@@ -178,8 +198,9 @@ def main(src):
         for m in re.finditer(writes, text) if env else []:
             bad.append(f"{f} assigns the loop's environment (l->{m.group(1) or m.group(2)}): only setup.c makes it")
     # member names are told apart from those of every other struct the loop sees (its headers and
-    # the public ones): a name two structs share, or a short generic one, is not counted
-    public = {}
+    # the public ones, librdkafka's message): a name two structs share, or a short generic one, is
+    # not counted
+    public["rd_kafka_message_t"] = RKM
     inc = os.path.join(src, "common", "include", "ll")
     for h in sorted(os.listdir(inc)):
         if h.endswith(".h"):
@@ -203,35 +224,27 @@ def main(src):
         if not ms:
             continue
         pat = re.compile(r"(?:->|\.)(" + "|".join(map(re.escape, ms)) + r")\b")
+        # a struct the loop names one way (NAMED: a partition is `ps`) is counted by every member,
+        # the names it shares with others too
+        shared = sorted(m for m in structs[name] - set(ms) if name in NAMED and (name, m) not in EMBEDDED)
+        by_name = re.compile(r"(?:(?<![\w.>])|(?<=->)|(?<=\.))(?:%s)(%s)\b" % (NAMED.get(name, "@"), "|".join(map(re.escape, shared)) or "@"))
         for f, t in texts.items():
             if f in OWNERS.get(name, set()):
                 continue
-            n = len(pat.findall(t))
+            n = len(pat.findall(t)) + len(by_name.findall(t))
+            n += sum(1 for (s_, m_), owner in EMBEDDED.items() if s_ == name and f != owner
+                     for _ in re.finditer(r"(?:(?<![\w.>])|(?<=->)|(?<=\.))(?:%s)%s\b" % (NAMED.get(name, "@"), m_), t))
             if n:
                 counts[(name, f)] = n
-    lowered = []
     for key, n in sorted(counts.items()):
-        allowed = DEBT.get(key)
-        if allowed is None:
-            bad.append(f"{key[1]} uses the members of struct {key[0]} ({n} times), which belongs to "
-                       f"{', '.join(sorted(OWNERS.get(key[0], {'?'})))}: ask its owner through its header")
-        elif n > allowed:
-            bad.append(f"{key[1]} uses the members of struct {key[0]} {n} times, more than the {allowed} "
-                       "recorded in DEBT: ask its owner through its header")
-        elif n < allowed:
-            lowered.append(f"{key[1]} uses struct {key[0]} {n} times (DEBT says {allowed}: lower it)")
-    for key, allowed in sorted(DEBT.items()):
-        if allowed and key not in counts:
-            lowered.append(f"{key[1]} no longer uses struct {key[0]} (DEBT says {allowed}: remove it)")
+        bad.append(f"{key[1]} uses the members of struct {key[0]} ({n} times), which belongs to "
+                   f"{', '.join(sorted(OWNERS.get(key[0], {'?'})))}: ask its owner through its header")
     if bad:
         for b in bad:
             print(b)
         return 1
     print("the loop: " + " > ".join(order) + f" ({edges} calls between files, each going down)")
-    debt = sum(counts.values())
-    print(f"uses of another object's struct members: {debt} (DEBT: {sum(DEBT.values())})")
-    for line in lowered:
-        print("  " + line)
+    print("uses of another object's struct members: none")
     return 0
 
 

@@ -136,7 +136,8 @@ w_result ll_batch_hold(batch *b, lmsg *m, int deferred, const char *pid, const c
     if (h->backoff_ms > l->backoff_max_ms)
         h->backoff_ms = l->backoff_max_ms;
     h->retry_at_ms = now + h->backoff_ms;
-    ll_log_ctx ctx = {h->run[0] ? h->run : NULL, pid, h->ps->topic, h->ps->partition, h->offset};
+    ll_log_ctx ctx = {h->run[0] ? h->run : NULL, pid, ll_loop_part_topic(h->ps), ll_loop_part_no(h->ps),
+                      h->offset};
     ll_log(deferred ? LL_INFO : LL_WARN, &ctx, deferred ? "message_deferred" : "run_held",
            "held for %lld ms: %s", (long long)h->backoff_ms, why);
     return W_HELD;
@@ -205,9 +206,10 @@ static int cmp_mark(const void *a, const void *b)
 {
     const done_mark *x = a, *y = b;
     if (x->ps != y->ps)
-        return strcmp(x->ps->topic, y->ps->topic) != 0
-                   ? strcmp(x->ps->topic, y->ps->topic)
-                   : (x->ps->partition > y->ps->partition) - (x->ps->partition < y->ps->partition);
+        return strcmp(ll_loop_part_topic(x->ps), ll_loop_part_topic(y->ps)) != 0
+                   ? strcmp(ll_loop_part_topic(x->ps), ll_loop_part_topic(y->ps))
+                   : (ll_loop_part_no(x->ps) > ll_loop_part_no(y->ps)) -
+                         (ll_loop_part_no(x->ps) < ll_loop_part_no(y->ps));
     return (x->offset > y->offset) - (x->offset < y->offset);
 }
 
@@ -247,7 +249,7 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
     ll_batch_collect(&b, polled, n, now);
     int touched = 0;
     for (size_t i = 0; i < ll_loop_n_parts(l); i++)
-        touched |= ll_loop_part_at(l, i)->touched == ll_loop_batch_no(l);
+        touched |= ll_loop_part_touched_in(ll_loop_part_at(l, i), ll_loop_batch_no(l));
     if (b.n_work == 0 && !touched)
         goto out;
     b.tx = ll_txn_new(l, b.n_work > 1 && l->db_batch_max > 1);
@@ -330,20 +332,12 @@ out:
     return end;
 }
 
-static topic_io *io_for(ll_loop *l, const char *topic)
-{
-    for (size_t i = 0; i < l->n_io; i++)
-        if (strcmp(l->io[i].topic, topic) == 0)
-            return &l->io[i];
-    return NULL;
-}
-
 static void lmsg_fresh(ll_loop *l, lmsg *m, rd_kafka_message_t *rkm)
 {
     memset(m, 0, sizeof *m);
     const char *topic = l->kio->msg_topic(rkm);
     m->rkm = rkm;
-    m->io = io_for(l, topic);
+    m->io = ll_loop_topic_io(l, topic);
     m->ps = ll_loop_part(l, topic, rkm->partition);
     m->offset = rkm->offset;
     m->key = rkm->key;
@@ -366,10 +360,12 @@ int ll_work_cmp(const void *a, const void *b)
      * order of a run's messages (a held one is older than a fresh one of its partition, unless a
      * seek refetched below it); across partitions any fixed order will do */
     if (x->ps != y->ps) {
-        c = strcmp(x->ps->topic, y->ps->topic);
+        c = strcmp(ll_loop_part_topic(x->ps), ll_loop_part_topic(y->ps));
         if (c)
             return c;
-        return x->ps->partition < y->ps->partition ? -1 : (x->ps->partition > y->ps->partition);
+        return ll_loop_part_no(x->ps) < ll_loop_part_no(y->ps)
+                   ? -1
+                   : (ll_loop_part_no(x->ps) > ll_loop_part_no(y->ps));
     }
     return x->offset < y->offset ? -1 : (x->offset > y->offset);
 }
@@ -419,7 +415,8 @@ void ll_batch_collect(batch *b, rd_kafka_message_t **polled, size_t n, int64_t n
 /* A dead letter: its event in the open transaction, its record after the commit. */
 w_result ll_batch_dead(batch *b, lmsg *m, const char *run_id, const char *code, const char *reason)
 {
-    return ll_txn_dead(b->tx, m, run_id, code, reason) == 0 ? W_DONE : W_FAILED;
+    return ll_txn_dead(b->tx, m, (ll_replay_step)m->replay_step, run_id, code, reason) == 0 ? W_DONE
+                                                                                            : W_FAILED;
 }
 
 int64_t ll_batch_prereq_wait(const batch *b, const lmsg *m)
@@ -435,9 +432,9 @@ ll_msg ll_batch_msg_view(batch *b, const lmsg *m, json_t *value, int64_t now)
      * message read again after a full queue's pause waited as long as the held ones */
     int64_t wait = ll_batch_prereq_wait(b, m);
     int64_t since = m->defer_since_ms ? m->defer_since_ms : ll_loop_clock_of(m->ps, m->run, wait, now);
-    return (ll_msg){.logical = m->io->in->logical,
-                    .topic = m->ps->topic,
-                    .partition = m->ps->partition,
+    return (ll_msg){.logical = ll_topic_input(m->io)->logical,
+                    .topic = ll_loop_part_topic(m->ps),
+                    .partition = ll_loop_part_no(m->ps),
                     .offset = m->offset,
                     .key = m->run[0] ? m->run : NULL,
                     .value = value,
@@ -458,7 +455,7 @@ json_t *ll_batch_decode(batch *b, lmsg *m, const char **err)
         why[0] = '\0';
         json_t *v = NULL;
         b->n_decodes++;
-        int rc = ll_decode(&m->io->dopts, m->value, m->len, &v, why, sizeof why);
+        int rc = ll_topic_decode(m->io, m->value, m->len, &v, why, sizeof why);
         if (rc == 0 && v)
             m->decoded = v;
         else if (!(m->decode_err = strdup(why)))
@@ -546,7 +543,7 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
         goto failed;
     ll_apply_out out;
     memset(&out, 0, sizeof out);
-    ll_apply d = m->io->in->apply(l->svc, &l->db, &msg, &out);
+    ll_apply d = ll_topic_input(m->io)->apply(l->svc, &l->db, &msg, &out);
     /* the decision table (kloop_decide.h): the service's answer and the database's error class */
     ll_loop_step step = ll_loop_decide(d, false, msg.wait_expired, ll_batch_fault(b));
     ll_db_error e = l->db.err; /* the apply's error, kept over the undo */
@@ -559,7 +556,7 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
     case LL_STEP_UNDO_REPLY:
         if (!msg.wait_expired)
             ll_loop_clock_stop(m->ps, m->run); /* answered: its prerequisite is there */
-        ll_txn_out_push(b->tx, m, out.reply, NULL, NULL, rid);
+        ll_txn_out_push(b->tx, m, (ll_replay_step)m->replay_step, out.reply, NULL, NULL, rid);
         out.reply = NULL;
         break;
     case LL_STEP_UNDO_HOLD:
@@ -585,7 +582,8 @@ w_result ll_batch_apply_one(batch *b, lmsg *m)
         /* a bounded wait ran out (lock or statement timeout), a deadlock or serialization
          * failure, or an SQL error: the run waits and is tried again (docs/design.md §3) */
         snprintf(err, sizeof err, "%s %s", e.sqlstate, e.message);
-        ll_log_ctx ctx = {rid[0] ? rid : NULL, pid, m->ps->topic, m->ps->partition, m->offset};
+        ll_log_ctx ctx = {rid[0] ? rid : NULL, pid, ll_loop_part_topic(m->ps), ll_loop_part_no(m->ps),
+                          m->offset};
         int busy = ll_db_err_is_busy(&l->db) || ll_db_err_is_retryable(&l->db);
         ll_log(busy ? LL_WARN : LL_ERROR, &ctx, busy ? "db_busy" : "db_error", "holding the run: %s", err);
         r = ll_batch_hold(b, m, 0, pid, err);
@@ -645,7 +643,7 @@ static void bulk_reply(void *sink, size_t at, json_t *reply)
     bulk_sink *s = sink;
     lmsg *m = s->ms[at];
     const char *rid = json_string_value(json_object_get(s->msgs[at].value, "runId"));
-    ll_txn_out_push(s->b->tx, m, reply, NULL, NULL, rid ? rid : m->run);
+    ll_txn_out_push(s->b->tx, m, (ll_replay_step)m->replay_step, reply, NULL, NULL, rid ? rid : m->run);
 }
 
 static const ll_bulk_ops BULK_OPS = {.reply = bulk_reply};
@@ -713,7 +711,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
     if (got >= 2 && ll_txn_begin(b->tx) != 0) {
         r = W_FAILED; /* no transaction: the database result, nothing to decide */
     } else if (got >= 2) {
-        ll_apply a = io->in->bulk(l->svc, &l->db, ptrs, got, outs);
+        ll_apply a = ll_topic_input(io)->bulk(l->svc, &l->db, ptrs, got, outs);
         /* only an SQL failure is classed by the database's error; any other answer but COMMIT,
          * or replies that do not match the decisions, break the set-based contract and are not
          * the database's: its messages go one by one (a stale or empty db->err read as
@@ -724,7 +722,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
                 ll_log(LL_ERROR, NULL, "bulk_reply_missing",
                        "set-based apply of %s decided a message without its reply (or the reverse): "
                        "its messages go one by one",
-                       io->in->logical);
+                       ll_topic_input(io)->logical);
                 a = LL_APPLY_DB;
             }
         /* the decision table (kloop_decide.h), its bulk rows */
@@ -744,7 +742,7 @@ static w_result bulk_input(batch *b, topic_io *io, size_t from, size_t to, const
             ll_log(
                 LL_WARN, NULL, "bulk_fallback",
                 "set-based apply of %zu %s messages failed, the transaction's messages go one by one: %s %s",
-                got, io->in->logical, l->db.err.sqlstate, l->db.err.message);
+                got, ll_topic_input(io)->logical, l->db.err.sqlstate, l->db.err.message);
             r = W_HELD;
             break;
         case LL_STEP_UNDO_BATCH:
@@ -781,7 +779,7 @@ static w_result apply_bulk(batch *b, size_t from, size_t to, const char *run, si
         return W_FAILED;
     b->bulk_calls++; /* what this call decides is marked with it, and undone alone */
     for (size_t k = 0; k < l->n_io; k++) {
-        if (!l->io[k].in->bulk)
+        if (!ll_topic_input(&l->io[k])->bulk)
             continue;
         w_result r = bulk_input(b, &l->io[k], from, to, run, decided);
         if (r == W_FAILED)
@@ -846,8 +844,8 @@ static int row_of(const PGresult *r, const lmsg *m)
 {
     for (int i = 0; i < PQntuples(r); i++)
         if (strtoll(PQgetvalue(r, i, 2), NULL, 10) == m->offset &&
-            strtol(PQgetvalue(r, i, 1), NULL, 10) == m->ps->partition &&
-            strcmp(PQgetvalue(r, i, 0), m->ps->topic) == 0)
+            strtol(PQgetvalue(r, i, 1), NULL, 10) == ll_loop_part_no(m->ps) &&
+            strcmp(PQgetvalue(r, i, 0), ll_loop_part_topic(m->ps)) == 0)
             return i;
     return -1;
 }
@@ -855,7 +853,8 @@ static int row_of(const PGresult *r, const lmsg *m)
 /* Answers m as row i of r records (the reply, or the dead letter). 0, or -1 (database). */
 static int restate(batch *b, lmsg *m, const PGresult *r, int i)
 {
-    ll_log_ctx ctx = {m->run[0] ? m->run : NULL, NULL, m->ps->topic, m->ps->partition, m->offset};
+    ll_log_ctx ctx = {m->run[0] ? m->run : NULL, NULL, ll_loop_part_topic(m->ps), ll_loop_part_no(m->ps),
+                      m->offset};
     if (strcmp(PQgetvalue(r, i, 4), "DEAD_LETTER") == 0) {
         m->decided = -1;
         ll_log(LL_DEBUG, &ctx, "input_restated", "read again: dead-lettered again (%s), as the first time",
@@ -875,7 +874,7 @@ static int restate(batch *b, lmsg *m, const PGresult *r, int i)
     m->decided = -1;
     ll_log(LL_DEBUG, &ctx, "input_restated", "read again: refused again (%s), as the first time",
            PQgetvalue(r, i, 5));
-    ll_txn_out_push(b->tx, m, reply, NULL, NULL, m->run);
+    ll_txn_out_push(b->tx, m, (ll_replay_step)m->replay_step, reply, NULL, NULL, m->run);
     return 0;
 }
 
@@ -887,8 +886,8 @@ int ll_batch_restate(batch *b)
         lmsg *m = b->work[i];
         m->replay_step = LL_REPLAY_APPLY;
         if (ll_msg_replayed(m)) {
-            ll_pgarray_add(&topics, m->ps->topic);
-            ll_pgarray_add_ll(&parts, m->ps->partition);
+            ll_pgarray_add(&topics, ll_loop_part_topic(m->ps));
+            ll_pgarray_add_ll(&parts, ll_loop_part_no(m->ps));
             ll_pgarray_add_ll(&offs, (long long)m->offset);
         }
     }

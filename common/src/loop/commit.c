@@ -362,7 +362,8 @@ static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
         char md[LL_OFFTRACK_METADATA_MAX];
         int n = 0;
         int64_t offset = ll_loop_part_commit_point(ps, &view, md, sizeof md, &n);
-        rd_kafka_topic_partition_t *tp = rd_kafka_topic_partition_list_add(o, ps->topic, ps->partition);
+        rd_kafka_topic_partition_t *tp =
+            rd_kafka_topic_partition_list_add(o, ll_loop_part_topic(ps), ll_loop_part_no(ps));
         tp->offset = offset;
         if (n > 0) {
             tp->metadata = malloc((size_t)n);
@@ -382,7 +383,7 @@ static int commit_owed(const ll_loop *l)
     if (c->n_staged > 0)
         return 1;
     for (size_t i = 0; i < ll_loop_n_parts(l); i++)
-        if (ll_loop_part_at(l, i)->touched > c->offsets_batch_no)
+        if (ll_loop_part_changed_since(ll_loop_part_at(l, i), c->offsets_batch_no))
             return 1;
     return 0;
 }

@@ -283,18 +283,11 @@ static void owe(ll_loop *l, ll_recovery need)
         l->rec.owed = need;
 }
 
-/* Pauses the whole assignment (once). */
-static void pause_all(ll_loop *l)
-{
-    if (!l->rec.paused && ll_loop_parts_pause_all(l) == 0)
-        l->rec.paused = true;
-}
-
 /* The assignment paused and the next step due after delay_ms (0 or less: after the backoff,
  * 200 ms doubling to 5 s). */
 static void retry_later(ll_loop *l, int64_t delay_ms)
 {
-    pause_all(l);
+    (void)ll_loop_parts_pause_all(l); /* once; a failure pauses nothing: the next step tries again */
     if (delay_ms <= 0) {
         l->rec.backoff_ms = l->rec.backoff_ms ? l->rec.backoff_ms * 2 : 200;
         if (l->rec.backoff_ms > 5000)
@@ -314,8 +307,7 @@ void ll_loop_owe_rewind(ll_loop *l, int64_t delay_ms)
 
 void ll_loop_resume_all(ll_loop *l)
 {
-    ll_loop_parts_resume(l, l->rec.paused);
-    l->rec.paused = false;
+    ll_loop_parts_resume(l);
 }
 
 void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assigned, int positions_read)
@@ -323,13 +315,9 @@ void ll_loop_recovery_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assi
     /* an eager assignment starts at the offsets found: no rewind is owed any more (a broken
      * producer is still recreated before anything is applied); nothing of it is paused yet (a
      * failed drain in the callback paused the assignment it revoked) */
-    l->rec.paused = false;
     if (l->rec.owed == LL_RECOVERY_REWIND)
         l->rec.owed = LL_RECOVERY_NONE;
-    if (l->rec.owed == LL_RECOVERY_PRODUCER || !positions_read) {
-        l->kio->pause(l->consumer, assigned);
-        l->rec.paused = true;
-    }
+    ll_loop_parts_assigned(l, assigned, l->rec.owed == LL_RECOVERY_PRODUCER || !positions_read);
     if (!positions_read) {
         owe(l, LL_RECOVERY_REWIND); /* the rewind reads both again */
         retry_later(l, 0);
@@ -434,7 +422,7 @@ static void producer_fatal(ll_loop *l)
            rd_kafka_err2name(code), why);
     owe(l, LL_RECOVERY_PRODUCER);
     l->rec.backoff_ms = 0;
-    pause_all(l);
+    (void)ll_loop_parts_pause_all(l); /* once; a failure pauses nothing: the next step tries again */
     l->rec.at_ms = ll_now_ms();
 }
 
@@ -471,7 +459,7 @@ static void abort_txn(ll_loop *l)
         }
     }
     owe(l, LL_RECOVERY_PRODUCER);
-    pause_all(l);
+    (void)ll_loop_parts_pause_all(l); /* once; a failure pauses nothing: the next step tries again */
     l->rec.at_ms = ll_now_ms();
 }
 

@@ -80,6 +80,7 @@ typedef struct topic_io {
  * not pin librdkafka's fetch buffer.
  */
 typedef struct lmsg {
+    /* ---- handed down: the message's coordinates and bytes, read by every object it is handed to ---- */
     rd_kafka_message_t *rkm;
     topic_io *io;
     struct part_state *ps;
@@ -89,6 +90,7 @@ typedef struct lmsg {
     size_t key_len;
     const void *value; /* value bytes (NULL: a tombstone) */
     size_t len;
+    /* ---- owned by batch.c and partition.c: the message in a batch, and its held copy ---- */
     rd_kafka_headers_t *hdrs; /* owned copy for a held message; NULL: read from rkm */
     int held;                 /* 1 while in its partition's held queue (owns its copies) */
     int state;                /* in the current batch: 0 pending, 1 done, 2 held (its run waits) */
@@ -132,16 +134,24 @@ typedef enum ll_recovery {
     LL_RECOVERY_EXIT      /* fenced or unauthorised: the loop ends, exit 2 */
 } ll_recovery;
 
-/* The loop's recovery: what is owed, whether this instance paused its whole assignment for it
- * (the consumer is still polled, so that the group keeps this member), and when the next step is
- * tried (monotonic ms), with its backoff (ms, 200 doubling to 5000). */
+/* The loop's recovery: what is owed, and when the next step is tried (monotonic ms), with its
+ * backoff (ms, 200 doubling to 5000). Meanwhile the whole assignment is paused (partition.c keeps
+ * what it paused: ll_loop_parts_all_paused; the consumer is still polled, so that the group keeps
+ * this member). */
 typedef struct ll_recovery_state {
     ll_recovery owed;
-    bool paused;
     int64_t at_ms, backoff_ms;
 } ll_recovery_state;
 
-/* Per assigned Kafka partition: done offsets, held messages, whether it is paused. */
+/* What position.c keeps of one partition's read position in the ledger (docs/design.md §5): the
+ * one object that reads and writes these members. Zero: no position read or written yet. */
+typedef struct part_position {
+    int64_t written_batch; /* batch number whose position of it is in the ledger */
+    char write_token[37];  /* the write token its ledger position carries as this instance last read
+                            * (merge) or wrote it; "": no row. Every write is a compare-and-set on it */
+} part_position;
+
+/* Per assigned Kafka partition (partition.c): done offsets, held messages, whether it is paused. */
 typedef struct part_state {
     char topic[256];
     int32_t partition;
@@ -152,9 +162,7 @@ typedef struct part_state {
     int64_t stop_offset;             /* where fetching resumes (the lowest message neither done nor held) */
     int64_t touched;                 /* batch number of the last change to track (offsets to commit) */
     size_t held_bytes;               /* keys and values of the held copies (bytes; loop.max_held_bytes) */
-    int64_t pos_batch;               /* batch number whose position of it is in the ledger (position.c) */
-    char pos_token[37];              /* the write token its ledger position carries as this instance last read
-                                      * (merge) or wrote it; "": no row. Every write is a compare-and-set on it */
+    part_position pos;               /* its position in the ledger (owned by position.c) */
     run_clock clocks[LL_RUN_CLOCKS]; /* runs waiting for a prerequisite here (partition.c) */
     /* The offsets whose answers Kafka's commit holds (replies and dead letters commit with their
      * offsets) while the ledger lost their effects: applied again without a second answer
@@ -216,6 +224,8 @@ struct ll_loop {
     int64_t batch_no; /* the batch being applied (counted from 1; part_state.touched names one) */
     part_state **parts;
     size_t n_parts, cap_parts;
+    bool all_paused; /* this instance paused its whole assignment (the loop's recovery: only what it
+                      * paused is resumed, docs/design.md §3) */
     /* ---- owned by commit.c ---- */
     /* The Kafka commit (owned): the one in flight, the records staged for the next one, a failure
      * left for the loop's recovery (ll_loop_commit_failed) */
@@ -234,6 +244,22 @@ struct ll_loop {
  * (the loop's unit tests). NULL with err. */
 ll_loop *ll_loop_new_io(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n,
                         void *svc, const ll_loop_io *io, char *err, size_t errlen);
+
+/* setup.c: a consumed topic's codec and where its replies go (docs/design.md §9) */
+/* Decodes value (len bytes) by the topic's framing and schema: 0 with *out (owned by the caller),
+ * or -1 with why (ll_decode's errors). */
+int ll_topic_decode(const topic_io *io, const void *value, size_t len, json_t **out, char *why,
+                    size_t whylen);
+/* Encodes reply by the topic's reply schema and framing: 0 with *buf (len bytes, owned by the
+ * caller), or -1 with why. */
+int ll_topic_encode_reply(const topic_io *io, const json_t *reply, unsigned char **buf, size_t *len,
+                          char *why, size_t whylen);
+/* The topic the replies to io's inputs go to (borrowed: lives as long as the loop). */
+const char *ll_topic_reply_to(const topic_io *io);
+/* The service's input io consumes (its apply and bulk functions; borrowed). */
+const ll_input *ll_topic_input(const topic_io *io);
+/* The consumed topic named topic (the i-th of l->io is &l->io[i]; borrowed), or NULL. */
+topic_io *ll_loop_topic_io(const ll_loop *l, const char *topic);
 
 /* setup.c */
 /* The consumer and the producer (init_transactions), the dead-letter topic checked. 0, or -1 with

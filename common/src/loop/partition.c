@@ -74,6 +74,16 @@ part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition)
     return ps;
 }
 
+const rd_kafka_headers_t *ll_loop_msg_headers(const ll_loop *l, const lmsg *m)
+{
+    rd_kafka_headers_t *h = NULL;
+    if (m->hdrs)
+        return m->hdrs;
+    if (m->rkm && l->kio->msg_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
+        return h;
+    return NULL;
+}
+
 void ll_loop_free_copy(lmsg *m)
 {
     free((void *)m->key);
@@ -119,6 +129,87 @@ static const ll_offtrack *committed_view(part_state *ps, ll_offtrack *out)
 bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no)
 {
     return ps->touched > batch_no;
+}
+
+bool ll_loop_part_touched_in(const part_state *ps, int64_t batch_no)
+{
+    return ps->touched == batch_no;
+}
+
+const char *ll_loop_part_topic(const part_state *ps)
+{
+    return ps->topic;
+}
+
+int32_t ll_loop_part_no(const part_state *ps)
+{
+    return ps->partition;
+}
+
+void ll_loop_part_done_view(const part_state *ps, ll_offtrack *t)
+{
+    ll_offtrack_copy(t, &ps->track);
+}
+
+int ll_loop_part_add_replayed(const part_state *ps, ll_offtrack *t)
+{
+    return ps->replayed_any && ll_offtrack_union(t, &ps->replayed) != 0 ? -1 : 0;
+}
+
+/* A partition stopped for a gap is merged (ll_loop_part_merge): when an operator's acceptance
+ * found by the idle check (gap_accepted_to) holds its position, the range is marked done up to the
+ * acceptance's end, never past the log start the refusal saw (a larger acceptance cannot skip
+ * readable inputs), and it reads on from there; in every case the stop is over (a position still
+ * refused stops it again, at its next fetch). */
+static void gap_settle(ll_loop *l, part_state *ps)
+{
+    int64_t to = ps->gap_accepted_to < ps->gap_to ? ps->gap_accepted_to : ps->gap_to;
+    if (ps->gap_accepted_to > 0 && ll_gap_accepted(ps->track.base, ps->gap_from, to)) {
+        ll_offtrack gone;
+        ll_offtrack_init(&gone, to);
+        ll_offtrack_union(&ps->track, &gone);
+        ll_offtrack_free(&gone);
+        ll_log_ctx ctx = {NULL, NULL, ps->topic, ps->partition, to};
+        ll_log(LL_WARN, &ctx, "offsets_gap_accepted",
+               "offsets [%lld, %lld) accepted as lost by an operator (nifi_ops.offset_gap_acceptance): "
+               "reading on "
+               "from %lld",
+               (long long)ps->gap_from, (long long)to, (long long)ps->track.base);
+        ps->touched = l->batch_no + 1; /* the next batch writes its position, the next commit takes it */
+    }
+    ps->gap_from = ps->gap_to = ps->gap_accepted_to = 0;
+    ll_obs_unreadable(ll_loop_unreadable(l));
+}
+
+int64_t ll_loop_part_merge(ll_loop *l, part_state *ps, const ll_offtrack *ledger, bool kafka_none,
+                           ll_part_merged *out)
+{
+    *out = (ll_part_merged){0};
+    ps->replayed_any = 0; /* set below when the ledger has applied offsets Kafka has not */
+    ll_offtrack_reset(&ps->replayed, 0);
+    if (!ledger)
+        return ps->track.base;
+    if (kafka_none)
+        ll_offtrack_reset(&ps->track, 0); /* Kafka's done set: empty */
+    /* one past the last offset Kafka knows as done */
+    out->kafka_end = ps->track.n ? ps->track.hi[ps->track.n - 1] + 1 : ps->track.base;
+    /* no Kafka commit: Kafka has done nothing (the group's first batch crashed before its Kafka
+     * commit, or the committed offsets expired): what the ledger applied is answered again, as
+     * replays, from the start */
+    ll_offtrack_copy(&ps->answered, &ps->track);
+    ll_offtrack_intersect(&ps->track, ledger, &out->kafka_only, &out->ledger_only);
+    if (ps->gap_to > 0)
+        gap_settle(l, ps);
+    ps->answered_any = out->kafka_only > 0;
+    if (!ps->answered_any)
+        ll_offtrack_reset(&ps->answered, 0);
+    /* the ledger's done set, while it holds offsets Kafka's does not: those inputs were answered
+     * before (a group reset to earlier offsets, a Kafka commit that did not happen); read again,
+     * each restates its first answer (batch.c) */
+    ps->replayed_any = out->ledger_only > 0;
+    if (ps->replayed_any)
+        ll_offtrack_copy(&ps->replayed, ledger);
+    return ps->track.base;
 }
 
 int64_t ll_loop_part_commit_point(part_state *ps, ll_offtrack *scratch, char *md, size_t mdcap, int *mdlen)
@@ -279,20 +370,37 @@ void ll_loop_load_tracks(ll_loop *l, const rd_kafka_topic_partition_list_t *c)
 
 int ll_loop_parts_pause_all(ll_loop *l)
 {
+    if (l->all_paused)
+        return 0;
     rd_kafka_topic_partition_list_t *asg = NULL;
     if (l->kio->assignment(l->consumer, &asg) != RD_KAFKA_RESP_ERR_NO_ERROR || !asg)
         return -1;
     if (asg->cnt > 0)
         l->kio->pause(l->consumer, asg);
     rd_kafka_topic_partition_list_destroy(asg);
+    l->all_paused = true;
     return 0;
+}
+
+void ll_loop_parts_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assigned, bool paused)
+{
+    if (paused)
+        l->kio->pause(l->consumer, assigned);
+    l->all_paused = paused;
+}
+
+bool ll_loop_parts_all_paused(const ll_loop *l)
+{
+    return l->all_paused;
 }
 
 /* Resumes what this instance paused and nothing else: resuming a never-paused partition can
  * refetch from a stale position in librdkafka 2.0.2 (fixed in 2.4.0). */
-void ll_loop_parts_resume(ll_loop *l, bool whole_assignment)
+void ll_loop_parts_resume(ll_loop *l)
 {
     rd_kafka_topic_partition_list_t *tp = NULL;
+    bool whole_assignment = l->all_paused;
+    l->all_paused = false;
     if (whole_assignment) {
         if (l->kio->assignment(l->consumer, &tp) != RD_KAFKA_RESP_ERR_NO_ERROR)
             tp = NULL;
@@ -314,7 +422,7 @@ void ll_loop_parts_resume(ll_loop *l, bool whole_assignment)
 
 int ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset)
 {
-    if (l->rec.paused || (ps->stopped && offset >= ps->stop_offset))
+    if (l->all_paused || (ps->stopped && offset >= ps->stop_offset))
         return 0;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(tp, ps->topic, ps->partition)->offset = offset;
@@ -334,7 +442,7 @@ int ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset)
 
 void ll_loop_resume_partition(ll_loop *l, part_state *ps)
 {
-    if (!ps->stopped || l->rec.paused)
+    if (!ps->stopped || l->all_paused)
         return;
     rd_kafka_topic_partition_list_t *tp = rd_kafka_topic_partition_list_new(1);
     rd_kafka_topic_partition_list_add(tp, ps->topic, ps->partition);

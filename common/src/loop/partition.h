@@ -12,7 +12,7 @@
 /* The state of (topic, partition), created on first use (owned by the loop). */
 part_state *ll_loop_part(ll_loop *l, const char *topic, int32_t partition);
 /* The partitions' change clock: a batch begins (the batch number counts on), and the batch being
- * applied, or the last one (counted from 1; part_state.touched and pos_batch name one). */
+ * applied, or the last one (counted from 1; part_state.touched and part_position.written_batch name one). */
 void ll_loop_parts_tick(ll_loop *l);
 int64_t ll_loop_batch_no(const ll_loop *l);
 /* What a polled offset of ps is to the batch (ll_loop_part_admit). */
@@ -46,6 +46,31 @@ void ll_loop_held_clock_share(part_state *ps, const char *run, int64_t since);
 void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered);
 /* Whether ps changed (an offset done, a position to write) after batch batch_no. */
 bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no);
+/* Whether ps changed in batch batch_no (its position is owed by that batch). */
+bool ll_loop_part_touched_in(const part_state *ps, int64_t batch_no);
+/* ps's topic (borrowed: lives as long as ps) and partition number. */
+const char *ll_loop_part_topic(const part_state *ps);
+int32_t ll_loop_part_no(const part_state *ps);
+/* ps's done offsets (its tracker) copied into t (made by the caller: ll_offtrack_init; freed by it). */
+void ll_loop_part_done_view(const part_state *ps, ll_offtrack *t);
+/* Adds to t the ledger's done offsets that Kafka's commit does not hold, while ps has some (read
+ * again, they restate their first answer): 0, or -1 when t's ranges are at their limit. */
+int ll_loop_part_add_replayed(const part_state *ps, ll_offtrack *t);
+/* What ll_loop_part_merge found (offsets). */
+typedef struct ll_part_merged {
+    int64_t kafka_only;  /* done in Kafka's commit, not in the ledger: the ledger lost them */
+    int64_t ledger_only; /* done in the ledger, not in Kafka's commit: answered before, read again */
+    int64_t kafka_end;   /* one past the last offset Kafka's commit knew as done */
+} ll_part_merged;
+/* Makes ps's tracker (Kafka's done set, loaded from its commit; kafka_none: there is no commit,
+ * the set is empty) the intersection with the ledger's done set (borrowed), and keeps what only
+ * one of them holds: the inputs answered before the ledger lost them (ll_msg_answered_before) and
+ * those the ledger answered and Kafka's commit does not hold (ll_msg_replayed). A stop for a gap
+ * an operator accepted is settled (docs/design.md §5). ledger NULL: the ledger has no say (no
+ * row, Kafka's commit kept), nothing of it is kept. Returns ps's first offset not done, where
+ * fetching starts; *out what was found (zero when ledger is NULL). */
+int64_t ll_loop_part_merge(ll_loop *l, part_state *ps, const ll_offtrack *ledger, bool kafka_none,
+                           ll_part_merged *out);
 /* Where ps's Kafka commit goes: returns its first offset not done, with the done offsets above it
  * as metadata in md (at most mdcap bytes; *mdlen its length, 0: none), the inputs answered before
  * a database loss included (docs/design.md §5). scratch: a tracker the caller made (ll_offtrack_init)
@@ -63,15 +88,22 @@ void ll_loop_parts_free(ll_loop *l);
 void ll_loop_forget_parts(ll_loop *l);
 /* Loads each listed partition's committed offset and metadata into its tracker. */
 void ll_loop_load_tracks(ll_loop *l, const rd_kafka_topic_partition_list_t *c);
+/* m's headers as read (borrowed: a held copy's own, or its Kafka message's), or NULL: none. */
+const rd_kafka_headers_t *ll_loop_msg_headers(const ll_loop *l, const lmsg *m);
 /* Frees a held copy (its key, value and headers). */
 void ll_loop_free_copy(lmsg *m);
 /* Frees a partition's held queue (and forgets its runs' prerequisite clocks). */
 void ll_loop_drop_held(part_state *ps);
-/* Pauses the whole assignment: 0, or -1 when the assignment cannot be read (nothing paused). */
+/* Pauses the whole assignment (once: nothing while it is paused): 0, or -1 when the assignment
+ * cannot be read (nothing paused). */
 int ll_loop_parts_pause_all(ll_loop *l);
-/* Resumes what this instance paused and nothing else: the whole assignment (whole_assignment), or
- * the partitions stopped by a full held queue. */
-void ll_loop_parts_resume(ll_loop *l, bool whole_assignment);
+/* A new (eager) assignment: paused as a whole when paused, else nothing of it is paused. */
+void ll_loop_parts_assigned(ll_loop *l, rd_kafka_topic_partition_list_t *assigned, bool paused);
+/* Whether this instance paused its whole assignment (the loop's recovery). */
+bool ll_loop_parts_all_paused(const ll_loop *l);
+/* Resumes what this instance paused and nothing else: the whole assignment when it paused it, or
+ * else the partitions stopped by a full held queue. */
+void ll_loop_parts_resume(ll_loop *l);
 /* Pauses ps's fetching at offset (its held queue is full; nothing while the whole assignment is
  * paused): 0, or -1 when the seek there failed (the position is unknown: a rewind is owed). */
 int ll_loop_stop_partition(ll_loop *l, part_state *ps, int64_t offset);

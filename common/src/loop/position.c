@@ -12,7 +12,7 @@
  * Every write is a compare-and-set (issue 39; docs/design.md §5, "Every write checks the ledger it
  * last saw"): a position row carries the write token of its last writer (a random UUID), and this
  * instance writes a partition's position only where the row still carries the token it last read
- * or wrote itself (part_state.pos_token; no row where it saw none). Every write goes through
+ * or wrote itself (part_position.write_token; no row where it saw none). Every write goes through
  * write_positions (the batch's statement before its COMMIT, and the statement of its own after a
  * batch that answered nothing in a transaction); a write that matches fewer rows than it names
  * fails, the batch is undone and the loop rewinds, whose merge reads the ledger as it is now. So a
@@ -119,11 +119,11 @@ static const ll_stmt ST_REWIND = {"kloop_position_rewind",
 static int record_rewind(ll_loop *l, const part_state *ps, int64_t from, int64_t to, int64_t offsets)
 {
     char part[16], f[24], t[24], n[24];
-    snprintf(part, sizeof part, "%d", (int)ps->partition);
+    snprintf(part, sizeof part, "%d", (int)ll_loop_part_no(ps));
     snprintf(f, sizeof f, "%lld", (long long)from);
     snprintf(t, sizeof t, "%lld", (long long)to);
     snprintf(n, sizeof n, "%lld", (long long)offsets);
-    const char *p[6] = {l->group, ps->topic, part, f, t, n};
+    const char *p[6] = {l->group, ll_loop_part_topic(ps), part, f, t, n};
     PGresult *r = l->kio->db_exec(&l->db, &ST_REWIND, p);
     if (!r)
         return -1;
@@ -205,7 +205,7 @@ static int write_positions(ll_loop *l, const char *runs, positions *w)
         return -1;
     }
     for (size_t i = 0; i < w->topics.n; i++)
-        memcpy(w->ps[i]->pos_token, tok, sizeof tok);
+        memcpy(w->ps[i]->pos.write_token, tok, sizeof tok);
     return 0;
 }
 
@@ -215,7 +215,7 @@ static void add_position(const ll_precommit *pc, part_state *ps, positions *w)
 {
     ll_offtrack t;
     ll_offtrack_init(&t, 0);
-    ll_offtrack_copy(&t, &ps->track);
+    ll_loop_part_done_view(ps, &t);
     int full = 0;
     for (size_t i = 0; i < pc->n_marks; i++)
         if (pc->marks[i].ps == ps)
@@ -226,15 +226,14 @@ static void add_position(const ll_precommit *pc, part_state *ps, positions *w)
     /* what the ledger answered before and Kafka's commit does not hold (a group reset): kept in
      * the ledger's position until it is read again, so that a replay interrupted (a rewind, a
      * restart) still knows which inputs restate their first answer (batch.c) */
-    if (ps->replayed_any)
-        full |= ll_offtrack_union(&t, &ps->replayed) != 0;
+    full |= ll_loop_part_add_replayed(ps, &t) != 0;
     char md[LL_OFFTRACK_METADATA_MAX];
     bool lossy = false;
     int n = ll_offtrack_metadata(&t, md, sizeof md, &lossy);
     if (n < 0 || full) {
         /* cannot happen within the checked limits; what is written stays behind the ledger */
         md[0] = '\0';
-        t.base = ps->track.base;
+        t.base = ll_loop_part_base(ps);
     }
     (void)lossy; /* a lossy text names fewer offsets: behind the ledger, never ahead */
     if (w->topics.n == w->cap) {
@@ -245,11 +244,11 @@ static void add_position(const ll_precommit *pc, part_state *ps, positions *w)
         w->ps = a;
     }
     w->ps[w->topics.n] = ps;
-    ll_pgarray_add(&w->topics, ps->topic);
-    ll_pgarray_add_ll(&w->parts, ps->partition);
+    ll_pgarray_add(&w->topics, ll_loop_part_topic(ps));
+    ll_pgarray_add_ll(&w->parts, ll_loop_part_no(ps));
     ll_pgarray_add_ll(&w->next, (long long)t.base);
     ll_pgarray_add(&w->done, md);
-    ll_pgarray_add(&w->expect, ps->pos_token);
+    ll_pgarray_add(&w->expect, ps->pos.write_token);
     ll_offtrack_free(&t);
 }
 
@@ -266,8 +265,8 @@ static int record_refusals(ll_loop *l, const ll_precommit *pc)
         const char *reason =
             !o->is_reply && o->reason && strlen(o->reason) <= LL_REFUSAL_REASON_MAX ? o->reason : "";
         const char *code = o->is_reply ? o->reply_code : o->code;
-        ll_pgarray_add(&a[0], m->ps->topic);
-        ll_pgarray_add_ll(&a[1], m->ps->partition);
+        ll_pgarray_add(&a[0], ll_loop_part_topic(m->ps));
+        ll_pgarray_add_ll(&a[1], ll_loop_part_no(m->ps));
         ll_pgarray_add_ll(&a[2], (long long)m->offset);
         ll_pgarray_add_ll(&a[3], (long long)ll_msg_digest(m));
         ll_pgarray_add(&a[4], o->is_reply ? "REPLY" : "DEAD_LETTER");
@@ -306,14 +305,15 @@ int ll_positions_precommit(ll_loop *l, const ll_precommit *pc)
         for (size_t j = 0; j < i && !again; j++)
             again = pc->outs[j].m->ps == ps;
         if (!again) {
-            ps->pos_batch = ll_loop_batch_no(l);
+            ps->pos.written_batch = ll_loop_batch_no(l);
             add_position(pc, ps, &w);
         }
     }
     for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
         part_state *ps = ll_loop_part_at(l, i);
-        if (ps->touched == ll_loop_batch_no(l) && ps->pos_batch != ll_loop_batch_no(l)) {
-            ps->pos_batch = ll_loop_batch_no(l);
+        if (ll_loop_part_touched_in(ps, ll_loop_batch_no(l)) &&
+            ps->pos.written_batch != ll_loop_batch_no(l)) {
+            ps->pos.written_batch = ll_loop_batch_no(l);
             add_position(pc, ps, &w);
         }
     }
@@ -321,32 +321,6 @@ int ll_positions_precommit(ll_loop *l, const ll_precommit *pc)
     ll_pgarray_free(&runs);
     positions_free(&w);
     return rc;
-}
-
-/* A partition stopped for a gap (partition.c) is merged: when an operator's acceptance found by
- * the idle check (ps->gap_accepted_to) holds its position, the range is marked done up to the
- * acceptance's end, never past the log start the refusal saw (a larger acceptance cannot skip
- * readable inputs), and it reads on from there; in every case the stop is over (a position still
- * refused stops it again, at its next fetch). */
-static void settle_gap(ll_loop *l, part_state *ps)
-{
-    int64_t to = ps->gap_accepted_to < ps->gap_to ? ps->gap_accepted_to : ps->gap_to;
-    if (ps->gap_accepted_to > 0 && ll_gap_accepted(ps->track.base, ps->gap_from, to)) {
-        ll_offtrack gone;
-        ll_offtrack_init(&gone, to);
-        ll_offtrack_union(&ps->track, &gone);
-        ll_offtrack_free(&gone);
-        ll_log_ctx ctx = {NULL, NULL, ps->topic, ps->partition, to};
-        ll_log(LL_WARN, &ctx, "offsets_gap_accepted",
-               "offsets [%lld, %lld) accepted as lost by an operator (nifi_ops.offset_gap_acceptance): "
-               "reading on "
-               "from %lld",
-               (long long)ps->gap_from, (long long)to, (long long)ps->track.base);
-        ps->touched =
-            ll_loop_batch_no(l) + 1; /* the next batch writes its position, the next commit takes it */
-    }
-    ps->gap_from = ps->gap_to = ps->gap_accepted_to = 0;
-    ll_obs_unreadable(ll_loop_unreadable(l));
 }
 
 int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
@@ -379,18 +353,16 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
         int64_t kafka_base = e->offset >= 0 ? e->offset : -1;
         part_state *ps = ll_loop_part(l, e->topic, e->partition);
         /* what this instance's next write of the position expects: the row as fenced now */
-        snprintf(ps->pos_token, sizeof ps->pos_token, "%s", row >= 0 ? tok : "");
-        ps->replayed_any = 0; /* set below when the ledger has applied offsets Kafka has not */
-        ll_offtrack_reset(&ps->replayed, 0);
+        snprintf(ps->pos.write_token, sizeof ps->pos.write_token, "%s", row >= 0 ? tok : "");
+        ll_part_merged mg;
         if (row < 0 && (kafka_base < 0 || l->position_missing_kafka)) {
             /* nothing anywhere: from the log's start (auto.offset.reset is error, partition.c); or the
              * first start after the upgrade to 0009: Kafka's commit */
+            (void)ll_loop_part_merge(l, ps, NULL, false, &mg);
             if (kafka_base < 0)
                 e->offset = RD_KAFKA_OFFSET_BEGINNING;
             continue;
         }
-        if (kafka_base < 0)
-            ll_offtrack_reset(&ps->track, 0); /* Kafka's done set: empty */
         int64_t next = row >= 0 ? strtoll(PQgetvalue(r, row, 2), NULL, 10) : 0;
         ll_log_ctx ctx = {NULL, NULL, e->topic, e->partition, next};
         /* no row: the ledger has applied nothing of the partition (its first position was lost
@@ -401,35 +373,17 @@ int ll_loop_positions_merge(ll_loop *l, rd_kafka_topic_partition_list_t *c)
             ll_log(LL_WARN, &ctx, "position_ignored",
                    "the ledger's done offsets above %lld are not understood: read again from there",
                    (long long)next);
-        int64_t kafka_only = 0, ledger_only = 0;
-        /* one past the last offset Kafka knows as done */
-        int64_t kafka_end = ps->track.n ? ps->track.hi[ps->track.n - 1] + 1 : ps->track.base;
-        /* no Kafka commit: Kafka has done nothing (the group's first batch crashed before its
-         * Kafka commit, or the committed offsets expired): what the ledger applied is answered
-         * again, as replays, from the start */
-        ll_offtrack_copy(&ps->answered, &ps->track);
-        ll_offtrack_intersect(&ps->track, &ledger, &kafka_only, &ledger_only);
-        if (ps->gap_to > 0)
-            settle_gap(l, ps);
-        e->offset = ps->track.base;
-        ps->answered_any = kafka_only > 0;
-        if (!ps->answered_any)
-            ll_offtrack_reset(&ps->answered, 0);
-        /* the ledger's done set, while it holds offsets Kafka's does not: those inputs were
-         * answered before (a group reset to earlier offsets, a Kafka commit that did not happen);
-         * read again, each restates its first answer (batch.c) */
-        ps->replayed_any = ledger_only > 0;
-        if (ps->replayed_any)
-            ll_offtrack_copy(&ps->replayed, &ledger);
+        e->offset = ll_loop_part_merge(l, ps, &ledger, kafka_base < 0, &mg);
+        int64_t kafka_only = mg.kafka_only, ledger_only = mg.ledger_only;
         if (kafka_only > 0) {
             ll_log(
                 LL_ERROR, &ctx, "ledger_behind_kafka",
                 "the ledger lost %lld offsets that Kafka's commit (at %lld) says were applied: the database "
                 "went back in time (a failover to an asynchronous standby, a restore); reading again from "
                 "%lld and applying them again, without a second answer (NiFi has theirs)",
-                (long long)kafka_only, (long long)kafka_base, (long long)ps->track.base);
+                (long long)kafka_only, (long long)kafka_base, (long long)e->offset);
             ll_obs_reread("ledger", kafka_only);
-            if (record_rewind(l, ps, ps->track.base, kafka_end, kafka_only) != 0)
+            if (record_rewind(l, ps, e->offset, mg.kafka_end, kafka_only) != 0)
                 rc = -1;
         }
         if (ledger_only > 0) {
@@ -450,9 +404,10 @@ int ll_loop_positions_check(ll_loop *l)
 {
     positions w = {0};
     for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
-        ll_pgarray_add(&w.topics, ll_loop_part_at(l, i)->topic);
-        ll_pgarray_add_ll(&w.parts, ll_loop_part_at(l, i)->partition);
-        ll_pgarray_add(&w.expect, ll_loop_part_at(l, i)->pos_token);
+        const part_state *ps = ll_loop_part_at(l, i);
+        ll_pgarray_add(&w.topics, ll_loop_part_topic(ps));
+        ll_pgarray_add_ll(&w.parts, ll_loop_part_no(ps));
+        ll_pgarray_add(&w.expect, ps->pos.write_token);
     }
     int rc = 0;
     if (w.topics.n > 0) {
@@ -480,8 +435,9 @@ int ll_loop_positions_flush(ll_loop *l)
     positions w = {0};
     for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
         part_state *ps = ll_loop_part_at(l, i);
-        if (ps->touched == ll_loop_batch_no(l) && ps->pos_batch != ll_loop_batch_no(l)) {
-            ps->pos_batch = ll_loop_batch_no(l);
+        if (ll_loop_part_touched_in(ps, ll_loop_batch_no(l)) &&
+            ps->pos.written_batch != ll_loop_batch_no(l)) {
+            ps->pos.written_batch = ll_loop_batch_no(l);
             add_position(&none, ps, &w);
         }
     }

@@ -11,13 +11,14 @@
 /* A result of the open database transaction, produced after it commits. */
 typedef struct out_item {
     lmsg *m;
-    int is_reply;         /* 1: a reply (encoded at once: bytes, not a JSON tree, wait for the
-                           * commit), 0: a dead letter */
-    unsigned char *reply; /* the encoded reply, owned (NULL when it did not encode) */
-    size_t reply_len;     /* bytes */
-    char *encode_err;     /* why the reply did not fit its schema, owned, or NULL */
-    char code[64];        /* dead-letter code, "" for a reply */
-    char *reason;         /* dead-letter reason, owned */
+    ll_replay_step replay_step; /* how its input is answered again (batch.c; LL_REPLAY_APPLY: fresh) */
+    int is_reply;               /* 1: a reply (encoded at once: bytes, not a JSON tree, wait for the
+                                 * commit), 0: a dead letter */
+    unsigned char *reply;       /* the encoded reply, owned (NULL when it did not encode) */
+    size_t reply_len;           /* bytes */
+    char *encode_err;           /* why the reply did not fit its schema, owned, or NULL */
+    char code[64];              /* dead-letter code, "" for a reply */
+    char *reason;               /* dead-letter reason, owned */
     char run_id[128];
     char outcome[16], reply_code[48]; /* a reply's labels for loadledger_inputs_total (obs.h) */
     char *refusal; /* a REJECTED reply as compact JSON, owned, recorded before the commit so that
@@ -85,7 +86,7 @@ static inline int64_t ll_msg_digest(const lmsg *m)
  * dead letter, unless it restates one recorded already. */
 static inline bool ll_out_recorded(const out_item *o)
 {
-    return o->m->replay_step != LL_REPLAY_RESTATE && (!o->is_reply || o->refusal);
+    return o->replay_step != LL_REPLAY_RESTATE && (!o->is_reply || o->refusal);
 }
 
 #endif

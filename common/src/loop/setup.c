@@ -637,3 +637,32 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
            l->group, l->txid, l->dlq_limit);
     return 0;
 }
+
+int ll_topic_decode(const topic_io *io, const void *value, size_t len, json_t **out, char *why, size_t whylen)
+{
+    return ll_decode(&io->dopts, value, len, out, why, whylen);
+}
+
+int ll_topic_encode_reply(const topic_io *io, const json_t *reply, unsigned char **buf, size_t *len,
+                          char *why, size_t whylen)
+{
+    return ll_encode(&io->eopts, reply, buf, len, why, whylen);
+}
+
+const char *ll_topic_reply_to(const topic_io *io)
+{
+    return io->reply_topic;
+}
+
+const ll_input *ll_topic_input(const topic_io *io)
+{
+    return io->in;
+}
+
+topic_io *ll_loop_topic_io(const ll_loop *l, const char *topic)
+{
+    for (size_t i = 0; i < l->n_io; i++)
+        if (strcmp(l->io[i].topic, topic) == 0)
+            return &l->io[i];
+    return NULL;
+}

@@ -163,8 +163,8 @@ int ll_txn_undo_to(ll_txn *t, const ll_txn_mark *mk)
     return db_cmd(t, "ROLLBACK");
 }
 
-void ll_txn_out_push(ll_txn *t, lmsg *m, json_t *reply, const char *code, const char *reason,
-                     const char *run_id)
+void ll_txn_out_push(ll_txn *t, lmsg *m, ll_replay_step step, json_t *reply, const char *code,
+                     const char *reason, const char *run_id)
 {
     if (t->n_outs == t->cap_outs) {
         size_t cap = t->cap_outs ? t->cap_outs * 2 : 32;
@@ -177,23 +177,24 @@ void ll_txn_out_push(ll_txn *t, lmsg *m, json_t *reply, const char *code, const 
     out_item *o = &t->outs[t->n_outs++];
     memset(o, 0, sizeof *o);
     o->m = m;
+    o->replay_step = step;
     if (reply) {
         char why[400];
         o->is_reply = 1;
         /* an input applied before, read again: a refusal computed from a run that moved on since
          * is no answer of it (batch.c) */
         const char *was = json_string_value(json_object_get(reply, "outcome"));
-        const char *now = ll_replay_outcome((ll_replay_step)m->replay_step, was);
+        const char *now = ll_replay_outcome(step, was);
         if (now != was)
             json_object_set_new(reply, "outcome", json_string(now));
         ll_obs_reply_labels(reply, o->outcome, sizeof o->outcome, o->reply_code, sizeof o->reply_code);
         /* a refusal is recorded with its input, so that a replay restates it: not one restated,
          * and not one withheld (an input answered before a database loss keeps the answer NiFi
          * has, which a later replay must restate as applied) */
-        if (m->replay_step != LL_REPLAY_RESTATE && !ll_msg_answered_before(m) &&
-            strcmp(o->outcome, "REJECTED") == 0 && !(o->refusal = json_dumps(reply, JSON_COMPACT)))
+        if (step != LL_REPLAY_RESTATE && !ll_msg_answered_before(m) && strcmp(o->outcome, "REJECTED") == 0 &&
+            !(o->refusal = json_dumps(reply, JSON_COMPACT)))
             abort();
-        if (ll_encode(&m->io->eopts, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
+        if (ll_topic_encode_reply(m->io, reply, &o->reply, &o->reply_len, why, sizeof why) != 0) {
             o->reply = NULL;
             o->encode_err = strdup(why);
         }
@@ -206,11 +207,12 @@ void ll_txn_out_push(ll_txn *t, lmsg *m, json_t *reply, const char *code, const 
     snprintf(o->run_id, sizeof o->run_id, "%s", run_id ? run_id : "");
 }
 
-int ll_txn_dead(ll_txn *t, lmsg *m, const char *run_id, const char *code, const char *reason)
+int ll_txn_dead(ll_txn *t, lmsg *m, ll_replay_step step, const char *run_id, const char *code,
+                const char *reason)
 {
     if (ll_txn_begin(t) != 0 || ll_loop_dead_letter_event(t->l, m, run_id, code, reason) != 0)
         return -1;
-    ll_txn_out_push(t, m, NULL, code, reason, run_id);
+    ll_txn_out_push(t, m, step, NULL, code, reason, run_id);
     return 0;
 }
 
@@ -251,8 +253,8 @@ static int flush_outs(ll_txn *t)
             if (o->encode_err) {
                 /* a reply that does not fit its schema: a dead letter, in a transaction of its
                  * own (the batch's is committed), rather than the same message for ever */
-                snprintf(err, sizeof err, "the reply to %s does not fit its schema: %s", m->io->reply_topic,
-                         o->encode_err);
+                snprintf(err, sizeof err, "the reply to %s does not fit its schema: %s",
+                         ll_topic_reply_to(m->io), o->encode_err);
                 if (l->kio->db_ensure(&l->db) != LL_DB_OK ||
                     l->kio->db_command(&l->db, "BEGIN") != LL_DB_OK ||
                     ll_loop_dead_letter_event(l, m, o->run_id, "REPLY_ENCODE_FAILED", err) != 0 ||
@@ -263,16 +265,16 @@ static int flush_outs(ll_txn *t)
             } else {
                 unsigned char *buf = o->reply; /* staged from here */
                 o->reply = NULL;
-                ll_loop_stage_record(l, m->io->reply_topic, m->key, m->key_len, buf, o->reply_len, NULL, 1,
-                                     m->io->topic, o->outcome, o->reply_code);
+                ll_loop_stage_record(l, ll_topic_reply_to(m->io), m->key, m->key_len, buf, o->reply_len, NULL,
+                                     1, ll_loop_part_topic(m->ps), o->outcome, o->reply_code);
             }
         } else {
             /* a dead letter is staged even for an input answered before the loss (issue 39, item
              * 4): it is applied again and its effect is not in the ledger, so withheld it would be
              * lost for good; visible, `loadctl redrive` applies it once its cause is fixed */
             if (ll_msg_answered_before(m)) {
-                ll_log_ctx ctx = {o->run_id[0] ? o->run_id : NULL, NULL, m->ps->topic, m->ps->partition,
-                                  m->offset};
+                ll_log_ctx ctx = {o->run_id[0] ? o->run_id : NULL, NULL, ll_loop_part_topic(m->ps),
+                                  ll_loop_part_no(m->ps), m->offset};
                 ll_log(LL_ERROR, &ctx, "answered_input_dead_lettered",
                        "an input answered before the database lost its effect is dead-lettered on its "
                        "re-application"
@@ -361,13 +363,13 @@ static const ll_stmt ST_DEAD_LETTER_EVENT = {
 int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, const char *code,
                               const char *reason)
 {
-    const char *topic = m->ps->topic;
+    const char *topic = ll_loop_part_topic(m->ps);
     char coord[400], event_id[37], canon[37];
-    snprintf(coord, sizeof coord, "dead-letter/%s/%d/%lld", topic, (int)m->ps->partition,
+    snprintf(coord, sizeof coord, "dead-letter/%s/%d/%lld", topic, (int)ll_loop_part_no(m->ps),
              (long long)m->offset);
     ll_uuid_v5(LL_UUID_NAMESPACE, coord, event_id);
     json_t *details =
-        json_pack("{s:s,s:i,s:I,s:s}", "sourceTopic", topic, "sourcePartition", (int)m->ps->partition,
+        json_pack("{s:s,s:i,s:I,s:s}", "sourceTopic", topic, "sourcePartition", (int)ll_loop_part_no(m->ps),
                   "sourceOffset", (json_int_t)m->offset, "service", l->service);
     char *dj = json_dumps(details, JSON_COMPACT);
     json_decref(details);
@@ -378,7 +380,7 @@ int ll_loop_dead_letter_event(ll_loop *l, const lmsg *m, const char *run_id, con
     if (!r)
         return -1;
     PQclear(r);
-    ll_log_ctx ctx = {have_run ? canon : NULL, NULL, topic, m->ps->partition, m->offset};
+    ll_log_ctx ctx = {have_run ? canon : NULL, NULL, topic, ll_loop_part_no(m->ps), m->offset};
     ll_log(LL_ERROR, &ctx, "dead_letter", "%s: %s", code, reason);
     return 0;
 }
@@ -395,17 +397,6 @@ static size_t headers_size(const rd_kafka_headers_t *h)
     return n;
 }
 
-/* The message's original headers (borrowed), or NULL. */
-static const rd_kafka_headers_t *orig_headers(const ll_loop *l, const lmsg *m)
-{
-    rd_kafka_headers_t *h = NULL;
-    if (m->hdrs)
-        return m->hdrs;
-    if (m->rkm && l->kio->msg_headers(m->rkm, &h) == RD_KAFKA_RESP_ERR_NO_ERROR)
-        return h;
-    return NULL;
-}
-
 void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, const char *reason)
 {
     char ts[40], why[DL_REASON_MAX + 1], size[32], sha[65] = "", part[16], off[32];
@@ -413,7 +404,7 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    snprintf(part, sizeof part, "%d", (int)m->ps->partition);
+    snprintf(part, sizeof part, "%d", (int)ll_loop_part_no(m->ps));
     snprintf(off, sizeof off, "%lld", (long long)m->offset);
     size_t rl = strlen(reason);
     if (rl > DL_REASON_MAX) {
@@ -426,13 +417,13 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
     rd_kafka_headers_t *own = rd_kafka_headers_new(12);
     rd_kafka_header_add(own, "ll.error.code", -1, code, -1);
     rd_kafka_header_add(own, "ll.error.message", -1, why, -1);
-    rd_kafka_header_add(own, "ll.source.topic", -1, m->ps->topic, -1);
+    rd_kafka_header_add(own, "ll.source.topic", -1, ll_loop_part_topic(m->ps), -1);
     rd_kafka_header_add(own, "ll.source.partition", -1, part, -1);
     rd_kafka_header_add(own, "ll.source.offset", -1, off, -1);
     rd_kafka_header_add(own, "ll.service", -1, l->service, -1);
     rd_kafka_header_add(own, "ll.dead_at", -1, ts, -1);
     size_t own_len = headers_size(own) + 200; /* room for the ll.payload.* headers */
-    const rd_kafka_headers_t *orig = orig_headers(l, m);
+    const rd_kafka_headers_t *orig = ll_loop_msg_headers(l, m);
     ll_dlq_fit fit;
     ll_dlq_fit_decide(m->key_len, m->len, headers_size(orig), own_len, l->dlq_limit, &fit);
 
@@ -450,7 +441,7 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
                             "payload omitted: the record would exceed the dead-letter limit", -1);
         rd_kafka_header_add(h, "ll.payload.size", -1, size, -1);
         rd_kafka_header_add(h, "ll.payload.sha256", -1, sha, -1);
-        ll_log_ctx ctx = {NULL, NULL, m->ps->topic, m->ps->partition, m->offset};
+        ll_log_ctx ctx = {NULL, NULL, ll_loop_part_topic(m->ps), ll_loop_part_no(m->ps), m->offset};
         ll_log(LL_WARN, &ctx, "dead_letter_payload_omitted",
                "value of %zu bytes (sha256 %s) not copied: over %zu bytes", m->len, sha, l->dlq_limit);
     }
@@ -461,5 +452,5 @@ void ll_loop_dead_letter_stage(ll_loop *l, const lmsg *m, const char *code, cons
     /* counted when the transaction commits, under a bounded code label */
     ll_loop_stage_record(l, l->dlq_topic, fit.keep_key ? m->key : NULL, fit.keep_key ? m->key_len : 0,
                          fit.keep_value ? (void *)m->value : NULL, fit.keep_value ? m->len : 0, h, 0,
-                         m->io->topic, NULL, ll_obs_code_ok(code) ? code : "OTHER");
+                         ll_loop_part_topic(m->ps), NULL, ll_obs_code_ok(code) ? code : "OTHER");
 }

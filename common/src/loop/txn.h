@@ -46,11 +46,14 @@ int ll_txn_bulk_begin(ll_txn *t, ll_txn_mark *mk);
 int ll_txn_undo_to(ll_txn *t, const ll_txn_mark *mk);
 /* Queues a result of the open transaction: a reply (taken over, encoded now, its tree freed; a
  * refusal of an input applied before answered REPLAY: ll_replay_outcome) or a dead letter (code
- * and reason copied). */
-void ll_txn_out_push(ll_txn *t, lmsg *m, json_t *reply, const char *code, const char *reason,
-                     const char *run_id);
-/* A dead letter: its event in the open transaction (BEGIN if needed), its result queued. */
-int ll_txn_dead(ll_txn *t, lmsg *m, const char *run_id, const char *code, const char *reason);
+ * and reason copied). step: how the batch answers m again (ll_replay_step: LL_REPLAY_APPLY for a
+ * fresh input; docs/design.md §5, "A replay restates"). */
+void ll_txn_out_push(ll_txn *t, lmsg *m, ll_replay_step step, json_t *reply, const char *code,
+                     const char *reason, const char *run_id);
+/* A dead letter: its event in the open transaction (BEGIN if needed), its result queued (step as
+ * for ll_txn_out_push). 0, or -1 with the database's error (l->db.err). */
+int ll_txn_dead(ll_txn *t, lmsg *m, ll_replay_step step, const char *run_id, const char *code,
+                const char *reason);
 /* Whether the open transaction must commit now (ll_txn_full_decide). */
 bool ll_txn_full(const ll_txn *t);
 /* Commits the open transaction: the statement before the COMMIT (ll_positions_precommit, with the
