@@ -47,6 +47,9 @@ static const char USAGE[] =
 #define END_STAGE "OPERATOR"
 #define END_CODE  "RUN_ENDED_BY_OPERATOR"
 
+/* The most lines nifi_sees() gives (EXTRACTING's). */
+#define LC_SEES_MAX 8
+
 /* The transaction's input and what it found. */
 typedef struct endrun_tx {
     const char *run_id, *reason;
@@ -87,8 +90,9 @@ static ll_db_rc endrun_body(ll_db *db, void *arg)
 }
 
 /* What NiFi's later inputs for a run that went expected -> fail are answered (the services'
- * answers to a run in fail, docs/contract.md §5): up to 6 static lines into out[], the count. */
-static int nifi_sees(ll_run_status expected, ll_run_status fail, const char *out[6])
+ * answers to a run in fail, docs/contract.md §5): up to LC_SEES_MAX static strings into out[] (the
+ * first in a static buffer: one call at a time), the count. */
+static int nifi_sees(ll_run_status expected, ll_run_status fail, const char *out[LC_SEES_MAX])
 {
     static char replay[160];
     int n = 0;
@@ -104,6 +108,7 @@ static int nifi_sees(ll_run_status expected, ll_run_status fail, const char *out
         out[n++] =
             "a chunk of a still-current claim: recorded for cleanup, not judged (no partition SUCCESS)";
         out[n++] = "a partition failure: the partition fails, the run stays as it is";
+        out[n++] = "a reissue command still PENDING in the outbox: still delivered, its claim not granted";
     }
     out[n++] = "any other run input (validation start, metrics, stage-validated, publish claim or result, "
                "success): RUN_STATUS_MISMATCH naming the run's new status";
@@ -158,7 +163,7 @@ static int check_args(const lc_opts *o, const char *run, char run_id[37], const 
 static int report_ended(const lc_opts *o, const char *run_id, const endrun_tx *t)
 {
     const char *from = ll_run_status_name(t->expected), *to = ll_run_status_name(t->fail);
-    const char *sees[6];
+    const char *sees[LC_SEES_MAX];
     int n = nifi_sees(t->expected, t->fail, sees);
     if (o->json) {
         json_t *arr = json_array();
