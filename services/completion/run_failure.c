@@ -16,14 +16,6 @@
 #include "ll/rules.h"
 #include "ll/run_answer.h"
 
-static const ll_stmt ST_FAIL = {
-    "runfail_cas",
-    "UPDATE nifi_ops.load_run SET status = $3, error_stage = left($4, 80), error_code = $5,"
-    " error_message = nullif(left($6, 2000), ''), completed_at = clock_timestamp(),"
-    " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
-    " WHERE run_id = $1::uuid AND status = $2",
-    6};
-
 typedef struct runfail_in {
     char run_id[37];
     const char *expected_s, *fail_s, *stage, *code, *message;
@@ -58,24 +50,17 @@ static json_t *outcome(const ll_msg *m, const runfail_in *f, const char *result,
     return r;
 }
 
-/* docs/contract.md §5.6: the CAS from expectedStatus to failStatus with its event; the reply. LL_DB_OK, or
- * the failed statement's result (db->err). */
+/* docs/contract.md §5.6: the CAS from expectedStatus to failStatus with its event (ll_run_fail_apply, the
+ * transition's one writer); the reply. LL_DB_OK, or the failed statement's result (db->err). */
 static ll_db_rc fail_run(ll_db *db, const ll_msg *m, const runfail_in *f, ll_apply_out *out)
 {
-    const char *p[6] = {f->run_id, f->expected_s, f->fail_s, f->stage, f->code, f->message};
-    json_t *details = json_pack("{s:s,s:s,s:s}", "stage", f->stage, "from", f->expected_s, "to", f->fail_s);
-    ll_event ev = {.name = "RUN_FAILED",
-                   .level = "ERROR",
-                   .run_id = f->run_id,
-                   .chunk_index = -1,
-                   .row_count = -1,
-                   .error_code = f->code,
-                   .message = f->message,
-                   .details = details};
-    ll_db_rc rc = ll_db_exec_discard(db, &ST_FAIL, p);
-    if (rc == LL_DB_OK)
-        rc = ll_event_insert(db, &ev);
-    json_decref(details);
+    ll_run_failure rf = {.run_id = f->run_id,
+                         .expected = f->expected,
+                         .fail = f->fail,
+                         .stage = f->stage,
+                         .code = f->code,
+                         .message = f->message};
+    ll_db_rc rc = ll_run_fail_apply(db, &rf, NULL);
     if (rc != LL_DB_OK)
         return rc;
     out->reply = outcome(m, f, "ACCEPTED", NULL, f->fail_s, true);

@@ -75,7 +75,7 @@ def publish_unknown_run(cur, **kw):
 # ---- help and usage -----------------------------------------------------------------------------
 
 COMMANDS = ["status", "runs", "show", "monitor", "resolve-publish-unknown", "resend", "cleanup-candidates",
-            "cleanup", "migrate", "accept-gap"]
+            "cleanup", "migrate", "accept-gap", "end-run"]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS)

@@ -26,7 +26,7 @@ NOT_CODES = {
         FAILED_SNAPSHOT_EXPIRED TIMED_OUT PENDING RUNNING RETRY FAILED WRITTEN SENT ACKED DEAD""",
     # validation results and stages (docs/contract.md §2.4, §3.5), metric names, error stages and classes
     "validation": """PASS FAIL WARN SOURCE STAGING TARGET SOURCE_COUNT STAGE_COUNT TARGET_COUNT""",
-    "error_stage": """MANIFEST PARTITION_GATE PUBLISH SWEEPER SNAPSHOT""",
+    "error_stage": """MANIFEST PARTITION_GATE PUBLISH SWEEPER SNAPSHOT OPERATOR""",
     # event levels and the process group / processor names of load_event (docs/contract.md §8)
     "event_field": """INFO ERROR LOAD_CONTROL_API LOADLEDGER""",
     # dispatch types (docs/contract.md §2.5) and the sweeper's recovery.mode values (docs/contract.md §9)

@@ -66,6 +66,12 @@ int lc_resolve(const lc_opts *o, int argc, char **argv);
 /* `loadctl accept-gap GROUP TOPIC PARTITION --from N --to N --reason TEXT` (gap.c): records that a
  * range of input offsets the broker deleted before the group read them is lost for good. */
 int lc_accept_gap(const lc_opts *o, int argc, char **argv);
+/* `loadctl end-run RUN --reason TEXT [--status EXPECTED]` (endrun.c): ends a stuck run with the
+ * contract's run failure for its status (docs/contract.md §5.6), audited (event RUN_FAILED with who
+ * and why), and prints what NiFi's later inputs for the run are answered. Exit LC_OK ended or
+ * already so, LC_REFUSED where §5.6 refuses (RUN_NOT_FOUND, RUN_STATUS_MISMATCH,
+ * FAIL_TRANSITION_NOT_ALLOWED) or INVALID_REASON, LC_USAGE, LC_DB. */
+int lc_end_run(const lc_opts *o, int argc, char **argv);
 /* `loadctl resend RUN DISPATCH`: DEAD/SENT dispatch back to PENDING (resend.c). */
 int lc_resend(const lc_opts *o, int argc, char **argv);
 /* `loadctl cleanup-candidates [--job KEY] [--limit N]`: runs due for cleanup (cleanup.c). */

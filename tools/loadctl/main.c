@@ -23,6 +23,7 @@ static const struct {
     {"show", lc_show, "one run: partitions, validations, dispatches, events"},
     {"monitor", lc_monitor, "terminal dashboard (--once: one plain-text frame)"},
     {"resolve-publish-unknown", lc_resolve, "resolve a PUBLISH_UNKNOWN run (reason required)"},
+    {"end-run", lc_end_run, "end a stuck run with the contract's failure for its status (reason required)"},
     {"resend", lc_resend, "put a DEAD or SENT dispatch back to PENDING"},
     {"cleanup-candidates", lc_cleanup_candidates, "runs whose retention has passed"},
     {"cleanup", lc_cleanup, "record that a run's table and files were removed"},

@@ -56,7 +56,7 @@
     X(CHUNK_CONFLICT, LL_CW_REPLY, "C§5.4", "the chunk index was reported before with other values: investigate") \
     X(CHUNK_INDEX_OUT_OF_RANGE, LL_CW_REPLY, "C§5.4", "chunkIndex >= chunkCount") \
     X(HDFS_PATH_OUTSIDE_RUN, LL_CW_REPLY, "C§5.4", "the chunk's hdfsPath is not under the run's HDFS path") \
-    X(FAIL_TRANSITION_NOT_ALLOWED, LL_CW_REPLY, "C§5.6", "a run failure's (expected status, fail status) pair is not in the table") \
+    X(FAIL_TRANSITION_NOT_ALLOWED, LL_CW_REPLY | LL_CW_LOADCTL, "C§5.6", "a run failure's (expected status, fail status) pair is not in the table (end-run: --status has no failure exit)") \
     X(DISPATCH_MISMATCH, LL_CW_REPLY, "C§5.7", "validation start names a dispatch that is not the run's VALIDATE_RUN") \
     X(NO_METRICS, LL_CW_REPLY, "C§3.5", "gate reason: no validation metric recorded for the stage") \
     X(GATE_BLOCKED, LL_CW_REPLY, "C§3.5", "stage-validated or success refused: a FAIL metric (or none) blocks the gate") \
@@ -106,6 +106,7 @@
     X(REISSUE_NOT_CLAIMED, LL_CW_ERROR, "C§7.1", "a reissued partition was not claimed again in time") \
     X(RUN_TIMEOUT, LL_CW_ERROR, "C§7.2", "the run passed its deadline") \
     X(PUBLISH_STALE, LL_CW_ERROR, "C§7.5", "publishing stalled: the run became PUBLISH_UNKNOWN") \
+    X(RUN_ENDED_BY_OPERATOR, LL_CW_ERROR, "C§5.6", "the operator ended a stuck run with its status's run failure (loadctl end-run)") \
     /* loadctl's JSON errors (tools/loadctl/README.md) and verify's invariants. */ \
     X(USAGE, LL_CW_LOADCTL, "L", "bad command line (exit 1)") \
     X(DATABASE_UNAVAILABLE, LL_CW_LOADCTL, "C§4.1", "PostgreSQL cannot be reached (exit 3)") \
@@ -118,7 +119,7 @@
     X(FILE_UNWRITABLE, LL_CW_LOADCTL, "L", "offsets save: the file cannot be written") \
     X(DISPATCH_NOT_FOUND, LL_CW_LOADCTL, "C§5.16", "no dispatch with this id in the run") \
     X(DISPATCH_STATUS_MISMATCH, LL_CW_LOADCTL, "C§5.16", "resend refused: the dispatch is PENDING or ACKED") \
-    X(INVALID_REASON, LL_CW_LOADCTL, "C§5.15", "resolve: the reason is not 5..2000 characters") \
+    X(INVALID_REASON, LL_CW_LOADCTL, "C§5.15", "resolve, accept-gap, end-run: the reason is not 5..2000 characters") \
     X(CLEANUP_NOT_DUE, LL_CW_LOADCTL, "C§5.18", "cleanup refused: the run is active, PUBLISH_UNKNOWN or inside its retention") \
     X(INVALID_DROPPED_TABLE, LL_CW_LOADCTL, "C§5.18", "cleanup: the dropped table name is not the run's") \
     X(INVALID_DELETED_PATH, LL_CW_LOADCTL, "C§5.18", "cleanup: the deleted path is not the run's") \

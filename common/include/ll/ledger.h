@@ -72,6 +72,30 @@ ll_db_rc ll_run_request_rejected(ll_db *db, const char *run_id, bool *rejected);
  */
 ll_db_rc ll_run_complete_extract(ll_db *db, const char *run_id, bool *won);
 
+/* A run failure of docs/contract.md §5.6, as the completion service applies a flow's report and
+ * `loadctl end-run` an operator's. Strings borrowed. */
+typedef struct ll_run_failure {
+    const char *run_id;
+    ll_run_status expected; /* the pair's expectedStatus (ll_fail_pair_allowed) */
+    ll_run_status fail;     /* the pair's failStatus */
+    const char *stage;      /* error_stage (stored cut at 80 characters) */
+    const char *code;       /* error_code */
+    const char *message;    /* error_message and the event's message (cut at 2000; "" or NULL: null) */
+    const json_t *extra;    /* more fields for RUN_FAILED's details (the operator's audit), or NULL */
+} ll_run_failure;
+
+/*
+ * Applies a run failure (docs/contract.md §5.6 step 5, §3.1 "to a failure"): the compare-and-set
+ * expected → fail with the error triple, completed_at, heartbeat_at and version_no + 1, and, when
+ * it moved the run, the event RUN_FAILED (ERROR, the error code and message, details {stage, from,
+ * to} plus f->extra's other fields). The one writer of this transition: the caller holds the run lock
+ * and has judged the pair and the status (ll_run_event_decide, ll_end_run_decide); nothing else is
+ * written (no dispatch, no partition change: §3.2, §5.6). *changed (may be NULL) tells whether the
+ * CAS moved the run. LL_DB_OK, or the failed statement's result (db->err); a pair that is not
+ * allowed is LL_DB_ERROR without a statement.
+ */
+ll_db_rc ll_run_fail_apply(ll_db *db, const ll_run_failure *f, bool *changed);
+
 /* The dispatch id of a run's VALIDATE_RUN: uuid5(namespace, "VALIDATE_RUN/<run id>"). */
 void ll_validate_dispatch_id(const char *run_id, char out[37]);
 

@@ -268,6 +268,50 @@ bool ll_pfail_run_failure(ll_run_status current, const char *error_stage, const 
 /* True for exactly the five allowed (expectedStatus, failStatus) pairs. */
 bool ll_fail_pair_allowed(ll_run_status expected, ll_run_status fail);
 
+/*
+ * The failStatus of the one §5.6 pair whose expectedStatus is `expected` (CREATED → FAILED_MANIFEST,
+ * EXTRACTING → FAILED_EXTRACT, STAGE_VALIDATING → FAILED_STAGE_VALIDATION, STAGING_VALIDATED →
+ * FAILED_PUBLISH, PUBLISHED → FAILED_TARGET_VALIDATION); LL_RUN_STATUS_COUNT for any other status
+ * (no failure exit: EXTRACTED_VALIDATED, PUBLISHING, PUBLISH_UNKNOWN, the terminal ones) and for a
+ * value outside the enum. The pair table's one owner: ll_fail_pair_allowed reads it.
+ */
+ll_run_status ll_fail_status_for(ll_run_status expected);
+
+/*
+ * The expectedStatus of the §5.6 pair whose failStatus is `fail` (the inverse of ll_fail_status_for);
+ * LL_RUN_STATUS_COUNT when `fail` is no pair's failStatus (SUCCESS, TIMED_OUT,
+ * FAILED_SNAPSHOT_EXPIRED, every active status, a value outside the enum).
+ */
+ll_run_status ll_fail_expected_for(ll_run_status fail);
+
+/* What the operator's `loadctl end-run` does with a run (tools/loadctl/endrun.c, §5.6 applied to the
+ * run's own status). */
+typedef enum ll_end_run {
+    LL_END_RUN_FAIL = 0,    /* apply the pair (expected, fail): CAS, RUN_FAILED, audit */
+    LL_END_RUN_ALREADY,     /* §5.6 check 3: the run is already the pair's failStatus (changed=false) */
+    LL_END_RUN_NOT_ALLOWED, /* §5.6 check 1: the operator's --status has no pair: FAIL_TRANSITION_NOT_ALLOWED
+                             */
+    LL_END_RUN_NOT_FOUND,   /* no such run: RUN_NOT_FOUND */
+    LL_END_RUN_STATUS_MISMATCH, /* §5.6 check 4: the run is not in the pair's expectedStatus */
+} ll_end_run;
+
+/*
+ * The operator's run failure (docs/contract.md §5.6, the run's own pair). `want` is the status the
+ * operator says the run is in (--status), or LL_RUN_STATUS_COUNT for "whatever it is now";
+ * `found` and `current` are read under the run lock (current ignored when !found). In order:
+ *   1. want given and no pair has it as expectedStatus          → NOT_ALLOWED (before the lookup)
+ *   2. !found                                                   → NOT_FOUND
+ *   3. the pair is (want, fail_for(want)), or without want the pair of `current` — as expected
+ *      status (current has a failure exit) or, failing that, as fail status (current is a pair's
+ *      failStatus: a replay): current = its failStatus       → ALREADY
+ *   4. current ≠ its expectedStatus (no pair fits)              → STATUS_MISMATCH
+ *   5. otherwise                                                → FAIL
+ * *expected_out and *fail_out receive the pair for FAIL and ALREADY, LL_RUN_STATUS_COUNT otherwise
+ * (either may be NULL). Pure.
+ */
+ll_end_run ll_end_run_decide(ll_run_status want, bool found, ll_run_status current,
+                             ll_run_status *expected_out, ll_run_status *fail_out);
+
 /* ---- Dispatch (docs/contract.md §6) ----------------------------------------------------------------- */
 
 /* backoff_min × 2^(attempt−1), capped at backoff_max; attempt < 1 as 1, exponent capped at 30 (ms). */

@@ -196,6 +196,49 @@ ll_db_rc ll_run_complete_extract(ll_db *db, const char *run_id, bool *won)
     return rc;
 }
 
+/* docs/contract.md §5.6 step 5: the CAS from the pair's expectedStatus to its failStatus. */
+static const ll_stmt ST_RUN_FAIL = {
+    "ledger_run_fail",
+    "UPDATE nifi_ops.load_run SET status = $3, error_stage = left($4, 80), error_code = $5,"
+    " error_message = nullif(left($6, 2000), ''), completed_at = clock_timestamp(),"
+    " heartbeat_at = clock_timestamp(), version_no = version_no + 1"
+    " WHERE run_id = $1::uuid AND status = $2",
+    6};
+
+ll_db_rc ll_run_fail_apply(ll_db *db, const ll_run_failure *f, bool *changed)
+{
+    if (changed)
+        *changed = false;
+    if (!ll_fail_pair_allowed(f->expected, f->fail))
+        return LL_DB_ERROR;
+    const char *from = ll_run_status_name(f->expected), *to = ll_run_status_name(f->fail);
+    const char *message = f->message ? f->message : "";
+    const char *p[6] = {f->run_id, from, to, f->stage, f->code, message};
+    PGresult *r = ll_db_exec(db, &ST_RUN_FAIL, p);
+    if (!r)
+        return LL_DB_ERROR;
+    long n = ll_db_affected(r);
+    PQclear(r);
+    if (n != 1)
+        return LL_DB_OK;
+    json_t *details = json_pack("{s:s,s:s,s:s}", "stage", f->stage, "from", from, "to", to);
+    if (f->extra)
+        json_object_update_missing(details, (json_t *)f->extra);
+    ll_event ev = {.name = "RUN_FAILED",
+                   .level = "ERROR",
+                   .run_id = f->run_id,
+                   .chunk_index = -1,
+                   .row_count = -1,
+                   .error_code = f->code,
+                   .message = message,
+                   .details = details};
+    ll_db_rc rc = ll_event_insert(db, &ev);
+    json_decref(details);
+    if (rc == LL_DB_OK && changed)
+        *changed = true;
+    return rc;
+}
+
 static const ll_stmt ST_TOKEN_KNOWN = {
     "ledger_claim_token_known",
     "SELECT 1 FROM nifi_ops.load_claim_token WHERE run_id = $1::uuid AND partition_id = $2"
