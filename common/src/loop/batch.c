@@ -247,9 +247,8 @@ ll_batch_end ll_loop_batch(ll_loop *l, rd_kafka_message_t **polled, size_t n)
     b.l = l;
     ll_loop_parts_tick(l);
     ll_batch_collect(&b, polled, n, now);
-    int touched = 0;
-    for (size_t i = 0; i < ll_loop_n_parts(l); i++)
-        touched |= ll_loop_part_touched_in(ll_loop_part_at(l, i), ll_loop_batch_no(l));
+    int64_t bn = ll_loop_batch_no(l);
+    size_t touched = ll_loop_parts_changed(l, bn - 1, bn, NULL);
     if (b.n_work == 0 && !touched)
         goto out;
     b.tx = ll_txn_new(l, b.n_work > 1 && l->db_batch_max > 1);

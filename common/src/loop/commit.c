@@ -355,10 +355,10 @@ static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
     rd_kafka_topic_partition_list_t *o = rd_kafka_topic_partition_list_new((int)ll_loop_n_parts(l));
     ll_offtrack view;
     ll_offtrack_init(&view, 0);
-    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
-        part_state *ps = ll_loop_part_at(l, i);
-        if (!ll_loop_part_changed_since(ps, c->offsets_batch_no))
-            continue;
+    part_state **changed = NULL;
+    size_t n_changed = ll_loop_parts_changed(l, c->offsets_batch_no, INT64_MAX, &changed);
+    for (size_t i = 0; i < n_changed; i++) {
+        part_state *ps = changed[i];
         char md[LL_OFFTRACK_METADATA_MAX];
         int n = 0;
         int64_t offset = ll_loop_part_commit_point(ps, &view, md, sizeof md, &n);
@@ -372,6 +372,7 @@ static rd_kafka_topic_partition_list_t *offsets_of(ll_loop *l)
         }
     }
     ll_offtrack_free(&view);
+    free(changed);
     c->offsets_batch_no = ll_loop_batch_no(l);
     return o;
 }
@@ -382,10 +383,7 @@ static int commit_owed(const ll_loop *l)
     const ll_commit *c = l->commit;
     if (c->n_staged > 0)
         return 1;
-    for (size_t i = 0; i < ll_loop_n_parts(l); i++)
-        if (ll_loop_part_changed_since(ll_loop_part_at(l, i), c->offsets_batch_no))
-            return 1;
-    return 0;
+    return ll_loop_parts_changed(l, c->offsets_batch_no, INT64_MAX, NULL) > 0;
 }
 
 /* Begins the next commit with everything staged (none in flight; ll_loop_commit_decide said

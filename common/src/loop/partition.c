@@ -126,14 +126,25 @@ static const ll_offtrack *committed_view(part_state *ps, ll_offtrack *out)
     return out;
 }
 
-bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no)
+size_t ll_loop_parts_changed(const ll_loop *l, int64_t after, int64_t upto, part_state ***list)
 {
-    return ps->touched > batch_no;
-}
-
-bool ll_loop_part_touched_in(const part_state *ps, int64_t batch_no)
-{
-    return ps->touched == batch_no;
+    size_t n = 0;
+    for (size_t i = 0; i < l->n_parts; i++)
+        n += l->parts[i]->touched > after && l->parts[i]->touched <= upto;
+    if (!list)
+        return n;
+    *list = NULL;
+    if (n == 0)
+        return 0;
+    part_state **a = malloc(n * sizeof *a);
+    if (!a)
+        abort();
+    size_t k = 0;
+    for (size_t i = 0; i < l->n_parts; i++)
+        if (l->parts[i]->touched > after && l->parts[i]->touched <= upto)
+            a[k++] = l->parts[i];
+    *list = a;
+    return n;
 }
 
 const char *ll_loop_part_topic(const part_state *ps)

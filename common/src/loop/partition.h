@@ -44,10 +44,10 @@ size_t ll_loop_held_due(ll_loop *l, int64_t now, lmsg **out);
 void ll_loop_held_clock_share(part_state *ps, const char *run, int64_t since);
 /* What is held: messages, (partition, run) pairs, and those answered before a database loss. */
 void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered);
-/* Whether ps changed (an offset done, a position to write) after batch batch_no. */
-bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no);
-/* Whether ps changed in batch batch_no (its position is owed by that batch). */
-bool ll_loop_part_touched_in(const part_state *ps, int64_t batch_no);
+/* The partitions that changed after batch `after` up to batch `upto` (batch numbers; INT64_MAX:
+ * up to now), in assignment order: how many, and with list non-NULL those (*list an array the
+ * caller frees, NULL when none; the states borrowed). */
+size_t ll_loop_parts_changed(const ll_loop *l, int64_t after, int64_t upto, part_state ***list);
 /* ps's topic (borrowed: lives as long as ps) and partition number. */
 const char *ll_loop_part_topic(const part_state *ps);
 int32_t ll_loop_part_no(const part_state *ps);

@@ -252,6 +252,21 @@ static void add_position(const ll_precommit *pc, part_state *ps, positions *w)
     ll_offtrack_free(&t);
 }
 
+/* Adds the position of every partition changed in this batch that no statement of the batch
+ * wrote yet (markers seen, done offsets skipped), each written by this batch from now on. */
+static void add_unwritten(ll_loop *l, const ll_precommit *pc, positions *w)
+{
+    int64_t bn = ll_loop_batch_no(l);
+    part_state **changed = NULL;
+    size_t n = ll_loop_parts_changed(l, bn - 1, bn, &changed);
+    for (size_t i = 0; i < n; i++)
+        if (changed[i]->pos.written_batch != bn) {
+            changed[i]->pos.written_batch = bn;
+            add_position(pc, changed[i], w);
+        }
+    free(changed);
+}
+
 /* Records the transaction's refusals and dead letters (not those restated: recorded already).
  * 0, or -1 with l->db.err. */
 static int record_refusals(ll_loop *l, const ll_precommit *pc)
@@ -309,14 +324,7 @@ int ll_positions_precommit(ll_loop *l, const ll_precommit *pc)
             add_position(pc, ps, &w);
         }
     }
-    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
-        part_state *ps = ll_loop_part_at(l, i);
-        if (ll_loop_part_touched_in(ps, ll_loop_batch_no(l)) &&
-            ps->pos.written_batch != ll_loop_batch_no(l)) {
-            ps->pos.written_batch = ll_loop_batch_no(l);
-            add_position(pc, ps, &w);
-        }
-    }
+    add_unwritten(l, pc, &w);
     int rc = w.topics.n > 0 || runs.n > 0 ? write_positions(l, ll_pgarray_text(&runs), &w) : 0;
     ll_pgarray_free(&runs);
     positions_free(&w);
@@ -433,14 +441,7 @@ int ll_loop_positions_flush(ll_loop *l)
 {
     const ll_precommit none = {0}; /* no transaction: the trackers as they are */
     positions w = {0};
-    for (size_t i = 0; i < ll_loop_n_parts(l); i++) {
-        part_state *ps = ll_loop_part_at(l, i);
-        if (ll_loop_part_touched_in(ps, ll_loop_batch_no(l)) &&
-            ps->pos.written_batch != ll_loop_batch_no(l)) {
-            ps->pos.written_batch = ll_loop_batch_no(l);
-            add_position(&none, ps, &w);
-        }
-    }
+    add_unwritten(l, &none, &w);
     int rc = 0;
     if (w.topics.n > 0 && (l->kio->db_ensure(&l->db) != LL_DB_OK || write_positions(l, "{}", &w) != 0)) {
         ll_log(LL_WARN, NULL, "position_not_written", "%s %s (the ledger's positions stay behind)",
