@@ -15,8 +15,10 @@
  *   - otherwise refused: the process exits LL_EXIT_INSTANCE_HELD with one instance_held line naming
  *     the holder (host, pid, since, last renewal);
  *   - renewed every third of the lease on a thread and connection of its own (a long batch or a
- *     Kafka wait of the loop never lets it lapse); a renewal that finds another holder stops the
- *     service (instance_lease_lost, exit LL_EXIT_INSTANCE_HELD);
+ *     Kafka wait of the loop never lets it lapse); a renewal that finds the row not its own decides
+ *     again as at start: a row gone or stale (the database went back in time: a restore, a failover
+ *     that lost commits) is taken again, a live holder (this process was frozen past its lease and
+ *     another took over) stops the service (instance_lease_lost, exit 2 as a fenced producer);
  *   - deleted at a clean exit, after the producer is gone, so a successor starts at once.
  *
  * A lease row, not a session advisory lock: behind a transaction-mode pooler a session lock
@@ -37,10 +39,10 @@
 
 #include "ll/config.h"
 
-/* The exit code of a consuming service whose instance lease is held by another process (or was
- * taken over by one while it ran, or could not be checked because the database did not answer
- * within a lease period at start). Not 1: the systemd unit restarts it (Restart=on-failure), so a
- * process that waited for a crashed holder on another host starts once that lease expires. */
+/* The exit code of a consuming service whose instance lease is held by another process at start
+ * (or could not be checked because the database did not answer within a lease period). Not 1: the systemd
+ * unit restarts it (Restart=on-failure), so a process that waited for a crashed holder on another host starts
+ * once that lease expires. */
 #define LL_EXIT_INSTANCE_HELD 4
 
 /* The service.instance_lease entry of the loop's key table (LL_LOOP_CONFIG_KEYS): the lease
@@ -113,7 +115,8 @@ typedef struct ll_instance_lease ll_instance_lease;
  * Takes the lease of (group, instance) for the process named service (its application_name),
  * on a connection of its own made from cfg (db.conninfo, db.tx_attempts and the db.* timeouts)
  * with service.instance_lease as the period, then starts its renewal thread; on_lost (may be NULL)
- * is called once from that thread if another process took the lease over (it must only set flags).
+ * is called once from that thread if another live process took the lease over (it must only set
+ * flags; the service then stops and exits 2).
  * A database that does not answer is tried again each second for one lease period; *stop (the
  * stop signal) ends that wait.
  * Returns 0 with *out set; LL_EXIT_INSTANCE_HELD with err saying who holds it (logged as

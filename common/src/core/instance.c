@@ -261,25 +261,37 @@ static long write_lease(ll_instance_lease *l, const char *seq)
     return exec_count(l, seq ? &LEASE_TAKE_OVER : &LEASE_INSERT, params);
 }
 
-/* The refusal line and its err text: who holds the lease and what to do. */
-static void refuse(const ll_instance_lease *l, const seen_row *row, char *err, size_t errlen)
+/* A live holder found: at start the refusal (instance_held: who holds the lease and what to do),
+ * while running the loss (instance_lease_lost: who took it over); err gets the line's text. */
+static void refuse(const ll_instance_lease *l, const seen_row *row, bool at_start, char *err, size_t errlen)
 {
-    snprintf(err, errlen,
-             "service.instance_id '%s' of group '%s' is held by another process: host %s pid %lld, since %s,"
-             " last renewed %s (%.1f s ago, lease %.1f s). Two processes with one instance id share one"
-             " transactional.id and fence each other: stop that process, or give this one its own"
-             " service.instance_id (a holder that died on another host is taken over once its lease expires)",
-             l->instance, l->group, row->proc.host, row->proc.pid, row->started, row->renewed,
-             (double)row->age_ms / 1000.0, (double)row->lease_ms / 1000.0);
+    if (at_start)
+        snprintf(
+            err, errlen,
+            "service.instance_id '%s' of group '%s' is held by another process: host %s pid %lld, since"
+            " %s, last renewed %s (%.1f s ago, lease %.1f s). Two processes with one instance id share one"
+            " transactional.id and fence each other: stop that process, or give this one its own"
+            " service.instance_id (a holder that died on another host is taken over once its lease"
+            " expires)",
+            l->instance, l->group, row->proc.host, row->proc.pid, row->started, row->renewed,
+            (double)row->age_ms / 1000.0, (double)row->lease_ms / 1000.0);
+    else
+        snprintf(err, errlen,
+                 "instance lease of %s/%s was taken over by another process: host %s pid %lld, since %s, last"
+                 " renewed %s (this one did not renew it within its lease, %.1f s): stopping (exit 2)",
+                 l->group, l->instance, row->proc.host, row->proc.pid, row->started, row->renewed,
+                 (double)l->lease_ms / 1000.0);
     json_t *f = json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:I,s:I}", "group", l->group, "instance_id", l->instance,
                           "holder_host", row->proc.host, "holder_pid", (json_int_t)row->proc.pid,
                           "holder_since", row->started, "holder_renewed_at", row->renewed, "lease_age_ms",
                           (json_int_t)row->age_ms, "lease_ms", (json_int_t)row->lease_ms);
-    ll_log_json(LL_ERROR, NULL, "instance_held", f, "%s", err);
+    ll_log_json(LL_ERROR, NULL, at_start ? "instance_held" : "instance_lease_lost", f, "%s", err);
 }
 
-/* One try at the lease: 0 taken, 1 refused (err), 2 lost a race (try again), -1 database failure. */
-static int try_take(ll_instance_lease *l, char *err, size_t errlen)
+/* One try at the lease (at start, or again when a renewal found the row not this process's: the
+ * database went back in time, or another process took it over): 0 taken, 1 refused (err),
+ * 2 lost a race (try again), -1 database failure. */
+static int try_take(ll_instance_lease *l, bool at_start, char *err, size_t errlen)
 {
     seen_row row;
     int found = read_row(l, &row);
@@ -293,7 +305,7 @@ static int try_take(ll_instance_lease *l, char *err, size_t errlen)
     }
     ll_instance_decision d = ll_instance_decide(&seen);
     if (d == LL_INSTANCE_REFUSE) {
-        refuse(l, &row, err, errlen);
+        refuse(l, &row, at_start, err, errlen);
         return 1;
     }
     char seq[24];
@@ -313,6 +325,11 @@ static int try_take(ll_instance_lease *l, char *err, size_t errlen)
                     l->group, l->instance, row.proc.host, row.proc.pid,
                     d == LL_INSTANCE_TAKE_DEAD ? "its process on this machine is gone" : "its lease expired",
                     row.renewed);
+    } else if (!at_start) {
+        ll_log(LL_WARN, NULL, "instance_lease_retaken",
+               "instance lease of %s/%s was gone from the database (it went back in time, or an operator"
+               " deleted the row): taken again",
+               l->group, l->instance);
     }
     return 0;
 }
@@ -350,14 +367,18 @@ static void *renew_thread(void *arg)
         const char *params[3] = {l->group, l->instance, l->holder};
         long n = ll_db_ensure(&l->db) == LL_DB_OK ? exec_count(l, &LEASE_RENEW, params) : -1;
         if (n == 0) {
-            ll_log(LL_ERROR, NULL, "instance_lease_lost",
-                   "instance lease of %s/%s was taken over by another process (this one did not renew it"
-                   " within %" PRId64 " ms): stopping",
-                   l->group, l->instance, l->lease_ms);
-            l->lost = 1;
-            if (l->on_lost)
-                l->on_lost();
-            break;
+            /* not this process's row: taken again when it is free, expired or its holder is gone
+             * (a database that went back in time: a restore, a failover that lost commits), else
+             * another live process holds it */
+            char why[1024];
+            int rc = try_take(l, false, why, sizeof why);
+            if (rc == 1) {
+                l->lost = 1;
+                if (l->on_lost)
+                    l->on_lost();
+                break;
+            }
+            n = rc == 0 ? 1 : rc == 2 ? 0 : -1; /* a race: read again at the next turn */
         }
         if (n < 0)
             ll_log(LL_WARN, NULL, "instance_lease_renew_failed", "renewal of the instance lease of %s/%s: %s",
@@ -429,7 +450,7 @@ int ll_instance_lease_take(const char *service, const ll_config *cfg, const char
     int64_t deadline = ll_now_ms() + l->lease_ms;
     int races = 0, rc = -1;
     while (!*stop) {
-        rc = ll_db_ensure(&l->db) == LL_DB_OK ? try_take(l, err, errlen) : -1;
+        rc = ll_db_ensure(&l->db) == LL_DB_OK ? try_take(l, true, err, errlen) : -1;
         if (rc == 0 || rc == 1)
             break;
         if (rc == 2 && ++races < 5)

@@ -32,7 +32,7 @@ static void on_signal(int sig)
 }
 
 /* The instance lease was taken over by another process (the lease's renewal thread, instance.h):
- * the loop stops as on SIGTERM, and the process exits LL_EXIT_INSTANCE_HELD. */
+ * the loop stops as on SIGTERM, and the process exits 2, as when its producer is fenced. */
 static void on_lease_lost(void)
 {
     on_signal(0);
@@ -223,7 +223,7 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
             ll_loop_stop(loop);
         rc = ll_loop_run(loop);
         if (rc == 0 && ll_instance_lease_lost(lease))
-            rc = LL_EXIT_INSTANCE_HELD; /* another process took the instance over: not a clean stop */
+            rc = 2; /* another process took the instance over: as a fenced producer (exit 2) */
         ll_log(LL_INFO, NULL, "service_stopped", "%s stopped (exit %d)", svc->name, rc);
         g_loop = NULL;
         ll_loop_free(loop);
