@@ -220,7 +220,6 @@ static int read_row(ll_instance_lease *l, seen_row *row)
         return -1;
     int found = PQntuples(r) > 0;
     if (found) {
-        memset(row, 0, sizeof *row);
         copy_cell(r, 0, row->holder, sizeof row->holder);
         copy_cell(r, 1, row->proc.host, sizeof row->proc.host);
         row->proc.pid = ll_db_ll(r, 0, 2, 0);
@@ -294,6 +293,7 @@ static void refuse(const ll_instance_lease *l, const seen_row *row, bool at_star
 static int try_take(ll_instance_lease *l, bool at_start, char *err, size_t errlen)
 {
     seen_row row;
+    memset(&row, 0, sizeof row);
     int found = read_row(l, &row);
     if (found < 0)
         return -1;
