@@ -11,7 +11,7 @@ ll-registrar on the environment's PostgreSQL and Kafka (a short lease, PT3S):
   instance_held line (and a stderr line) naming the holder's host and pid, when it started and
   when it last renewed; the holder goes on, not fenced;
 - after kill -9 of the holder, a start on the same machine takes over at once (its process is
-  gone: reason "dead");
+  gone, a zombie not yet reaped counts so: reason "dead");
 - a holder that crashed on another host (its row rewritten to another host and boot) is refused
   while its lease runs and taken over once it expired (reason "expired");
 - a clean stop (SIGTERM, exit 0) deletes the row at once: the next start takes a free lease;
@@ -86,14 +86,19 @@ def test_one_process_per_instance_id(iso):
     assert not events(st.log_path("reg-a"), "instance_lease_lost")
     assert b.returncode == 4
 
-    # kill -9 of the holder: on the same machine its process is gone, so a start takes over at once
-    st.kill("reg-a")
+    # kill -9 of the holder: on the same machine its process is gone, so a start takes over at once,
+    # even before its parent reaped it (a zombie counts as gone)
+    a_proc, a_log = st.procs.pop("reg-a")
+    a_proc.send_signal(signal.SIGKILL)
+    wait_until(lambda: open("/proc/%d/stat" % a.pid).read().split(")")[-1].split()[0] == "Z", 10, "reg-a a zombie")
     t0 = time.time()
     start(st, "reg-c")
     ready(st, "reg-c")
     [over] = events(st.log_path("reg-c"), "instance_taken_over")
     assert over["reason"] == "dead" and over["previous_pid"] == a.pid
     assert time.time() - t0 < 30
+    a_proc.wait()
+    a_log.close()
 
     # a holder that died on another host: refused while its lease runs, taken over after it
     st.kill("reg-c")

@@ -113,21 +113,26 @@ static void test_stat_start_is_field_22(void **state)
 {
     (void)state;
     long long v = -1;
+    char st = '?';
     const char *line = "1234 (ll-completion) S 1 1234 1234 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 11 0 987654 "
                        "123456789 2000 18446744073709551615\n";
-    assert_int_equal(ll_instance_parse_stat_start(line, &v), 0);
+    assert_int_equal(ll_instance_parse_stat(line, &v, &st), 0);
     assert_int_equal(v, 987654);
-    /* a command name with spaces and a ')' of its own */
-    const char *odd = "77 (a b) c)) R 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 1 1\n";
-    assert_int_equal(ll_instance_parse_stat_start(odd, &v), 0);
+    assert_int_equal(st, 'S');
+    /* a command name with spaces and a ')' of its own; a zombie */
+    const char *odd = "77 (a b) c)) Z 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 55 1 1\n";
+    assert_int_equal(ll_instance_parse_stat(odd, &v, &st), 0);
     assert_int_equal(v, 55);
+    assert_int_equal(st, 'Z');
     v = 9;
-    assert_int_equal(ll_instance_parse_stat_start("12 (x) S 1 2 3", &v), -1); /* too short */
-    assert_int_equal(ll_instance_parse_stat_start("no parenthesis", &v), -1);
-    assert_int_equal(ll_instance_parse_stat_start(NULL, &v), -1);
-    assert_int_equal(ll_instance_parse_stat_start("1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 -3 1", &v),
+    st = '?';
+    assert_int_equal(ll_instance_parse_stat("12 (x) S 1 2 3", &v, &st), -1); /* too short */
+    assert_int_equal(ll_instance_parse_stat("no parenthesis", &v, &st), -1);
+    assert_int_equal(ll_instance_parse_stat(NULL, &v, &st), -1);
+    assert_int_equal(ll_instance_parse_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 -3 1", &v, &st),
                      -1);
     assert_int_equal(v, 9); /* untouched on error */
+    assert_int_equal(st, '?');
 }
 
 static void test_this_process_is_alive(void **state)

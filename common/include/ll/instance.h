@@ -93,18 +93,20 @@ const char *ll_instance_decision_name(ll_instance_decision d);
  * same process to the other: host, boot_id and pid_ns equal and none of them empty. Pure. */
 bool ll_instance_same_machine(const ll_instance_proc *a, const ll_instance_proc *b);
 
-/* The start time (field 22, starttime, clock ticks after boot) of a /proc/<pid>/stat line into
- * *out; the command name (field 2, in parentheses) may hold spaces and ')'. 0, or -1 for a line
- * that is not one. Pure. */
-int ll_instance_parse_stat_start(const char *stat, long long *out);
+/* The start time (field 22, starttime, clock ticks after boot) and the state (field 3: R, S, D, Z
+ * for a zombie, X dead, ...) of a /proc/<pid>/stat line into *start and *state; the command name
+ * (field 2, in parentheses) may hold spaces and ')'. 0, or -1 (both untouched) for a line that is
+ * not one. Pure. */
+int ll_instance_parse_stat(const char *stat, long long *start, char *state);
 
 /* This process's identity (host, pid, start, boot id, pid namespace); what /proc does not give is
  * left "" or 0 (then no holder ever counts as on the same machine). */
 void ll_instance_proc_self(ll_instance_proc *out);
 
 /* Whether p's process still runs, asked on this machine (the caller checked
- * ll_instance_same_machine): 0 when kill(pid, 0) says ESRCH or /proc/<pid>/stat shows another
- * start time (the pid was reused), 1 when it runs, -1 when it cannot tell (counts as alive). */
+ * ll_instance_same_machine): 0 when kill(pid, 0) says ESRCH, or /proc/<pid>/stat shows another
+ * start time (the pid was reused) or a zombie not reaped yet, 1 when it runs, -1 when it cannot
+ * tell (counts as alive). */
 int ll_instance_proc_alive(const ll_instance_proc *p);
 
 /* A held lease and its renewal thread (instance.c). Opaque; owned by the caller of

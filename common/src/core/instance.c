@@ -54,18 +54,21 @@ bool ll_instance_same_machine(const ll_instance_proc *a, const ll_instance_proc 
            strcmp(a->boot_id, b->boot_id) == 0 && strcmp(a->pid_ns, b->pid_ns) == 0;
 }
 
-int ll_instance_parse_stat_start(const char *stat, long long *out)
+int ll_instance_parse_stat(const char *stat, long long *start, char *state)
 {
     const char *p = stat ? strrchr(stat, ')') : NULL;
     if (!p || p == stat)
         return -1;
     p++;
+    char st = '?';
     /* after the command name: field 3 (state) ... field 22 (starttime), 20 fields */
     for (int field = 3; field <= 22; field++) {
         while (*p == ' ')
             p++;
         if (!*p || *p == '\n')
             return -1;
+        if (field == 3)
+            st = *p;
         const char *end = p;
         while (*end && *end != ' ' && *end != '\n')
             end++;
@@ -81,7 +84,8 @@ int ll_instance_parse_stat_start(const char *stat, long long *out)
             long long v = strtoll(num, &stop, 10);
             if (errno || *stop || v < 0)
                 return -1;
-            *out = v;
+            *start = v;
+            *state = st;
             return 0;
         }
         p = end;
@@ -104,13 +108,13 @@ static void read_line(const char *path, char *out, size_t n)
     out[strcspn(out, "\n")] = '\0';
 }
 
-/* The start time of process pid from /proc/<pid>/stat: 0, or -1 when it cannot be read. */
-static int proc_start_of(long long pid, long long *out)
+/* The start time and state of process pid from /proc/<pid>/stat: 0, or -1 when it cannot be read. */
+static int proc_start_of(long long pid, long long *out, char *state)
 {
     char path[64], line[1024];
     snprintf(path, sizeof path, "/proc/%lld/stat", pid);
     read_line(path, line, sizeof line);
-    return line[0] ? ll_instance_parse_stat_start(line, out) : -1;
+    return line[0] ? ll_instance_parse_stat(line, out, state) : -1;
 }
 
 void ll_instance_proc_self(ll_instance_proc *out)
@@ -119,7 +123,8 @@ void ll_instance_proc_self(ll_instance_proc *out)
     if (gethostname(out->host, sizeof out->host - 1) != 0)
         out->host[0] = '\0';
     out->pid = (long long)getpid();
-    if (proc_start_of(out->pid, &out->proc_start) != 0)
+    char state = '?';
+    if (proc_start_of(out->pid, &out->proc_start, &state) != 0)
         out->proc_start = 0;
     read_line("/proc/sys/kernel/random/boot_id", out->boot_id, sizeof out->boot_id);
     ssize_t n = readlink("/proc/self/ns/pid", out->pid_ns, sizeof out->pid_ns - 1);
@@ -133,9 +138,12 @@ int ll_instance_proc_alive(const ll_instance_proc *p)
     if (kill((pid_t)p->pid, 0) != 0 && errno == ESRCH)
         return 0;
     long long start = 0;
-    if (p->proc_start <= 0 || proc_start_of(p->pid, &start) != 0)
+    char state = '?';
+    if (p->proc_start <= 0 || proc_start_of(p->pid, &start, &state) != 0)
         return -1; /* it exists (or is hidden from us): as alive */
-    return start == p->proc_start ? 1 : 0;
+    /* another start: the pid was reused; a zombie (Z) or dead (X) process has ended, only its
+     * parent has not reaped it yet (a supervisor restarting it before its wait) */
+    return start == p->proc_start && state != 'Z' && state != 'X' ? 1 : 0;
 }
 
 /* ---- the statements ------------------------------------------------------------------------- */
