@@ -192,7 +192,9 @@ def test_kill_between_db_commit_and_kafka_commit(iso):
         db.close()
 
 
-OVERLAP = {"loop.overlap_commit": "true"}
+# loop.overlap_commit; a short instance lease (common/src/core/instance.c): the frozen zombie still
+# holds it, and its replacement may take it over only once it expired
+OVERLAP = {"loop.overlap_commit": "true", "service.instance_lease": "PT2S"}
 
 
 def test_a_zombie_is_fenced_by_its_restarted_self(iso):
@@ -200,7 +202,10 @@ def test_a_zombie_is_fenced_by_its_restarted_self(iso):
     long GC-like pause, SIGSTOP) while its replacement starts. The replacement's
     init_transactions fences it; when the zombie wakes up, rejoins the group and applies what it
     is given, its Kafka transaction fails as fenced, and it exits with 2 (docs/contract.md K§3.4:
-    a fatal Kafka error ends the process for the supervisor). What it applied in the ledger
+    a fatal Kafka error ends the process for the supervisor). The replacement starts only once the
+    zombie's instance lease (PT2S here) expired: before, it would be refused (exit 4,
+    test_instance_lease.py); the zombie, woken, may also find its lease taken over first
+    (instance_lease_lost), which ends it with 2 as well. What it applied in the ledger
     meanwhile is answered once, as REPLAY, by the replacement; nothing is answered twice."""
     st = iso.stack
     for s in ("registrar", "claimer", "dispatcher"):
@@ -228,6 +233,9 @@ def test_a_zombie_is_fenced_by_its_restarted_self(iso):
         zombie, zlog = st.procs.pop("completion-z")
         zombie.send_signal(signal.SIGSTOP)
         os.rename(log, log + ".zombie")  # its descriptor follows the file; the replacement logs anew
+        # a live process holds the instance lease: the replacement is refused (exit 4) until the
+        # frozen zombie's lease (PT2S) expired, then takes it over
+        time.sleep(3)
         st.start("completion", "completion-z", settings=OVERLAP)
         # the zombie's membership expires (session timeout), then the replacement owns everything
         wait_until(lambda: assignment(log, chunks) == [0, 1, 2], 60, "the replacement owning the chunks")
@@ -284,7 +292,10 @@ def test_a_zombie_is_fenced_by_its_restarted_self(iso):
         zlog.close()
         zombie = None
         zlines = log_lines(log + ".zombie")
-        assert any(e.get("event") == "kafka_txn_error" and "fenced" in e.get("msg", "").lower() for e in zlines), \
+        # fenced by the replacement's producer, or stopped first by its own lease's renewal, which
+        # finds the replacement holding it (instance_lease_lost): both exit 2, nothing answered twice
+        assert any(e.get("event") == "kafka_txn_error" and "fenced" in e.get("msg", "").lower() or
+                   e.get("event") == "instance_lease_lost" for e in zlines), \
             [e for e in zlines if e.get("level") == "error"]
         assert not [e for e in zlines if e.get("event") == "fault_injected"]
 

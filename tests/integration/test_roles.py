@@ -61,6 +61,10 @@ DENIED = [
     ("ll_operator", "UPDATE nifi_ops.load_dispatch SET run_id = %s WHERE false" % NIL),
     ("ll_operator", "UPDATE nifi_ops.load_dispatch SET acked_at = now() WHERE false"),
     ("ll_operator", "DELETE FROM nifi_ops.load_event WHERE false"),
+    # the instance lease (0015) is the consuming services' own: the others only read it, or not at all
+    ("ll_dispatcher", "UPDATE nifi_ops.service_instance SET renewed_at = now() WHERE false"),
+    ("ll_sweeper", "DELETE FROM nifi_ops.service_instance WHERE false"),
+    ("ll_operator", "DELETE FROM nifi_ops.service_instance WHERE false"),
 ] + [
     # DDL belongs to the migration account alone
     (r, "CREATE TABLE nifi_ops.ll_intruder (x int)")
@@ -82,7 +86,17 @@ ALLOWED = [
                     " next_attempt_at = now(), last_error = NULL WHERE false"),
     ("ll_completion", "UPDATE nifi_ops.load_file SET status = 'WRITTEN' WHERE false"),
     ("ll_sweeper", "UPDATE nifi_ops.load_file SET status = 'INVALIDATED' WHERE false"),
-]
+] + [
+    # the instance lease (common/src/core/instance.c): read, take, take over, renew, release
+    (r, sql) for r in ("ll_registrar", "ll_claimer", "ll_completion") for sql in (
+        "SELECT holder, lease_seq FROM nifi_ops.service_instance WHERE false",
+        "INSERT INTO nifi_ops.service_instance (consumer_group, instance_id, holder, host, pid, proc_start,"
+        " boot_id, pid_ns, lease_ms) VALUES ('g', 'i', 'h', 'host', 1, 0, '', '', 30000)"
+        " ON CONFLICT (consumer_group, instance_id) DO NOTHING",
+        "UPDATE nifi_ops.service_instance SET holder = 'h', lease_seq = lease_seq + 1, renewed_at = now() WHERE false",
+        "DELETE FROM nifi_ops.service_instance WHERE false",
+    )
+] + [("ll_operator", "SELECT * FROM nifi_ops.service_instance WHERE false")]
 
 
 @pytest.fixture(scope="module")

@@ -177,6 +177,14 @@ extern const ll_config_key LL_LOOP_CONFIG_KEYS[];
  */
 ll_loop *ll_loop_new(const char *service, const ll_config *cfg, const ll_input *inputs, size_t n, void *svc,
                      char *err, size_t errlen);
+/*
+ * The consumer group and the instance id of service under cfg, as ll_loop_new uses them (setup.c):
+ * the group is kafka.group.id, else <topic.prefix><service>; the instance is service.instance_id,
+ * else the host name; the transactional.id is "<group>.<instance>". Written NUL-terminated into
+ * the caller's buffers (truncated to their sizes). Used by the instance lease (ll/instance.h).
+ */
+void ll_loop_identity(const ll_config *cfg, const char *service, char *group, size_t group_len,
+                      char *instance, size_t instance_len);
 /* Runs until ll_loop_stop or a fatal Kafka error. Returns 0 on a clean stop, 2 on fatal. */
 int ll_loop_run(ll_loop *l);
 /* Asks the loop to stop after the current batch (async-signal-safe). */

@@ -22,10 +22,11 @@
 
 /* The newest migration the services of this build need: 0011 adds the position write token (the
  * compare-and-set of every position write, position.c), 0012 the sweeper's re-read gate,
- * 0013 the recorded refusals a replay restates (batch.c), 0014 the accepted offset gaps. */
-#define LL_SCHEMA_MIN 14
+ * 0013 the recorded refusals a replay restates (batch.c), 0014 the accepted offset gaps, 0015 the
+ * instance lease (instance.c: one process per service.instance_id). */
+#define LL_SCHEMA_MIN 15
 /* The newest migration this build ships (schemas/sql). */
-#define LL_SCHEMA_MAX_KNOWN 14
+#define LL_SCHEMA_MAX_KNOWN 15
 /* The newest version this build accepts: 0011..0019 are reserved for additive migrations. */
 #define LL_SCHEMA_MAX_COMPAT 19
 

@@ -50,7 +50,10 @@ void ll_malloc_settle(void);
  * Runs a service: `--config FILE` (else $LOADLEDGER_CONFIG, else no file), `--help` lists the
  * keys, `--config-keys` prints them as an example configuration file (ll_service_write_example). Exit codes:
  * 0 clean stop (SIGTERM/SIGINT), 1 configuration or start-up error, 2 fatal Kafka error (the supervisor
- * restarts the process).
+ * restarts the process), 3 schema registry unavailable at start, 4 (LL_EXIT_INSTANCE_HELD) the instance
+ * lease of (group, service.instance_id) is held by another process (a lease taken over while
+ * running: exit 2, as a fenced producer; ll/instance.h: taken after the schema check and before the loop
+ * makes its producer, released after the loop is freed).
  */
 int ll_service_main(int argc, char **argv, const ll_service *svc);
 

@@ -22,6 +22,7 @@
 #include "loop_int.h"
 #include "partition.h"
 #include "ll/dlq.h"
+#include "ll/instance.h"
 #include "ll/kclient.h"
 #include "ll/log.h"
 #include "ll/obs.h"
@@ -32,6 +33,7 @@
 const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"service.instance_id", NULL, false,
      "stable id of this instance (transactional.id suffix); default: host name", LL_CONFIG_NO_RANGE},
+    LL_INSTANCE_LEASE_KEY,
     {"db.conninfo", NULL, true, "libpq conninfo of the service's PostgreSQL role", LL_CONFIG_NO_RANGE},
     LL_DB_TX_ATTEMPTS_KEY,
     LL_TOPIC_KEYS,
@@ -584,21 +586,30 @@ static int stats_conf(ll_loop *l, rd_kafka_conf_t *cc, char *err, size_t errlen)
                : conf_set(cc, "statistics.interval.ms", "5000", err, errlen);
 }
 
-int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
+void ll_loop_identity(const ll_config *cfg, const char *service, char *group, size_t group_len,
+                      char *instance, size_t instance_len)
 {
-    char host[128] = "host", e[512];
-    const char *g = ll_config_get(l->cfg, "kafka.group.id");
-    const char *prefix = ll_config_get(l->cfg, "topic.prefix");
+    const char *g = ll_config_get(cfg, "kafka.group.id");
+    const char *prefix = ll_config_get(cfg, "topic.prefix");
     /* the default group follows the topic prefix, so two prefixes on one broker never share one */
     if (g)
-        snprintf(l->group, sizeof l->group, "%s", g);
+        snprintf(group, group_len, "%s", g);
     else
-        snprintf(l->group, sizeof l->group, "%s%s", prefix ? prefix : "", l->service);
-    const char *inst = ll_config_get(l->cfg, "service.instance_id");
-    if (!inst) {
-        gethostname(host, sizeof host - 1);
-        inst = host;
+        snprintf(group, group_len, "%s%s", prefix ? prefix : "", service);
+    const char *inst = ll_config_get(cfg, "service.instance_id");
+    if (inst) {
+        snprintf(instance, instance_len, "%s", inst);
+        return;
     }
+    char host[128] = "host";
+    gethostname(host, sizeof host - 1);
+    snprintf(instance, instance_len, "%s", host);
+}
+
+int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
+{
+    char inst[256], e[512];
+    ll_loop_identity(l->cfg, l->service, l->group, sizeof l->group, inst, sizeof inst);
     snprintf(l->txid, sizeof l->txid, "%s.%s", l->group, inst);
 
     rd_kafka_conf_t *cc = base_conf(l, err, errlen);

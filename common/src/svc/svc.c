@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ll/instance.h"
 #include "ll/log.h"
 #include "ll/obs.h"
 #include "ll/registry.h"
@@ -18,15 +19,37 @@
 #include "ll/topics.h"
 #include "ll/version.h"
 
-static ll_loop *g_loop;
+static ll_loop *volatile g_loop;
 static volatile sig_atomic_t g_stopping; /* a stop signal came (also before the loop existed) */
 
 static void on_signal(int sig)
 {
     (void)sig;
     g_stopping = 1;
-    if (g_loop)
-        ll_loop_stop(g_loop);
+    ll_loop *l = g_loop;
+    if (l)
+        ll_loop_stop(l);
+}
+
+/* The instance lease was taken over by another process (the lease's renewal thread, instance.h):
+ * the loop stops as on SIGTERM, and the process exits 2, as when its producer is fenced. */
+static void on_lease_lost(void)
+{
+    on_signal(0);
+}
+
+/* The instance lease of this process's (group, service.instance_id), taken before the loop makes
+ * its producer, whose transactional.id is made of the same pair (ll/instance.h): 0 with *lease
+ * set (or NULL when a stop signal ended the wait), else the exit code, with the reason printed. */
+static int take_lease(const ll_service *svc, const ll_config *cfg, ll_instance_lease **lease)
+{
+    char group[256], instance[256], err[1024];
+    ll_loop_identity(cfg, svc->name, group, sizeof group, instance, sizeof instance);
+    int rc = ll_instance_lease_take(svc->name, cfg, group, instance, &g_stopping, on_lease_lost, lease, err,
+                                    sizeof err);
+    if (rc != 0)
+        fprintf(stderr, "ll-%s: %s\n", svc->name, err);
+    return rc;
 }
 
 /* Number of keys of a {NULL}-terminated table (0 for NULL). */
@@ -91,7 +114,8 @@ static void usage(const ll_service *svc, const ll_config_key *keys)
     printf("  %-32s %s\n", "topic.<logical>.name|framing|schema_id", "per-topic overrides");
     printf("\n--config-keys prints every key as an example configuration file; --version the version.\n");
     ll_service_schema_help(stdout);
-    printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error.\n");
+    printf("\nExit codes: 0 stopped, 1 configuration/start-up error, 2 fatal Kafka error, 3 schema registry\n"
+           "unavailable at start, 4 the instance id is held by another process (service.instance_lease).\n");
 }
 
 void ll_malloc_settle(void)
@@ -172,6 +196,8 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
     snprintf(bin, sizeof bin, "ll-%s", svc->name);
     ll_version_log(bin);
     int rc = 1;
+    ll_instance_lease *lease = NULL;
+    ll_loop *loop = NULL;
     if (!ll_config_get(cfg, "kafka.bootstrap.servers")) {
         fprintf(stderr, "ll-%s: missing required configuration key 'kafka.bootstrap.servers'\n", svc->name);
     } else if (svc->init && svc->init(svc->state, cfg, err, sizeof err) != 0) {
@@ -181,21 +207,29 @@ int ll_service_main(int argc, char **argv, const ll_service *svc)
     } else if (log_started(svc->name, cfg), install_signals(),
                ll_schema_gate(svc->name, cfg, &g_stopping) != 0) {
         rc = 0; /* stopped while waiting for a schema it knows: nothing was applied */
+    } else if ((rc = take_lease(svc, cfg, &lease)) != 0 || !lease) {
+        /* held by another process (exit 4, named in instance_held), or stopped during the wait */
+        rc = g_stopping && rc != LL_EXIT_INSTANCE_HELD ? 0 : rc;
     } else if (ll_registry_stop_flag(&g_stopping),
-               !(g_loop =
+               !(loop =
                      ll_loop_new(svc->name, cfg, svc->inputs, svc->n_inputs, svc->state, err, sizeof err))) {
         fprintf(stderr, "ll-%s: %s\n", svc->name, err);
         /* stopped during a start-up wait: nothing was applied; a registry still down after its
          * wait: a code the unit restarts (not 1, a configuration error) */
         rc = g_stopping ? 0 : ll_registry_start_gave_up() ? LL_EXIT_REGISTRY_UNAVAILABLE : 1;
     } else {
+        g_loop = loop;
         if (g_stopping)
-            ll_loop_stop(g_loop);
-        rc = ll_loop_run(g_loop);
+            ll_loop_stop(loop);
+        rc = ll_loop_run(loop);
+        if (rc == 0 && ll_instance_lease_lost(lease))
+            rc = 2; /* another process took the instance over: as a fenced producer (exit 2) */
         ll_log(LL_INFO, NULL, "service_stopped", "%s stopped (exit %d)", svc->name, rc);
-        ll_loop_free(g_loop);
         g_loop = NULL;
+        ll_loop_free(loop);
     }
+    /* after the producer is gone: a successor's init_transactions fences nothing of this process */
+    ll_instance_lease_end(lease);
     ll_obs_stop();
     ll_config_free(cfg);
     free(keys);

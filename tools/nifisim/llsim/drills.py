@@ -143,10 +143,13 @@ def ledger_tables(cur):
     position_rewind, issue 27: where each service is in its topics, which differs between two
     ledgers of the same business history), nor the sweepers' tick tokens (sweeper_instance, issue
     39), nor the refusals recorded by input offset for a replay to restate (input_refusal, issue 39:
-    recorded again, later, when a restored ledger answers again)."""
+    recorded again, later, when a restored ledger answers again), nor the consuming processes'
+    instance leases (service_instance, issue 41: which process runs an instance, renewed while it
+    runs)."""
     cur.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'nifi_ops'"
                 " AND table_type = 'BASE TABLE' AND table_name NOT IN ('schema_migrations', 'alembic_version',"
-                " 'consumer_position', 'position_rewind', 'sweeper_instance', 'input_refusal')"
+                " 'consumer_position', 'position_rewind', 'sweeper_instance', 'input_refusal',"
+                " 'service_instance')"
                 " ORDER BY table_name")
     return [r[0] for r in cur.fetchall()]
 
