@@ -42,8 +42,11 @@ size_t ll_loop_held_due(ll_loop *l, int64_t now, lmsg **out);
 /* The run's clock starts at since for its messages queued on ps without one (a deferral's clock is
  * the run's on its partition). */
 void ll_loop_held_clock_share(part_state *ps, const char *run, int64_t since);
-/* What is held: messages, (partition, run) pairs, and those answered before a database loss. */
-void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered);
+/* What is held: messages, (partition, run) pairs, and those answered before a database loss; in
+ * *oldest_since the earliest prerequisite clock (defer_since_ms, monotonic ms) of a held message
+ * not answered before a loss, 0 when none. */
+void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered,
+                         int64_t *oldest_since);
 /* Whether ps changed (an offset done, a position to write) after batch batch_no. */
 bool ll_loop_part_changed_since(const part_state *ps, int64_t batch_no);
 /* Whether ps changed in batch batch_no (its position is owed by that batch). */
