@@ -3,8 +3,8 @@
 -- (loadledger_runs_ended_total, loadledger_run_duration_seconds) by reading, on each tick, the runs
 -- whose completed_at lies after its watermark (completed_at, run_id) and at most
 -- metrics.runs_ended_settle before now, through this index: a bounded range scan whatever the size
--- of load_run. Additive (an index): binaries of schema 0014 run on it unchanged; on a ledger still at
--- 0014 the sweeper's statement is the same, only slower.
+-- of load_run. Additive (an index): binaries of schema 0014 run on it unchanged. This build needs it
+-- (LL_SCHEMA_MIN 15): without it the sweeper's read would scan load_run.
 CREATE INDEX ix_load_run_completed
     ON nifi_ops.load_run (completed_at, run_id)
     WHERE completed_at IS NOT NULL;
