@@ -46,6 +46,18 @@ static const ll_config_key keys[] = {
     {"dispatch.ack_timeout", "PT10M", false, "SENT without ACK this long is resent", LL_CONFIG_DURATION,
      LL_SEC, LL_DAY},
     LL_DISPATCH_MAX_ATTEMPTS_KEY,
+    {"metrics.runs_ended_settle", "PT30S", false,
+     "runs are counted in loadledger_runs_ended_total this long after their completed_at (a transaction that"
+     " ended a run commits within it)",
+     LL_CONFIG_DURATION, LL_SEC / 10, LL_HOUR},
+    {"lag.groups", NULL, false,
+     "consumer groups whose lag is read from the broker (comma-separated); unset: every group the broker"
+     " lists, the first 16 by name. No lag without kafka.bootstrap.servers",
+     LL_CONFIG_NO_RANGE},
+    {"lag.timeout", "PT5S", false,
+     "the longest wait of one broker request of the lag reading (the reading:"
+     " four times it)",
+     LL_CONFIG_DURATION, LL_SEC / 10, 60 * LL_SEC},
     {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
 static int read_settings(const ll_config *cfg, sweep_settings *s, char *err, size_t n)
@@ -144,7 +156,15 @@ int main(int argc, char **argv)
         instance = host;
     }
     sweep_gate *gate = sweep_gate_new(instance, s.start_grace_ms, s.reread_window_ms);
-    if (!gate)
+    int64_t settle_ms = 0, lag_timeout_ms = 0;
+    if (ll_config_duration_ms(d.cfg, "metrics.runs_ended_settle", &settle_ms, err, sizeof err) ||
+        ll_config_duration_ms(d.cfg, "lag.timeout", &lag_timeout_ms, err, sizeof err))
+        return ll_daemon_fail(&d, err);
+    sweep_ended *ended = sweep_ended_new(settle_ms);
+    sweep_lag *lag = sweep_lag_new(d.cfg, lag_timeout_ms, err, sizeof err);
+    if (!lag && err[0])
+        return ll_daemon_fail(&d, err);
+    if (!gate || !ended)
         return ll_daemon_fail(&d, "out of memory");
     while (!ll_daemon_stopping) {
         sweep_counts c;
@@ -156,9 +176,15 @@ int main(int argc, char **argv)
         if (sweep_gauges(&d.db) != LL_DB_OK)
             ll_log(LL_WARN, NULL, "sweeper_gauges_error", "ledger gauges not read: %s %s", d.db.err.sqlstate,
                    d.db.err.message);
+        if (sweep_runs_ended(&d.db, ended) != LL_DB_OK)
+            ll_log(LL_WARN, NULL, "sweeper_runs_ended_error", "runs ended not read: %s %s", d.db.err.sqlstate,
+                   d.db.err.message);
+        sweep_lag_read(lag);
         sleep_ms(&d.db, s.interval_ms);
     }
     sweep_gate_free(gate);
+    sweep_ended_free(ended);
+    sweep_lag_free(lag);
     ll_log(LL_INFO, NULL, "service_stopped", "sweeper stopped");
     ll_daemon_end(&d);
     return 0;

@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 
+#include "ll/config.h"
 #include "ll/db.h"
 #include "ll/rules.h"
 
@@ -55,6 +56,32 @@ ll_db_rc sweep_tick(ll_db *db, const sweep_settings *s, sweep_gate *gate, sweep_
  * dispatches of active runs; obs.h) from one read-only statement (gauges.c). Called after every
  * tick by every sweeper, lock or not. LL_DB_OK or an error (the gauges keep their last values). */
 ll_db_rc sweep_gauges(ll_db *db);
+
+/* The runs ended (runs_ended.c; obs.h ll_obs_run_ended): the watermark of one sweeper process,
+ * private to runs_ended.c. */
+typedef struct sweep_ended sweep_ended;
+/* A watermark set at the first read to the database's clock minus settle_ms
+ * (metrics.runs_ended_settle): only runs that end from then on are counted. NULL when out of
+ * memory; free with sweep_ended_free (NULL is a no-op). */
+sweep_ended *sweep_ended_new(int64_t settle_ms);
+void sweep_ended_free(sweep_ended *e);
+/* Counts the runs ended past the watermark up to the settle before now, at most 5000 a call (the
+ * rest at the next), in one read-only transaction through ix_load_run_completed; the watermark
+ * moves past what was counted. LL_DB_OK or an error (what was not counted is read again). */
+ll_db_rc sweep_runs_ended(ll_db *db, sweep_ended *e);
+
+/* The consumer-group lag from the broker (lag.c; obs.h ll_obs_group_lag_*), private to lag.c. */
+typedef struct sweep_lag sweep_lag;
+/* A reader of the groups' lag configured from cfg's kafka.* keys (group.id, transactional.id and
+ * group.instance.id ignored: it never joins a group nor commits) and lag.groups; each broker
+ * request waits at most timeout_ms (lag.timeout). NULL with err "" when kafka.bootstrap.servers is
+ * not set (no lag is exported), NULL with err when librdkafka refuses a setting. Free with
+ * sweep_lag_free (NULL is a no-op). */
+sweep_lag *sweep_lag_new(const ll_config *cfg, int64_t timeout_ms, char *err, size_t errlen);
+void sweep_lag_free(sweep_lag *s);
+/* One reading of every group's lag into the metrics, bounded by 4 x timeout_ms (lag.c). s NULL is a
+ * no-op. */
+void sweep_lag_read(sweep_lag *s);
 
 /* The rules, each inside the tick's transaction (rule_*.c). Return LL_DB_OK or LL_DB_ERROR. */
 ll_db_rc rule_stale_partitions(ll_db *db, const sweep_settings *s, sweep_counts *c);

@@ -34,7 +34,7 @@ HTTP = {"http.listen": "127.0.0.1:0"}
 FAST_STATS = {"kafka.statistics.interval.ms": "1000"}  # the lag, sampled every second
 SWEEPER = {"http.listen": "127.0.0.1:0", "recovery.extract_query_timeout": "PT1S", "recovery.stale": "PT3S",
            "recovery.sweeper_interval": "PT0.5S", "recovery.publish_stale": "PT2S",
-           "dispatch.ack_timeout": "PT2S", "dispatch.max_attempts": "1"}
+           "dispatch.ack_timeout": "PT2S", "dispatch.max_attempts": "1", "metrics.runs_ended_settle": "PT1S"}
 ACTIVE = ["CREATED", "EXTRACTING", "EXTRACTED_VALIDATED", "STAGE_VALIDATING", "STAGING_VALIDATED",
           "PUBLISHING", "PUBLISHED", "PUBLISH_UNKNOWN"]
 STANDARD = {"up"}  # Prometheus' own, not in any scrape
@@ -129,7 +129,9 @@ def test_rules_and_dashboard_name_metrics_that_exist_and_sweeper_gauges(drill):
         nifi.flush()
 
         # the sweeper only now: the publish and the unacknowledged command go stale under it
-        st.start("sweeper", settings=SWEEPER)
+        # with a broker: the groups' lag (loadledger_group_lag_*), read for this drill's groups
+        st.start("sweeper", settings=dict(SWEEPER, **{"kafka.bootstrap.servers": iso.bootstrap,
+                                                      "lag.groups": ",".join(iso.groups.values())}))
         ports["sweeper"] = port_of(st.log_path("sweeper-0"))
         sw = ports["sweeper"]
         want_runs = dict.fromkeys(ACTIVE, 0.0)

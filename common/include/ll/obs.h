@@ -11,7 +11,10 @@
  * ACCEPTED, REPLAY, REJECTED or OTHER; code = an upper-case contract code of at most 40
  * characters, else OTHER; 64 topic/outcome/code sets at most (then "_other"); 256 partitions for
  * the lag; rule/action from the sweeper's fixed table; status and type from the ledger's fixed sets
- * (the sweeper's gauges). metrics.h bounds each family.
+ * (the sweeper's gauges). The sweeper's runs ended: status = a terminal status or OTHER, load_job =
+ * at most LL_OBS_MAX_JOBS job keys (the first ones seen), any later one "_other"; its group lag:
+ * at most LL_OBS_MAX_GROUPS consumer groups and LL_OBS_GROUP_LAG_SERIES group/topic/partition
+ * sets. metrics.h bounds each family.
  *
  * The functions are obs.c's (the registry, the HTTP handler, the hooks) and obs_pure.c's.
  */
@@ -100,6 +103,12 @@ void ll_obs_batch(size_t n);
  * ones answered before the database lost their effect, waiting for their prerequisite's re-read
  * (loop.reapplied_wait; docs/design.md §5). */
 void ll_obs_held(size_t msgs, size_t runs, size_t answered);
+/* The wait of the oldest held message that waits for a prerequisite (not one answered before a
+ * database loss, which waits loop.reapplied_wait instead), seconds since its run's first deferral
+ * on its partition (0 when none), next to the configured loop.prerequisite_wait (seconds):
+ * loadledger_held_oldest_wait_seconds and loadledger_prerequisite_wait_seconds, so that an alert
+ * compares them without knowing the setting. */
+void ll_obs_held_wait(double oldest_s, double prereq_wait_s);
 /* Durations of a database COMMIT and of a Kafka commit (send offsets + commit), in seconds. */
 void ll_obs_db_commit(double seconds);
 void ll_obs_kafka_commit(double seconds);
@@ -120,6 +129,22 @@ void ll_obs_ledger_runs(const char *status, double runs, double idle_s);
 /* The sweeper's gauge of DEAD outbox rows of dispatch type (VALIDATE_RUN, REISSUE_PARTITION)
  * whose run is still active. */
 void ll_obs_ledger_dead_dispatches(const char *type, double n);
+
+/* The sweeper saw a run end (sweeper/runs_ended.c): status its terminal status (else counted as
+ * OTHER), job its job_key (label load_job, capped by ll_obs_job_label; the label is not `job`,
+ * which Prometheus gives the scrape target), duration_s completed_at - started_at in seconds:
+ * loadledger_runs_ended_total{status,load_job} += 1 and loadledger_run_duration_seconds{load_job}
+ * observes duration_s. The strings are copied. */
+void ll_obs_run_ended(const char *status, const char *job, double duration_s);
+/* The consumer-group lag read from the broker (sweeper/lag.c): a fresh reading begins (the
+ * series are emptied, so a group or partition that went away disappears), then one value per
+ * group/topic/partition (messages between the group's committed offset and the partition's end).
+ * ll_obs_group_lag_read marks the end of a reading: ok 1 when every group answered (the gauge
+ * loadledger_group_lag_read_ok; the timestamp of the last good reading in
+ * loadledger_group_lag_read_timestamp_seconds). */
+void ll_obs_group_lag_begin(void);
+void ll_obs_group_lag_set(const char *group, const char *topic, int32_t partition, int64_t lag);
+void ll_obs_group_lag_read(int ok);
 
 /* ---- pure parts (unit-tested; obs_pure.c, with ll_obs_reply_labels) --------------------------- */
 
@@ -151,6 +176,30 @@ uint8_t ll_obs_outcome_id(const char *outcome);
 const char *ll_obs_outcome_name(uint8_t id);
 uint16_t ll_obs_code_id(const char *code);
 const char *ll_obs_code_name(uint16_t id);
+/* The bound of the load_job label of the runs ended (obs.h, "Label bounds"). */
+#define LL_OBS_MAX_JOBS 32
+/* The bounds of the broker's consumer-group lag (sweeper/lag.c). */
+#define LL_OBS_MAX_GROUPS       16
+#define LL_OBS_GROUP_LAG_SERIES 1024
+/* The first job keys seen (at most LL_OBS_MAX_JOBS, copied, NUL-terminated, at most 79 bytes). */
+typedef struct ll_obs_jobs {
+    char name[LL_OBS_MAX_JOBS][80];
+    size_t n;
+} ll_obs_jobs;
+/* The load_job label of job: itself when it is one of the first LL_OBS_MAX_JOBS distinct job keys
+ * seen by t (it is added when there is room), "_other" when it is a later one, or empty/NULL, or
+ * longer than 79 bytes. Borrowed: t's copy or a static string. Pure. */
+const char *ll_obs_job_label(ll_obs_jobs *t, const char *job);
+/* The status label of a run ended: status when it is one of the terminal statuses
+ * (LL_SQL_RUN_TERMINAL: SUCCESS, FAILED_*, TIMED_OUT), else "OTHER". Static. Pure. */
+const char *ll_obs_end_status(const char *status);
+/* The sweeper's watermark of the runs ended (sweeper/runs_ended.c) after one page of n rows of a
+ * statement limited to `limit` rows read up to hi: a full page moves it to its last row (last_at,
+ * last_id: that row's completed_at text and run_id), for the next page to read on from there; a
+ * page not full read everything up to hi, so it moves to (hi, the largest uuid). Writes at_out
+ * (at_len bytes) and id_out (id_len bytes; >= 37). Pure. */
+void ll_obs_ended_next(int n, int limit, const char *last_at, const char *last_id, const char *hi,
+                       char *at_out, size_t at_len, char *id_out, size_t id_len);
 /* /healthz: 200 when the loop turned within stall_ms before now_ms (last 0: never), else 503. */
 int ll_obs_health_status(int64_t last_turn_ms, int64_t now_ms, int64_t stall_ms);
 /* /readyz: 200 when the database is up, a consumer has partitions, the producer is not fenced;

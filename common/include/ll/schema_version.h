@@ -23,10 +23,11 @@
 /* The newest migration the services of this build need: 0011 adds the position write token (the
  * compare-and-set of every position write, position.c), 0012 the sweeper's re-read gate,
  * 0013 the recorded refusals a replay restates (batch.c), 0014 the accepted offset gaps, 0015 the
- * instance lease (instance.c: one process per service.instance_id). */
-#define LL_SCHEMA_MIN 15
+ * instance lease (instance.c: one process per service.instance_id), 0016 the index of the runs
+ * ended (the sweeper's read of them, runs_ended.c, is bounded only with it). */
+#define LL_SCHEMA_MIN 16
 /* The newest migration this build ships (schemas/sql). */
-#define LL_SCHEMA_MAX_KNOWN 15
+#define LL_SCHEMA_MAX_KNOWN 16
 /* The newest version this build accepts: 0011..0019 are reserved for additive migrations. */
 #define LL_SCHEMA_MAX_COMPAT 19
 

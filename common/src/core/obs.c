@@ -30,10 +30,15 @@
 #define OBS_LAG_SERIES   256
 #define OBS_RUN_SERIES   16 /* the non-terminal run statuses (8) of the sweeper's gauges */
 #define OBS_TYPE_SERIES  4  /* the dispatch types (2) */
+/* runs ended: (LL_OBS_MAX_JOBS + "_other") x (8 terminal statuses + OTHER) */
+#define OBS_ENDED_SERIES ((LL_OBS_MAX_JOBS + 1) * 9)
 
 static const double LATENCY_BOUNDS[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                         0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 static const double BATCH_BOUNDS[] = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000};
+/* A run's duration, seconds: 1 minute to 2 days (run_timeout PT6H by default, publish up to days). */
+static const double RUN_BOUNDS[] = {60,    300,   600,   900,   1800,  3600,  7200,
+                                    10800, 14400, 21600, 43200, 86400, 172800};
 
 static struct {
     ll_metrics *reg;
@@ -43,7 +48,9 @@ static struct {
     ll_metric *inputs, *dead, *held_msgs, *held_runs, *held_answered, *unreadable, *batch, *db_commit,
         *kafka_commit, *lag, *outbox, *outbox_age, *dispatches, *sweeps, *sweeper_waiting, *reread,
         *conflicts, *withheld, *turns, *rss, *start_time, *ready_g, *db_up_g, *active_runs, *runs_idle,
-        *dead_dispatches, *build_info, *registry;
+        *dead_dispatches, *build_info, *registry, *held_oldest, *prereq_wait, *runs_ended, *run_duration,
+        *group_lag, *group_lag_ok, *group_lag_ts;
+    ll_obs_jobs jobs; /* the load_job labels of the runs ended */
 } g;
 
 static atomic_llong last_turn_ms;
@@ -146,6 +153,33 @@ static int families(void)
                                 "Schema registry lookups of a writer schema id that asked the registry, by "
                                 "result (ok, not_found, unavailable, invalid; docs/design.md §9)",
                                 "result", 4, NULL, 0);
+    g.held_oldest = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_held_oldest_wait_seconds",
+                                   "Seconds the oldest held message waiting for a prerequisite has waited "
+                                   "(since its run's first deferral on its partition; 0 when none)",
+                                   "", 1, NULL, 0);
+    g.prereq_wait = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_prerequisite_wait_seconds",
+                                   "The configured loop.prerequisite_wait, seconds", "", 1, NULL, 0);
+    g.runs_ended = ll_metrics_add(r, LL_METRIC_COUNTER, "loadledger_runs_ended_total",
+                                  "Runs that reached a terminal status since this sweeper started, by status "
+                                  "and job key (load_job; at most 32 job keys, then _other) (sweeper)",
+                                  "status,load_job", OBS_ENDED_SERIES, NULL, 0);
+    g.run_duration =
+        ll_metrics_add(r, LL_METRIC_HISTOGRAM, "loadledger_run_duration_seconds",
+                       "Duration of the runs ended since this sweeper started (completed_at - "
+                       "started_at), by job key (load_job) (sweeper)",
+                       "load_job", LL_OBS_MAX_JOBS + 1, RUN_BOUNDS, sizeof RUN_BOUNDS / sizeof RUN_BOUNDS[0]);
+    g.group_lag = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_group_lag_messages",
+                                 "Messages between each consumer group's committed offset and the end (last "
+                                 "stable offset) of the partition, read from the broker (sweeper)",
+                                 "group,topic,partition", LL_OBS_GROUP_LAG_SERIES, NULL, 0);
+    g.group_lag_ok = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_group_lag_read_ok",
+                                    "1 when the last reading of the consumer groups' lag from the broker "
+                                    "answered for every group (sweeper)",
+                                    "", 1, NULL, 0);
+    g.group_lag_ts = ll_metrics_add(r, LL_METRIC_GAUGE, "loadledger_group_lag_read_timestamp_seconds",
+                                    "Unix time of the last complete reading of the consumer groups' lag "
+                                    "(sweeper)",
+                                    "", 1, NULL, 0);
     g.rss = ll_metrics_add(r, LL_METRIC_GAUGE, "process_resident_memory_bytes",
                            "Resident memory size in bytes", "", 1, NULL, 0);
     g.start_time =
@@ -159,7 +193,8 @@ static int families(void)
                    g.unreadable && g.batch && g.db_commit && g.kafka_commit && g.lag && g.outbox &&
                    g.outbox_age && g.dispatches && g.sweeps && g.reread && g.sweeper_waiting && g.conflicts &&
                    g.withheld && g.turns && g.ready_g && g.db_up_g && g.active_runs && g.runs_idle &&
-                   g.dead_dispatches && g.registry && g.rss && g.start_time
+                   g.dead_dispatches && g.registry && g.held_oldest && g.prereq_wait && g.runs_ended &&
+                   g.run_duration && g.group_lag && g.group_lag_ok && g.group_lag_ts && g.rss && g.start_time
                ? 0
                : -1;
 }
@@ -267,6 +302,11 @@ int ll_obs_start(const char *service, ll_obs_kind kind, const ll_config *cfg, ch
         ll_metric_add(g.conflicts, NULL, 0);
         ll_metric_set(g.held_answered, NULL, 0);
         ll_metric_set(g.unreadable, NULL, 0);
+        ll_metric_set(g.held_oldest, NULL, 0);
+        /* the registry's results, for LoadledgerRegistryUnavailable's ratio */
+        static const char *const results[4][1] = {{"ok"}, {"not_found"}, {"unavailable"}, {"invalid"}};
+        for (size_t i = 0; i < 4; i++)
+            ll_metric_add(g.registry, results[i], 0);
     } else if (strcmp(service, "sweeper") == 0) {
         ll_metric_set(g.sweeper_waiting, NULL, 0);
     }
@@ -355,6 +395,43 @@ void ll_obs_held(size_t msgs, size_t runs, size_t answered)
     ll_metric_set(g.held_msgs, NULL, (double)msgs);
     ll_metric_set(g.held_runs, NULL, (double)runs);
     ll_metric_set(g.held_answered, NULL, (double)answered);
+}
+
+void ll_obs_held_wait(double oldest_s, double prereq_wait_s)
+{
+    ll_metric_set(g.held_oldest, NULL, oldest_s);
+    ll_metric_set(g.prereq_wait, NULL, prereq_wait_s);
+}
+
+void ll_obs_run_ended(const char *status, const char *job, double duration_s)
+{
+    if (!g.reg)
+        return;
+    const char *j = ll_obs_job_label(&g.jobs, job);
+    const char *v[2] = {ll_obs_end_status(status), j};
+    ll_metric_add(g.runs_ended, v, 1);
+    const char *d[1] = {j};
+    ll_metric_observe(g.run_duration, d, duration_s < 0 ? 0 : duration_s);
+}
+
+void ll_obs_group_lag_begin(void)
+{
+    ll_metric_reset(g.group_lag);
+}
+
+void ll_obs_group_lag_set(const char *group, const char *topic, int32_t partition, int64_t lag)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%d", (int)partition);
+    const char *v[3] = {group, topic, p};
+    ll_metric_set(g.group_lag, v, (double)lag);
+}
+
+void ll_obs_group_lag_read(int ok)
+{
+    ll_metric_set(g.group_lag_ok, NULL, ok ? 1 : 0);
+    if (ok)
+        ll_metric_set(g.group_lag_ts, NULL, (double)time(NULL));
 }
 
 void ll_obs_db_commit(double seconds)

@@ -120,3 +120,41 @@ void ll_obs_reply_labels(const json_t *reply, char *outcome, size_t olen, char *
     else
         snprintf(code, clen, "%s", ll_obs_code_ok(c) ? c : "OTHER");
 }
+
+/* The terminal run statuses (LL_SQL_RUN_TERMINAL, docs/contract.md §3.1 "terminal"). */
+static const char *const END_STATUSES[] = {
+    "SUCCESS",        "FAILED_MANIFEST",          "FAILED_EXTRACT",          "FAILED_STAGE_VALIDATION",
+    "FAILED_PUBLISH", "FAILED_TARGET_VALIDATION", "FAILED_SNAPSHOT_EXPIRED", "TIMED_OUT"};
+
+const char *ll_obs_end_status(const char *status)
+{
+    for (size_t i = 0; status && i < sizeof END_STATUSES / sizeof END_STATUSES[0]; i++)
+        if (strcmp(status, END_STATUSES[i]) == 0)
+            return END_STATUSES[i];
+    return "OTHER";
+}
+
+const char *ll_obs_job_label(ll_obs_jobs *t, const char *job)
+{
+    if (!job || !*job || strlen(job) >= sizeof t->name[0])
+        return "_other";
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->name[i], job) == 0)
+            return t->name[i];
+    if (t->n >= LL_OBS_MAX_JOBS)
+        return "_other";
+    snprintf(t->name[t->n], sizeof t->name[0], "%s", job);
+    return t->name[t->n++];
+}
+
+void ll_obs_ended_next(int n, int limit, const char *last_at, const char *last_id, const char *hi,
+                       char *at_out, size_t at_len, char *id_out, size_t id_len)
+{
+    if (n >= limit && last_at && last_id) {
+        snprintf(at_out, at_len, "%s", last_at);
+        snprintf(id_out, id_len, "%s", last_id);
+    } else {
+        snprintf(at_out, at_len, "%s", hi);
+        snprintf(id_out, id_len, "%s", "ffffffff-ffff-ffff-ffff-ffffffffffff");
+    }
+}

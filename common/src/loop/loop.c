@@ -78,8 +78,11 @@ static void observe_turn(ll_loop *l, size_t n, observed *o)
         return;
     o->held_at = now;
     size_t msgs = 0, runs = 0, answered = 0;
-    ll_loop_held_counts(l, &msgs, &runs, &answered);
+    int64_t oldest = 0;
+    ll_loop_held_counts(l, &msgs, &runs, &answered, &oldest);
     ll_obs_held(msgs, runs, answered);
+    ll_obs_held_wait(oldest > 0 && now > oldest ? (double)(now - oldest) / 1000.0 : 0,
+                     (double)l->prereq_wait_ms / 1000.0);
 }
 
 /* The idle check of the ledger's positions (loop.position_check_interval; position.c), between

@@ -270,14 +270,20 @@ void ll_loop_held_clock_share(part_state *ps, const char *run, int64_t since)
             ps->held[i]->defer_since_ms = since;
 }
 
-void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered)
+void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered,
+                         int64_t *oldest_since)
 {
     *msgs = *runs = *answered = 0;
+    *oldest_since = 0;
     for (size_t i = 0; i < l->n_parts; i++) {
         const part_state *ps = l->parts[i];
         *msgs += ps->n_held;
         for (size_t k = 0; k < ps->n_held; k++) {
-            *answered += ll_msg_answered_before(ps->held[k]);
+            const lmsg *m = ps->held[k];
+            *answered += ll_msg_answered_before(m);
+            if (!ll_msg_answered_before(m) && m->defer_since_ms > 0 &&
+                (*oldest_since == 0 || m->defer_since_ms < *oldest_since))
+                *oldest_since = m->defer_since_ms;
             size_t j = 0;
             while (j < k && strcmp(ps->held[j]->run, ps->held[k]->run) != 0)
                 j++;

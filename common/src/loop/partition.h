@@ -42,8 +42,11 @@ size_t ll_loop_held_due(ll_loop *l, int64_t now, lmsg **out);
 /* The run's clock starts at since for its messages queued on ps without one (a deferral's clock is
  * the run's on its partition). */
 void ll_loop_held_clock_share(part_state *ps, const char *run, int64_t since);
-/* What is held: messages, (partition, run) pairs, and those answered before a database loss. */
-void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered);
+/* What is held: messages, (partition, run) pairs, and those answered before a database loss; in
+ * *oldest_since the earliest prerequisite clock (defer_since_ms, monotonic ms) of a held message
+ * not answered before a loss, 0 when none. */
+void ll_loop_held_counts(const ll_loop *l, size_t *msgs, size_t *runs, size_t *answered,
+                         int64_t *oldest_since);
 /* The partitions that changed after batch `after` up to batch `upto` (batch numbers; INT64_MAX:
  * up to now), in assignment order: how many, and with list non-NULL those (*list an array the
  * caller frees, NULL when none; the states borrowed). */
