@@ -55,6 +55,7 @@ SERVICES=(registrar claimer completion dispatcher sweeper)
 ONESHOTS=" kafka-topics migrate schema-subjects "
 PY=/usr/bin/python3
 STARTED_DOCKERD=
+ANON_VOLUMES=()
 
 log() { printf 'compose-check: %s (%ds)\n' "$*" "$SECONDS" >&2; }
 die() { printf 'compose-check: FAILED: %s\n' "$*" >&2; exit 1; }
@@ -109,6 +110,8 @@ cleanup() {
   fi
   if [[ ${LL_COMPOSE_KEEP:-0} != 1 ]]; then
     COMPOSE_PROFILES=registry,embedded,monitoring compose down -v --remove-orphans >/dev/null 2>&1 || true
+    # the image VOLUMEs (apache/kafka declares three) of the containers the mid-check `down` removed
+    ((${#ANON_VOLUMES[@]} == 0)) || docker volume rm "${ANON_VOLUMES[@]}" >/dev/null 2>&1 || true
     stop_dockerd
   fi
   exit "$rc"
@@ -303,6 +306,11 @@ done
 
 # down / up: the containers go, the named volumes stay (the broker's log directory, the database).
 log "down (volumes kept), then up again"
+# The anonymous volumes of the image VOLUMEs are left by `down` (not by the trap's `down -v`).
+ids=$(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT")
+# shellcheck disable=SC2086
+mapfile -t ANON_VOLUMES < <(docker inspect -f '{{range .Mounts}}{{if eq .Type "volume"}}{{println .Name}}{{end}}{{end}}' $ids |
+  grep -v "^${PROJECT}_" | grep . || true)
 compose down >/dev/null 2>&1 || die "down failed"
 [[ -z $(docker ps -aq --filter "label=com.docker.compose.project=$PROJECT") ]] || die "containers left after down"
 up registry-again
