@@ -46,15 +46,6 @@ struct sweep_lag {
     int last_ok;   /* the last reading's result, for logging changes only */
 };
 
-static void copy_kafka(const char *key, const char *value, void *arg)
-{
-    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
-        strcmp(key, "group.instance.id") == 0)
-        return;
-    char e[256];
-    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
-}
-
 sweep_lag *sweep_lag_new(const ll_config *cfg, int64_t timeout_ms, char *err, size_t errlen)
 {
     err[0] = '\0';
@@ -71,23 +62,7 @@ sweep_lag *sweep_lag_new(const ll_config *cfg, int64_t timeout_ms, char *err, si
     const char *groups = ll_config_get(cfg, "lag.groups");
     if (groups && *groups)
         s->groups = strdup(groups);
-    rd_kafka_conf_t *c = rd_kafka_conf_new();
-    ll_kafka_log_to_json(c);
-    ll_config_foreach_prefix(cfg, "kafka.", copy_kafka, c);
-    char e[256];
-    const char *fixed[][2] = {{"group.id", LAG_OWN_GROUP},
-                              {"enable.auto.commit", "false"},
-                              {"enable.auto.offset.store", "false"},
-                              {"isolation.level", "read_committed"}};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (rd_kafka_conf_set(c, fixed[i][0], fixed[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "kafka %s: %s", fixed[i][0], e);
-            rd_kafka_conf_destroy(c);
-            sweep_lag_free(s);
-            return NULL;
-        }
-    if (!(s->rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e))) {
-        snprintf(err, errlen, "kafka consumer: %s", e);
+    if (!(s->rk = ll_kafka_reader_new(cfg, LAG_OWN_GROUP, NULL, 0, err, errlen))) {
         sweep_lag_free(s);
         return NULL;
     }

@@ -6,38 +6,11 @@
 
 #include "ll/kclient.h"
 
-/* kafka.<key> of the configuration, except what would make the reader commit or join a group. */
-static void copy_kafka(const char *key, const char *value, void *arg)
-{
-    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
-        strcmp(key, "group.instance.id") == 0)
-        return;
-    char e[256];
-    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
-}
-
 rd_kafka_t *lc_reader_new(const ll_config *cfg, const char *group, char *err, size_t errlen)
 {
-    rd_kafka_conf_t *c = rd_kafka_conf_new();
-    ll_kafka_log_to_json(c);
-    ll_config_foreach_prefix(cfg, "kafka.", copy_kafka, c);
-    char e[256];
-    const char *fixed[][2] = {{"group.id", group},
-                              {"enable.auto.commit", "false"},
-                              {"enable.auto.offset.store", "false"},
-                              {"isolation.level", "read_committed"},
-                              {"enable.partition.eof", "true"},
-                              {"auto.offset.reset", "earliest"}};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (rd_kafka_conf_set(c, fixed[i][0], fixed[i][1], e, sizeof e) != RD_KAFKA_CONF_OK) {
-            snprintf(err, errlen, "kafka %s: %s", fixed[i][0], e);
-            rd_kafka_conf_destroy(c);
-            return NULL;
-        }
-    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e);
-    if (!rk)
-        snprintf(err, errlen, "kafka consumer: %s", e);
-    return rk;
+    static const char *const extra[][2] = {{"enable.partition.eof", "true"},
+                                           {"auto.offset.reset", "earliest"}};
+    return ll_kafka_reader_new(cfg, group, extra, sizeof extra / sizeof extra[0], err, errlen);
 }
 
 int lc_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err, size_t errlen)

@@ -144,4 +144,14 @@ ll_level ll_kafka_log_level(int level);
  * every rd_kafka_conf_t the project makes, before rd_kafka_new. */
 void ll_kafka_log_to_json(rd_kafka_conf_t *conf);
 
+/* A read_committed consumer that neither commits nor stores offsets (a reader: loadctl's topic
+ * reader, the sweeper's lag reading): cfg's kafka.* settings except group.id, transactional.id
+ * and group.instance.id, then group.id = group, enable.auto.commit and enable.auto.offset.store
+ * false, isolation.level read_committed, then the n_extra pairs of extra (key, value), its log
+ * lines as JSON (ll_kafka_log_to_json). Owned by the caller (rd_kafka_destroy). NULL with err
+ * ("kafka KEY: why", or librdkafka's refusal of the handle). */
+struct ll_config;
+rd_kafka_t *ll_kafka_reader_new(const struct ll_config *cfg, const char *group, const char *const extra[][2],
+                                size_t n_extra, char *err, size_t errlen);
+
 #endif

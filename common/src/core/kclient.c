@@ -4,6 +4,8 @@
  */
 #include "ll/kclient.h"
 
+#include "ll/config.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -210,4 +212,41 @@ static void kafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const
 void ll_kafka_log_to_json(rd_kafka_conf_t *conf)
 {
     rd_kafka_conf_set_log_cb(conf, kafka_log_cb);
+}
+
+/* kafka.<key> of the configuration, except what would make a reader commit or join a group as
+ * something else. */
+static void reader_copy(const char *key, const char *value, void *arg)
+{
+    if (strcmp(key, "group.id") == 0 || strcmp(key, "transactional.id") == 0 ||
+        strcmp(key, "group.instance.id") == 0)
+        return;
+    char e[256];
+    rd_kafka_conf_set((rd_kafka_conf_t *)arg, key, value, e, sizeof e);
+}
+
+rd_kafka_t *ll_kafka_reader_new(const struct ll_config *cfg, const char *group, const char *const extra[][2],
+                                size_t n_extra, char *err, size_t errlen)
+{
+    rd_kafka_conf_t *c = rd_kafka_conf_new();
+    ll_kafka_log_to_json(c);
+    ll_config_foreach_prefix(cfg, "kafka.", reader_copy, c);
+    const char *fixed[][2] = {{"group.id", group},
+                              {"enable.auto.commit", "false"},
+                              {"enable.auto.offset.store", "false"},
+                              {"isolation.level", "read_committed"}};
+    char e[256];
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] + n_extra; i++) {
+        const char *const *kv =
+            i < sizeof fixed / sizeof fixed[0] ? fixed[i] : extra[i - sizeof fixed / sizeof fixed[0]];
+        if (rd_kafka_conf_set(c, kv[0], kv[1], e, sizeof e) != RD_KAFKA_CONF_OK) {
+            snprintf(err, errlen, "kafka %s: %s", kv[0], e);
+            rd_kafka_conf_destroy(c);
+            return NULL;
+        }
+    }
+    rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_CONSUMER, c, e, sizeof e);
+    if (!rk)
+        snprintf(err, errlen, "kafka consumer: %s", e);
+    return rk;
 }
