@@ -123,6 +123,9 @@ REFUSED = [
 @pytest.mark.parametrize("key,value", REFUSED)
 def test_settings_that_break_the_guarantees_are_refused(key, value):
     st = Stack()
+    # the refusal comes from the loop, made after the schema gate: a ledger not migrated (this
+    # module run alone on a fresh environment) would keep the claimer waiting, not refusing
+    st.migrate()
     instance = "claimer-refused-%s" % key.replace(".", "_")
     if os.path.exists(st.log_path(instance)):
         os.remove(st.log_path(instance))
