@@ -5,6 +5,7 @@ request (exit 1, nothing created)."""
 import json
 import os
 import subprocess
+import time
 import uuid
 
 from confluent_kafka.admin import AdminClient, ConfigResource
@@ -33,9 +34,17 @@ def loadctl(prefix, *args):
                           text=True, timeout=120)
 
 
-def broker_topics(admin, prefix):
-    md = admin.list_topics(timeout=10).topics
-    return {name[len(prefix):]: len(t.partitions) for name, t in md.items() if name.startswith(prefix)}
+def broker_topics(admin, prefix, expect=None, wait_s=15):
+    """The broker's topics under prefix, {name: partitions}. With expect, asked again (at most
+    wait_s) until the answer is expect: a metadata answer right after a CreateTopics can come from
+    a broker whose metadata has not caught up yet (KRaft propagates it asynchronously)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        md = admin.list_topics(timeout=10).topics
+        got = {name[len(prefix):]: len(t.partitions) for name, t in md.items() if name.startswith(prefix)}
+        if expect is None or got == expect or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
 
 
 def test_create_all_then_keep_existing():
@@ -47,7 +56,8 @@ def test_create_all_then_keep_existing():
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         assert sorted(out["created"]) == sorted(prefix + n for n, _, _ in want) and out["existing"] == []
-        assert broker_topics(admin, prefix) == {n: p for n, p, _ in want}
+        expect = {n: p for n, p, _ in want}
+        assert broker_topics(admin, prefix, expect) == expect
         dl = ConfigResource(ConfigResource.Type.TOPIC, prefix + "dead-letters")
         cfg = admin.describe_configs([dl])[dl].result(timeout=10)
         assert cfg["max.message.bytes"].value == "2097152"
