@@ -12,10 +12,15 @@ stage in random order, rival claims). While runs are in flight the drill
    (2000, llsim/stack.py) see the new partitions within seconds; the default partitioner then
    sends half of the run ids to another partition (crc32(key) % 6 instead of % 3), so a run's
    later events land on another partition than its earlier ones, read by whichever instance
-   the group gives it: its prerequisites may sit unapplied on the old partition, with another
-   instance, and are deferred (loop.prerequisite_wait) until they are;
+   the group gives it;
 2. starts two more instances of every service (`-c`, `-d`; the consumer groups rebalance over
    6 partitions and 4 members).
+
+Beyond the chaos drill's workload, 30 % (--ahead-rate) of the manifests go out with their run
+request and of the partitions' chunk reports with their claim, before the reply, as a pipelining
+flow would send them: a prerequisite may then be read after what needs it, by another instance
+(on another partition after the repartition: the run request on partition p, its manifest on
+p + 3), and what needs it is deferred (loop.prerequisite_wait) until it is applied.
 
 --kills N also kills random instances (-9, restarted with the same id) as the chaos drill does,
 from the start to the end of the workload (long mode).
@@ -55,7 +60,7 @@ from llsim import lifecycle  # noqa: E402,F401 - registers the lifecycle topics'
 from llsim.chaos_flow import Workload  # noqa: E402
 from llsim.chaos_kill import SERVICES, Killer  # noqa: E402
 from llsim import avroframe  # noqa: E402
-from llsim.drills import Isolated, assignment, partitions_of, wait_until, watermarks  # noqa: E402
+from llsim.drills import Isolated, assignment, events, partitions_of, wait_until, watermarks  # noqa: E402
 from llsim.kafkaio import SCHEMAS, Nifi, client_conf  # noqa: E402
 
 # runs, kills at least, mean s between kills, the largest random delay of an event (s: longer
@@ -92,6 +97,9 @@ def parse():
     ap.add_argument("--max-delay", type=float, help="largest random delay of an event (s; mode's default)")
     ap.add_argument("--dup-rate", type=float, default=0.15, help="share of events sent twice")
     ap.add_argument("--rival-rate", type=float, default=0.05, help="share of partitions claimed by two workers")
+    ap.add_argument("--ahead-rate", type=float, default=0.3,
+                    help="share of manifests sent with their run request and of partitions whose chunks are sent"
+                         " with their claim, before the reply (prerequisites read after what needs them)")
     ap.add_argument("--timeout", type=float, help="give up after this many seconds (mode's default)")
     ap.add_argument("--stall", type=float, default=120, help="give up when no run moved for this many seconds")
     ap.add_argument("--keep", action="store_true", help="keep the drill's database and topics")
@@ -258,7 +266,20 @@ def answers(iso):
         dls.append((k, h))
         if k:
             ans.setdefault(k, []).append("dead-letters[%d]@%d" % (rec["partition"], rec["offset"]))
-    return inputs, moved, new_runs, on_new, ans, dls
+    return inputs, moved, new_runs, on_new, ans, dls, parts_of_run
+
+
+def cross_deferrals(iso, killer, parts_of_run):
+    """Deferrals (message_deferred in the consuming instances' logs) of a message on a new
+    partition whose run also has input events on an old one: a prerequisite waited for across
+    partitions."""
+    n = 0
+    for svc in INPUTS:
+        for name in killer.names:
+            for e in events(iso.stack.log_path("%s-%s" % (svc, name)), "message_deferred"):
+                ps = parts_of_run.get(e.get("runId"), set())
+                n += e.get("kafkaPartition", -1) >= FROM and any(p < FROM for p in ps)
+    return n
 
 
 def main():
@@ -275,7 +296,7 @@ def main():
     # metadata age; librdkafka's default is 5 minutes, longer than the drill
     nifi.producer = Producer(client_conf({"bootstrap.servers": iso.bootstrap, "enable.idempotence": True,
                                           "linger.ms": 5, "topic.metadata.refresh.interval.ms": 1000}))
-    work = Workload(nifi, rnd, a.seed, a.runs, a.spread, a.max_delay, a.dup_rate, a.rival_rate)
+    work = Workload(nifi, rnd, a.seed, a.runs, a.spread, a.max_delay, a.dup_rate, a.rival_rate, a.ahead_rate)
     killer = GrowingKiller(iso.stack, rnd, a.kill_every)
     rep = Repartitioner(a, iso, work, killer)
     ok = False
@@ -294,7 +315,8 @@ def main():
         failures += check_assignments(iso, killer)
         res = judge(iso, work, killer, a.runs)
         verdict, statuses = res["verdict"], res["statuses"]
-        inputs, moved, new_runs, on_new, ans, dls = answers(iso)
+        inputs, moved, new_runs, on_new, ans, dls, parts_of_run = answers(iso)
+        crossed = cross_deferrals(iso, killer, parts_of_run)
         twice = {k: v for k, v in ans.items() if len(v) > 1}
         unanswered = sorted(inputs - set(ans))
         for k, v in sorted(twice.items())[:10]:
@@ -318,14 +340,15 @@ def main():
         ok = res["ok"] and not failures and killer.total() >= a.kills
         say("REPARTITION seed=%d mode=%s runs_final=%d/%d ledger_success=%d partitions=%d->%d instances=%d->%d"
             " in_flight_at_repartition=%d in_flight_at_join=%d runs_moved=%d runs_on_new_partitions=%d"
+            " deferred_across_partitions=%d"
             " events_on_new_partitions=%d inputs=%d answered_twice=%d dead_letters=%d kills=%d restarts=%d"
-            " unexpected_exits=%d events_sent=%d duplicates=%d rival_claims=%d double_grants=%d"
+            " unexpected_exits=%d events_sent=%d duplicates=%d sent_ahead=%d rival_claims=%d double_grants=%d"
             " longest_reply_gap=%.1fs longest_stage_wait=%.1fs duration=%.0fs verify=%s result=%s" % (
                 a.seed, a.mode, work.final(), a.runs, statuses.get("SUCCESS", 0), FROM, TO, 2 * len(SERVICES),
                 len(killer.names) * len(SERVICES), rep.in_flight.get("repartition", -1),
-                rep.in_flight.get("join", -1), moved, new_runs, on_new, len(inputs), len(twice), len(dls),
+                rep.in_flight.get("join", -1), moved, new_runs, crossed, on_new, len(inputs), len(twice), len(dls),
                 killer.total(), killer.restarts, len(killer.unexpected), work.sent, work.duplicates,
-                work.rival_claims, len(work.double_grants), work.longest_gap, work.longest_wait, duration, verdict,
+                work.ahead, work.rival_claims, len(work.double_grants), work.longest_gap, work.longest_wait, duration, verdict,
                 "PASS" if ok else "FAIL"))
     finally:
         work.close()
