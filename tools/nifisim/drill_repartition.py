@@ -13,7 +13,12 @@ stage in random order, rival claims). While runs are in flight the drill
    sends half of the run ids to another partition (crc32(key) % 6 instead of % 3), so a run's
    later events land on another partition than its earlier ones, read by whichever instance
    the group gives it;
-2. starts two more instances of every service (`-c`, `-d`; the consumer groups rebalance over
+2. waits until every consuming service's group has assigned all 6 partitions of its topics to
+   its two members, which must happen before the join (--join-after, 50 s): a group sees new
+   partitions through its members' metadata refresh (the services' default
+   kafka.topic.metadata.refresh.interval.ms, 30000; the tests' 2000 is not used here unless
+   --service-refresh names it), not only when a member joins;
+3. starts two more instances of every service (`-c`, `-d`; the consumer groups rebalance over
    6 partitions and 4 members).
 
 Beyond the chaos drill's workload, 30 % (--ahead-rate) of the manifests go out with their run
@@ -58,24 +63,26 @@ from confluent_kafka.admin import NewPartitions  # noqa: E402
 from drill_chaos import INPUTS, drive, judge  # noqa: E402
 from llsim import lifecycle  # noqa: E402,F401 - registers the lifecycle topics' schemas
 from llsim.chaos_flow import Workload  # noqa: E402
-from llsim.chaos_kill import SERVICES, Killer  # noqa: E402
+from llsim.chaos_kill import SERVICES, SETTINGS, Killer  # noqa: E402
 from llsim import avroframe  # noqa: E402
 from llsim.drills import Isolated, assignment, events, partitions_of, wait_until, watermarks  # noqa: E402
 from llsim.kafkaio import SCHEMAS, Nifi, client_conf  # noqa: E402
+from llsim.stack import Stack  # noqa: E402
 
 # runs, kills at least, mean s between kills, the largest random delay of an event (s: longer
 # than the chaos drill's 0.3, so that many runs are in flight at the repartition, each living
 # ~10 s), seconds of admission per run, share of the admission spread before the repartition,
 # seconds from the repartition to the new instances, timeout (s)
 MODES = {
-    "short": (100, 0, 0.0, 1.0, 0.4, 0.4, 6.0, 420),
-    "long": (400, 150, 2.0, 1.0, 0.4, 0.3, 20.0, 2400),
+    "short": (100, 0, 0.0, 1.0, 0.6, 0.3, 50.0, 420),
+    "long": (400, 150, 2.0, 1.0, 0.4, 0.3, 50.0, 2400),
 }
 FROM, TO = 3, 6
 REPLIES = ("run-decisions", "manifest-decisions", "claim-decisions", "chunk-outcomes", "partition-failure-outcomes",
            "validation-start-decisions", "validation-metrics-outcomes", "stage-validation-outcomes",
            "publish-claim-decisions", "publish-result-outcomes", "run-success-outcomes", "run-failure-outcomes")
 JOINING = ("c", "d")
+REFRESH = "kafka.topic.metadata.refresh.interval.ms"
 
 
 def say(msg):
@@ -102,6 +109,9 @@ def parse():
                          " with their claim, before the reply (prerequisites read after what needs them)")
     ap.add_argument("--timeout", type=float, help="give up after this many seconds (mode's default)")
     ap.add_argument("--stall", type=float, default=120, help="give up when no run moved for this many seconds")
+    ap.add_argument("--service-refresh", type=int, default=None,
+                    help="the consuming services' kafka.topic.metadata.refresh.interval.ms (ms; default: not set,"
+                         " the services' own default, 30000; librdkafka's is 300000)")
     ap.add_argument("--keep", action="store_true", help="keep the drill's database and topics")
     a = ap.parse_args()
     runs, kills, every, delay, per_run, at, join, timeout = MODES[a.mode]
@@ -117,6 +127,20 @@ def parse():
     if a.seed is None:
         a.seed = int.from_bytes(os.urandom(4), "big")
     return a
+
+
+class OwnRefresh(Stack):
+    """A Stack whose consuming services keep their own kafka.topic.metadata.refresh.interval.ms
+    (llsim.stack sets 2000 for the tests) unless the drill's settings name one."""
+
+    def write_config(self, service, instance, settings):
+        path = super().write_config(service, instance, settings)
+        if REFRESH not in settings:
+            with open(path) as f:
+                lines = [ln for ln in f if not ln.startswith(REFRESH + " ")]
+            with open(path, "w") as f:
+                f.writelines(lines)
+        return path
 
 
 class GrowingKiller(Killer):
@@ -145,6 +169,8 @@ class Repartitioner:
         self.added_at = self.joined_at = None
         self.in_flight = {}
         self.failures = []
+        self.seen = {}  # consuming service -> s from the repartition to all 6 partitions assigned
+        self.looked = 0.0
 
     def _in_flight(self):
         return sum(1 for r in self.work.runs if r.stage not in ("new", "final"))
@@ -169,8 +195,20 @@ class Repartitioner:
                 self.added_at - self.t0, FROM, TO, self.added_at - now, self.in_flight["repartition"]))
             return True
         if self.joined_at is None:
+            if now - self.looked >= 1.0:
+                self.looked = now
+                for svc in INPUTS:
+                    if svc not in self.seen and not group_problems(self.iso, self.killer, svc):
+                        self.seen[svc] = now - self.added_at
+                        say("  t=%3.0fs %s: the group reads all %d partitions of its topics, %.0f s after the"
+                            " repartition" % (now - self.t0, svc, TO, self.seen[svc]))
             if now - self.added_at < self.a.join_after:
                 return True
+            for svc in INPUTS:
+                if svc not in self.seen:
+                    self.failures.append("%s: the new partitions not all assigned %.0f s after the repartition,"
+                                         " before any member joined: %s" % (
+                                             svc, now - self.added_at, group_problems(self.iso, self.killer, svc)))
             self.killer.join(JOINING)
             self.joined_at = time.time()
             self.in_flight["join"] = self._in_flight()
@@ -179,22 +217,27 @@ class Repartitioner:
         return False
 
 
+def group_problems(iso, killer, svc):
+    """[] when every input topic of the service has its 6 partitions assigned in its group and
+    each of the service's instances holds at least one (their last logged assignment), else what
+    is wrong."""
+    out = []
+    insts = ["%s-%s" % (svc, n) for n in killer.names]
+    got = {i: assignment(iso.stack.log_path(i)) or {} for i in insts}
+    for i, asg in got.items():
+        if not any(asg.get(iso.topic(t)) for t in INPUTS[svc]):
+            out.append("%s holds no partition" % i)
+    for t in INPUTS[svc]:
+        held = sorted(p for asg in got.values() for p in asg.get(iso.topic(t), []))
+        if held != list(range(TO)):
+            out.append("%s: partitions assigned %s" % (t, held))
+    return out
+
+
 def check_assignments(iso, killer, timeout=60):
-    """Every input topic's 6 partitions assigned in its group, each consuming instance holding at
-    least one (from the instances' last logged assignment); [] or what is wrong."""
+    """group_problems of every consuming service, waited for up to `timeout` s."""
     def problems():
-        out = []
-        for svc, topics in INPUTS.items():
-            insts = ["%s-%s" % (svc, n) for n in killer.names]
-            got = {i: assignment(iso.stack.log_path(i)) or {} for i in insts}
-            for i, asg in got.items():
-                if not any(asg.get(iso.topic(t)) for t in topics):
-                    out.append("%s holds no partition" % i)
-            for t in topics:
-                held = sorted(p for asg in got.values() for p in asg.get(iso.topic(t), []))
-                if held != list(range(TO)):
-                    out.append("%s: partitions assigned %s" % (t, held))
-        return out
+        return [p for svc in INPUTS for p in group_problems(iso, killer, svc)]
     try:
         wait_until(lambda: not problems(), timeout, "every partition assigned", 1.0)
         return []
@@ -289,7 +332,7 @@ def main():
         % (a.mode, a.seed, a.runs, a.spread, FROM, TO, a.at * a.spread, "/".join(JOINING), a.join_after, a.kills,
            a.mode, a.seed))
     rnd = random.Random(a.seed)
-    iso = Isolated("repart")
+    iso = Isolated("repart", stack_cls=OwnRefresh)
     say("database %s, topic prefix %s, logs in %s" % (iso.dbname, iso.prefix, iso.stack.log_dir))
     nifi = Nifi(iso.bootstrap, iso.prefix)
     # NiFi's PublishKafka (a Java producer: metadata.max.age.ms) sees new partitions within its
@@ -297,7 +340,11 @@ def main():
     nifi.producer = Producer(client_conf({"bootstrap.servers": iso.bootstrap, "enable.idempotence": True,
                                           "linger.ms": 5, "topic.metadata.refresh.interval.ms": 1000}))
     work = Workload(nifi, rnd, a.seed, a.runs, a.spread, a.max_delay, a.dup_rate, a.rival_rate, a.ahead_rate)
-    killer = GrowingKiller(iso.stack, rnd, a.kill_every)
+    settings = {svc: dict(SETTINGS.get(svc, {})) for svc in SERVICES}
+    for svc in INPUTS:
+        if a.service_refresh is not None:
+            settings[svc][REFRESH] = a.service_refresh
+    killer = GrowingKiller(iso.stack, rnd, a.kill_every, settings=settings)
     rep = Repartitioner(a, iso, work, killer)
     ok = False
     verdict = "NOT RUN"
@@ -339,13 +386,15 @@ def main():
             say("  %s" % f)
         ok = res["ok"] and not failures and killer.total() >= a.kills
         say("REPARTITION seed=%d mode=%s runs_final=%d/%d ledger_success=%d partitions=%d->%d instances=%d->%d"
-            " in_flight_at_repartition=%d in_flight_at_join=%d runs_moved=%d runs_on_new_partitions=%d"
+            " groups_saw_new_partitions=%s in_flight_at_repartition=%d in_flight_at_join=%d runs_moved=%d runs_on_new_partitions=%d"
             " deferred_across_partitions=%d"
             " events_on_new_partitions=%d inputs=%d answered_twice=%d dead_letters=%d kills=%d restarts=%d"
             " unexpected_exits=%d events_sent=%d duplicates=%d sent_ahead=%d rival_claims=%d double_grants=%d"
             " longest_reply_gap=%.1fs longest_stage_wait=%.1fs duration=%.0fs verify=%s result=%s" % (
                 a.seed, a.mode, work.final(), a.runs, statuses.get("SUCCESS", 0), FROM, TO, 2 * len(SERVICES),
-                len(killer.names) * len(SERVICES), rep.in_flight.get("repartition", -1),
+                len(killer.names) * len(SERVICES),
+                ",".join("%s:%s" % (svc, "%.0fs" % rep.seen[svc] if svc in rep.seen else "NO") for svc in INPUTS),
+                rep.in_flight.get("repartition", -1),
                 rep.in_flight.get("join", -1), moved, new_runs, crossed, on_new, len(inputs), len(twice), len(dls),
                 killer.total(), killer.restarts, len(killer.unexpected), work.sent, work.duplicates,
                 work.ahead, work.rival_claims, len(work.double_grants), work.longest_gap, work.longest_wait, duration, verdict,
