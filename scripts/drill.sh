@@ -13,8 +13,8 @@
 #           PgBouncer repointed after each failover with their connections kept, --seed N);
 #           every visible reply must agree with the final ledger
 #   repartition under the chaos workload every input topic goes from 3 to 6 partitions (a run's
-#           later events on another partition than its earlier ones) and two more instances of
-#           every service join; every run SUCCESS, `loadctl verify --topics` passes, each input
+#           later events on another partition than its earlier ones), the groups must read them
+#           before two more instances of every service join; every run SUCCESS, `loadctl verify --topics` passes, each input
 #           answered exactly once, none dead-lettered; 30 % of manifests and chunk reports sent
 #           before their prerequisite's reply (--mode short|long, --kills N, --ahead-rate R, --seed N)
 #   upgrade rolling upgrade: two instances of every service from an older commit's build (cached
