@@ -43,7 +43,8 @@ At the end:
   never seen across partitions);
 - the drill did what it says: the input topics have 6 partitions, events were written to the
   new partitions, and at least --min-moved runs have input events on two partitions (earlier
-  ones on partition p of 3, later ones on p + 3 of 6).
+  ones on partition p of 3, later ones on p + 3 of 6; default a quarter of the runs in flight
+  at the change, at least 3: about half of them are expected to move).
 
 The seed is printed; --seed replays the same workload (not the same timing). The last line sums
 it up: REPARTITION ... result=PASS|FAIL.
@@ -99,8 +100,9 @@ def parse():
     ap.add_argument("--spread", type=float, help="seconds over which the runs are admitted (mode's default: 0.4 s a run)")
     ap.add_argument("--at", type=float, help="share of the spread after which the partitions are added")
     ap.add_argument("--join-after", type=float, help="seconds from the repartition to the new instances")
-    ap.add_argument("--min-moved", type=int, help="runs whose input events must span two partitions"
-                                                   " (default: 5 %% of the runs)")
+    ap.add_argument("--min-moved", type=int, help="runs whose input events must span two partitions (default:"
+                                                   " a quarter of the runs in flight at the change, at least 3;"
+                                                   " about half are expected)")
     ap.add_argument("--max-delay", type=float, help="largest random delay of an event (s; mode's default)")
     ap.add_argument("--dup-rate", type=float, default=0.15, help="share of events sent twice")
     ap.add_argument("--rival-rate", type=float, default=0.05, help="share of partitions claimed by two workers")
@@ -123,7 +125,6 @@ def parse():
     a.at = a.at if a.at is not None else at
     a.join_after = a.join_after if a.join_after is not None else join
     a.timeout = a.timeout or timeout
-    a.min_moved = a.min_moved if a.min_moved is not None else max(1, a.runs // 20)
     if a.seed is None:
         a.seed = int.from_bytes(os.urandom(4), "big")
     return a
@@ -380,8 +381,9 @@ def main():
             failures.append("inputs dead-lettered: %d" % len(dls))
         if not on_new:
             failures.append("no event was written to a new partition")
-        if moved < a.min_moved:
-            failures.append("runs with events on two partitions: %d < %d" % (moved, a.min_moved))
+        min_moved = a.min_moved if a.min_moved is not None else max(3, rep.in_flight.get("repartition", 0) // 4)
+        if moved < min_moved:
+            failures.append("runs with events on two partitions: %d < %d" % (moved, min_moved))
         for f in failures:
             say("  %s" % f)
         ok = res["ok"] and not failures and killer.total() >= a.kills
