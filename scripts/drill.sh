@@ -12,6 +12,11 @@
 #           (--mode short|long, --sync for synchronous_mode, --pooler for the services behind a
 #           PgBouncer repointed after each failover with their connections kept, --seed N);
 #           every visible reply must agree with the final ledger
+#   repartition under the chaos workload every input topic goes from 3 to 6 partitions (a run's
+#           later events on another partition than its earlier ones), the groups must read them
+#           before two more instances of every service join; every run SUCCESS, `loadctl verify --topics` passes, each input
+#           answered exactly once, none dead-lettered; 30 % of manifests and chunk reports sent
+#           before their prerequisite's reply (--mode short|long, --kills N, --ahead-rate R, --seed N)
 #   upgrade rolling upgrade: two instances of every service from an older commit's build (cached
 #           in ~/.cache/loadledger/upgrade-base), N+1's expand migration, then each instance
 #           replaced by this build's binary under the chaos workload (docs/upgrading.md); every

@@ -30,6 +30,10 @@
 #include "ll/rules.h"
 #include "ll/topics.h"
 
+/* the consumer's topic.metadata.refresh.interval.ms unless kafka.topic.metadata.refresh.interval.ms
+ * is set: half of loop.prerequisite_wait's default (ll_loop_make_clients) */
+#define LL_CONSUMER_METADATA_REFRESH_MS "30000"
+
 const ll_config_key LL_LOOP_CONFIG_KEYS[] = {
     {"service.instance_id", NULL, false,
      "stable id of this instance (transactional.id suffix); default: host name", LL_CONFIG_NO_RANGE},
@@ -625,6 +629,12 @@ int ll_loop_make_clients(ll_loop *l, char *err, size_t errlen)
         conf_set(cc, "auto.offset.reset", "error", err, errlen) ||
         (!ll_config_get(l->cfg, "kafka.partition.assignment.strategy") &&
          conf_set(cc, "partition.assignment.strategy", "range", err, errlen)) ||
+        /* partitions added to an input topic are seen (and the group rebalanced over them) within
+         * this, not librdkafka's 5 minutes: a run whose key moved there waits that long, and a
+         * prerequisite sent there must be read within loop.prerequisite_wait (PT60S) of what
+         * needs it on an old partition (scripts/drill.sh repartition, issue 41) */
+        (!ll_config_get(l->cfg, "kafka.topic.metadata.refresh.interval.ms") &&
+         conf_set(cc, "topic.metadata.refresh.interval.ms", LL_CONSUMER_METADATA_REFRESH_MS, err, errlen)) ||
         fetch_bounds(l, cc, err, errlen) != 0) {
         rd_kafka_conf_destroy(cc);
         return -1;

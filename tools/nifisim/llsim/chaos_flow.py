@@ -10,6 +10,12 @@ metrics, stage-validated, publish claim, publish result PUBLISHED, TARGET metric
 run is final when its success is answered with runStatus SUCCESS. Nothing is ever resent on a
 timeout: an input lost by the services leaves its run stuck, and the drill fails on it.
 
+ahead_rate (0 unless a drill sets it: the repartition drill's) is the chance that an event does not
+wait for the reply to the one before it, as a pipelining flow would send it: a run's manifest
+right after its run request, a partition's chunk reports right after its claim. Its prerequisite
+may then be read after it, by another instance (another partition after a repartition): the
+services defer it until the prerequisite is applied (docs/design.md §6).
+
 Randomness comes from one random.Random(seed): the run ids, delays, duplicates and orders are
 the same for the same seed (the services' timing is not).
 """
@@ -45,6 +51,8 @@ class ChaosRun:
         self.winner = {}  # partition -> the first token granted
         self.dispatches = set()
         self.since = None
+        self.manifest_ahead = False  # the manifest went out with the run request
+        self.chunks_ahead = set()  # partitions whose chunks went out with their claim
 
 
 class Workload:
@@ -55,13 +63,16 @@ class Workload:
     up to 3 max_delay later; rival_rate the chance that a partition is also claimed by a second
     worker with a token of its own. step() does the work that is due and returns quickly."""
 
-    def __init__(self, nifi, rnd, seed, runs, spread, max_delay=0.3, dup_rate=0.15, rival_rate=0.05):
+    def __init__(self, nifi, rnd, seed, runs, spread, max_delay=0.3, dup_rate=0.15, rival_rate=0.05,
+                 ahead_rate=0.0):
         self.nifi = nifi
         self.rnd = rnd
         self.max_delay = max_delay
         self.dup_rate = dup_rate
         self.rival_rate = rival_rate
         self.rival_claims = 0
+        self.ahead_rate = ahead_rate
+        self.ahead = 0  # events sent before the reply to their prerequisite
         self.double_grants = set()  # (run id, partition) granted to two tokens
         self.runs = [ChaosRun(rnd, i, seed) for i in range(runs)]
         self.by_id = {r.run.run_id: r for r in self.runs}
@@ -119,6 +130,10 @@ class Workload:
             r = self.runs[i]
             self._enter(r, "request")
             self.send("run-requests", r.run.run_request())
+            if self.ahead_rate and self.rnd.random() < self.ahead_rate:
+                r.manifest_ahead = True
+                self.ahead += 1
+                self.send("manifests", r.run.manifest())
         while self.queue and self.queue[0][0] <= now:
             _, _, logical, record = heapq.heappop(self.queue)
             self.nifi.send(logical, record)
@@ -163,14 +178,23 @@ class Workload:
         run = r.run
         if logical == "run-decisions" and r.stage == "request":
             self._enter(r, "manifest")
-            self.send("manifests", run.manifest())
-        elif logical == "manifest-decisions" and r.stage == "manifest":
+            if not r.manifest_ahead:
+                self.send("manifests", run.manifest())
+        elif logical == "manifest-decisions" and (r.stage == "manifest" or r.stage == "request" and r.manifest_ahead):
+            # (a manifest sent ahead may be answered before its run request: two transactions)
             self._enter(r, "claims")
             r.pending = set(run.nonempty())
             pids = list(r.pending)
             self.rnd.shuffle(pids)
             for pid in pids:
                 self.send("partition-claims", run.claim(pid))
+                if self.ahead_rate and self.rnd.random() < self.ahead_rate:
+                    r.chunks_ahead.add(pid)
+                    self.ahead += 1
+                    chunks = run.chunks(pid, token=run.tokens[pid])
+                    self.rnd.shuffle(chunks)
+                    for c in chunks:
+                        self.send("chunks", c)
                 if self.rnd.random() < self.rival_rate:
                     # a second worker got the same partition (a duplicated dispatch): one wins
                     rival = str(uuid.UUID(int=self.rnd.getrandbits(128), version=4))
@@ -225,10 +249,11 @@ class Workload:
         if pid not in r.pending:
             return  # a replayed grant of the winner
         r.pending.discard(pid)
-        chunks = r.run.chunks(pid, token=token)
-        self.rnd.shuffle(chunks)
-        for c in chunks:
-            self.send("chunks", c)
+        if not (pid in r.chunks_ahead and token == r.run.tokens.get(pid)):
+            chunks = r.run.chunks(pid, token=token)
+            self.rnd.shuffle(chunks)
+            for c in chunks:
+                self.send("chunks", c)
         if not r.pending and r.stage == "claims":
             self._enter(r, "extract")
 
