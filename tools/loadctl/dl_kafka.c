@@ -168,7 +168,7 @@ int dl_scan_topic(const dl_ctx *c, const char *topic, const dl_bounds *b,
     rd_kafka_t *rk = dl_consumer(c, "loadctl-dead-letters", err, errlen);
     if (!rk)
         return -1;
-    int n = lc_topic_partitions(rk, topic, KAFKA_WAIT_MS, err, errlen), rc = -1;
+    int n = lc_topic_partitions(rk, topic, lc_broker_wait_ms(b->timeout_ms), err, errlen), rc = -1;
     int64_t *end = n > 0 ? calloc((size_t)n, sizeof *end) : NULL;
     rd_kafka_topic_partition_list_t *asg = rd_kafka_topic_partition_list_new(n > 0 ? n : 1);
     if (n < 0)
@@ -176,7 +176,8 @@ int dl_scan_topic(const dl_ctx *c, const char *topic, const dl_bounds *b,
     int open = 0;
     for (int p = 0; p < n; p++) {
         int64_t lo, hi;
-        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, KAFKA_WAIT_MS);
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, topic, p, &lo, &hi, lc_broker_wait_ms(b->timeout_ms));
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             snprintf(err, errlen, "watermarks of %s [%d]: %s", topic, p, rd_kafka_err2str(e));
             goto out;

@@ -13,6 +13,13 @@ rd_kafka_t *lc_reader_new(const ll_config *cfg, const char *group, char *err, si
     return ll_kafka_reader_new(cfg, group, extra, sizeof extra / sizeof extra[0], err, errlen);
 }
 
+int lc_broker_wait_ms(int64_t timeout_ms)
+{
+    if (timeout_ms < 1)
+        return 1;
+    return timeout_ms < LC_BROKER_WAIT_MAX_MS ? (int)timeout_ms : LC_BROKER_WAIT_MAX_MS;
+}
+
 int lc_topic_partitions(rd_kafka_t *rk, const char *topic, int timeout_ms, char *err, size_t errlen)
 {
     rd_kafka_topic_t *t = rd_kafka_topic_new(rk, topic, NULL);

@@ -30,7 +30,7 @@ static const char USAGE[] =
     "--config is a file of key = value lines like a service's (kafka.*, topic.prefix,\n"
     "topic.<logical>.name|framing, schema.dir, schema.ids_file; LOADLEDGER_<KEY> overrides).\n"
     "--max-records (default 1000000) and --timeout (default PT60S) bound the reading; a check they\n"
-    "stopped is reported as incomplete.\n"
+    "stopped is reported as incomplete. --timeout also bounds each wait for the broker (10 s at most).\n"
     "Exit codes: 0 all hold, 5 a violation (or an incomplete check), 1 usage or configuration,\n"
     "3 database, 4 broker error.\n";
 

@@ -74,15 +74,20 @@ const char *vf_topics_topic_of(const reader *r, const part *p)
 
 /*
  * Plans the reading: the committed offset of every input partition (one lookup per group),
- * and the watermarks of every partition. rk assigns from the low watermarks in *asg.
+ * and the watermarks of every partition. rk assigns from the low watermarks in *asg. Each wait for
+ * the broker's answer lasts at most KAFKA_WAIT_MS and never longer than the command's --timeout
+ * (wait_ms), so an unreachable broker fails the command within the time it was given.
  */
-static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg, char *err, size_t errlen)
+static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg, int wait_ms, char *err,
+                size_t errlen)
 {
     const char *prefix = ll_config_get(r->cfg, "topic.prefix");
     for (int i = 0; i < LC_N_ROUTES; i++) {
-        int n = lc_topic_partitions(rk, r->names[i][0], KAFKA_WAIT_MS, err, errlen);
-        int m = lc_topic_partitions(rk, r->names[i][1], KAFKA_WAIT_MS, err, errlen);
-        if (n < 0 || m < 0)
+        int n = lc_topic_partitions(rk, r->names[i][0], wait_ms, err, errlen);
+        if (n < 0)
+            return -1;
+        int m = lc_topic_partitions(rk, r->names[i][1], wait_ms, err, errlen);
+        if (m < 0)
             return -1;
         char group[300];
         snprintf(group, sizeof group, "%s%s", prefix ? prefix : "loadledger.", LC_ROUTES[i].service);
@@ -92,7 +97,7 @@ static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg,
         rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
         for (int p = 0; p < n; p++)
             rd_kafka_topic_partition_list_add(l, r->names[i][0], p);
-        rd_kafka_resp_err_t e = rd_kafka_committed(g, l, KAFKA_WAIT_MS);
+        rd_kafka_resp_err_t e = rd_kafka_committed(g, l, wait_ms);
         lc_reader_close(g);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             snprintf(err, errlen, "committed offsets of group %s: %s", group, rd_kafka_err2str(e));
@@ -106,7 +111,7 @@ static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg,
         for (int p = 0; p < m; p++)
             add_part(r, K_REPLY, i, p, -1);
     }
-    int n = lc_topic_partitions(rk, r->dlq, KAFKA_WAIT_MS, err, errlen);
+    int n = lc_topic_partitions(rk, r->dlq, wait_ms, err, errlen);
     if (n < 0)
         return -1;
     for (int p = 0; p < n; p++)
@@ -114,8 +119,8 @@ static int plan(reader *r, rd_kafka_t *rk, rd_kafka_topic_partition_list_t *asg,
     for (size_t i = 0; i < r->n_parts; i++) {
         part *p = &r->parts[i];
         int64_t lo, hi;
-        rd_kafka_resp_err_t e = rd_kafka_query_watermark_offsets(rk, vf_topics_topic_of(r, p), p->partition,
-                                                                 &lo, &hi, KAFKA_WAIT_MS);
+        rd_kafka_resp_err_t e =
+            rd_kafka_query_watermark_offsets(rk, vf_topics_topic_of(r, p), p->partition, &lo, &hi, wait_ms);
         if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
             snprintf(err, errlen, "watermarks of %s [%" PRId32 "]: %s", vf_topics_topic_of(r, p),
                      p->partition, rd_kafka_err2str(e));
@@ -320,7 +325,7 @@ int vf_check_topics(const ll_config *cfg, ll_db *db, const vf_bounds *b, json_t 
         goto out;
     }
     if (load_schemas(&r, err, errlen) != 0 || !(rk = lc_reader_new(cfg, "loadctl-verify", err, errlen)) ||
-        plan(&r, rk, asg, err, errlen) != 0)
+        plan(&r, rk, asg, lc_broker_wait_ms(b->timeout_ms), err, errlen) != 0)
         goto out;
     rd_kafka_resp_err_t e = rd_kafka_assign(rk, asg);
     if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
