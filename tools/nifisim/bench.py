@@ -34,6 +34,7 @@ from llsim.avroframe import REPO  # noqa: E402
 from llsim.drills import Isolated, watermarks  # noqa: E402
 from llsim.kafkaio import SCHEMAS  # noqa: E402
 from llsim.scenario import Run  # noqa: E402
+import bench_scale  # noqa: E402
 import pgbench_bulk  # noqa: E402
 
 ROWS_PER_CHUNK = 100
@@ -981,6 +982,13 @@ def main():
                     help="comma list of phases to skip: warmup,pgbench,standby,overlap,cost,latency,held,floor")
     ap.add_argument("--standby-repeat", type=int, default=3,
                     help="passes of the default workload with a synchronous standby (phase standby)")
+    ap.add_argument("--scaling", action="store_true",
+                    help="run only the scaling phase (bench_scale.py; docs/scaling.md)")
+    ap.add_argument("--scale-configs", default="3x1,3x2,3x3,6x1,6x3,6x6",
+                    help="the scaling phase's configurations: partitions per topic x instances of ll-completion")
+    ap.add_argument("--scale-repeat", type=int, default=3, help="passes of each scaling configuration")
+    ap.add_argument("--scale-runs", type=int, default=40, help="runs of a scaling pass (of --partitions partitions)")
+    ap.add_argument("--scale-chunks-per-part", type=int, default=100, help="chunks per partition of a scaling pass")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.repeat < 1 or args.warmup_passes < 0 or args.warmup_max_passes < args.warmup_passes:
@@ -988,6 +996,17 @@ def main():
     skip = set(filter(None, args.skip.split(",")))
     res = {"not_measured": {}}
     t = time.time()
+    if args.scaling:
+        try:
+            bench_scale.parse_configs(args.scale_configs)
+        except ValueError as e:
+            ap.error(str(e))
+        res = {"scaling": bench_scale.scaling(args, sys.modules[__name__]), "elapsed_s": time.time() - t}
+        say("(measurements took %.0f s)" % res["elapsed_s"])
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1, default=str)
+        return
     if "warmup" not in skip:
         res["warmup"] = warm_up(args)
     # The default workload lasts about half a second at the default loop's pace: one slow Kafka
