@@ -9,7 +9,7 @@
  * PARTITIONS_TIMED_OUT event (INFO) per run. Without it such partitions stayed RUNNING for ever,
  * in the recovery index that rule 1 reads every tick.
  *
- * Bounded: the runs are found by two index reads of at most ENDED_BATCH runs each, the rest the
+ * Bounded: the runs are found by two index reads of at most ENDED_BATCH rows each, the rest the
  * next tick: the stale RUNNING/RETRY partitions through ix_load_partition_recovery (status,
  * heartbeat_at), and the runs that ended between recovery.stale and recovery.stale +
  * recovery.run_timeout ago through ix_load_run_completed (a PENDING partition is not in the

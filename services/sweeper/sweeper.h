@@ -91,7 +91,8 @@ ll_db_rc rule_unacked_dispatches(ll_db *db, const sweep_settings *s, sweep_count
 ll_db_rc rule_stale_alerts(ll_db *db, const sweep_settings *s, sweep_counts *c);
 ll_db_rc rule_stalled_publish(ll_db *db, const sweep_settings *s, sweep_counts *c);
 /* docs/contract.md §7.6: the unfinished partitions of runs ended FAILED_* or TIMED_OUT, silent for
- * recovery.stale, -> TIMED_OUT (RUN_ENDED), at most 200 runs a tick (rule_ended.c). */
+ * recovery.stale, -> TIMED_OUT (RUN_ENDED); the runs of at most 100 stale partitions and 100 ended
+ * runs a tick (rule_ended.c). */
 ll_db_rc rule_ended_partitions(ll_db *db, const sweep_settings *s, sweep_counts *c);
 
 /* Times out a run and its unfinished partitions (rules 1 and 2). */
