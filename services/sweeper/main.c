@@ -93,7 +93,7 @@ static void report(const sweep_counts *c)
 {
     long total = c->reissue_partition + c->timeout_stale_partition + c->timeout_run_deadline +
                  c->requeue_dispatch + c->dead_dispatch + c->abandon_dispatch + c->stale_alert +
-                 c->publish_unknown;
+                 c->publish_unknown + c->timeout_ended_partition;
     if (total == 0)
         return;
     json_t *f = json_object();
@@ -103,6 +103,7 @@ static void report(const sweep_counts *c)
     } items[] = {{"stale_partitions", "reissue_partition", c->reissue_partition},
                  {"stale_partitions", "timeout_stale_partition", c->timeout_stale_partition},
                  {"run_deadline", "timeout_run_deadline", c->timeout_run_deadline},
+                 {"ended_partitions", "timeout_ended_partition", c->timeout_ended_partition},
                  {"unacked_dispatches", "requeue_dispatch", c->requeue_dispatch},
                  {"unacked_dispatches", "dead_dispatch", c->dead_dispatch},
                  {"unacked_dispatches", "abandon_dispatch", c->abandon_dispatch},

@@ -1,6 +1,7 @@
 /*
  * sweeper.h - what nobody asks for (docs/contract.md §7): stale partitions, the run deadline,
- * unacknowledged dispatches, stalled validation alerts, stalled publishes. One tick is one
+ * the unfinished partitions of ended runs, unacknowledged dispatches, stalled validation alerts,
+ * stalled publishes. One tick is one
  * transaction under a transaction-scoped advisory lock, so one sweeper acts at a time; each
  * rule runs in its own savepoint and is a set of conditional statements with an event per row.
  */
@@ -27,7 +28,7 @@ typedef struct sweep_settings {
 /* Counts of one tick, by rule (docs/contract.md §7 result map). */
 typedef struct sweep_counts {
     long reissue_partition, timeout_stale_partition, timeout_run_deadline, requeue_dispatch, dead_dispatch,
-        abandon_dispatch, stale_alert, publish_unknown;
+        abandon_dispatch, stale_alert, publish_unknown, timeout_ended_partition;
 } sweep_counts;
 
 /* Whether the rules may act in a tick (gate.c; docs/design.md §5, "The sweeper waits for the
@@ -89,6 +90,10 @@ ll_db_rc rule_run_deadline(ll_db *db, const sweep_settings *s, sweep_counts *c);
 ll_db_rc rule_unacked_dispatches(ll_db *db, const sweep_settings *s, sweep_counts *c);
 ll_db_rc rule_stale_alerts(ll_db *db, const sweep_settings *s, sweep_counts *c);
 ll_db_rc rule_stalled_publish(ll_db *db, const sweep_settings *s, sweep_counts *c);
+/* docs/contract.md §7.6: the unfinished partitions of runs ended FAILED_* or TIMED_OUT, silent for
+ * recovery.stale, -> TIMED_OUT (RUN_ENDED); the runs of at most 100 stale partitions and 100 ended
+ * runs a tick (rule_ended.c). */
+ll_db_rc rule_ended_partitions(ll_db *db, const sweep_settings *s, sweep_counts *c);
 
 /* Times out a run and its unfinished partitions (rules 1 and 2). */
 ll_db_rc sweep_timeout_run(ll_db *db, const char *run_id, const char *reason, const char *message,

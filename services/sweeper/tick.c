@@ -18,9 +18,9 @@ static const struct {
     const char *name;
     rule_fn fn;
 } RULES[] = {
-    {"stale_partitions", rule_stale_partitions},     {"run_deadline", rule_run_deadline},
-    {"unacked_dispatches", rule_unacked_dispatches}, {"stale_alerts", rule_stale_alerts},
-    {"stalled_publish", rule_stalled_publish},
+    {"stale_partitions", rule_stale_partitions}, {"run_deadline", rule_run_deadline},
+    {"ended_partitions", rule_ended_partitions}, {"unacked_dispatches", rule_unacked_dispatches},
+    {"stale_alerts", rule_stale_alerts},         {"stalled_publish", rule_stalled_publish},
 };
 
 void sweep_interval_text(int64_t ms, char *out, size_t outlen)

@@ -270,3 +270,105 @@ def test_settings_are_checked_at_start(stack):
     p = subprocess.run([stack.build_dir + "/services/ll-sweeper", "--config", conf], capture_output=True, text=True,
                        timeout=30)
     assert p.returncode == 1 and "recovery.mode" in p.stderr
+
+
+def rewind(stack, service, offsets):
+    """Commits offsets {(topic, partition): offset} for a service's consumer group (the service
+    stopped: the broker refuses commits from outside a live generation), as
+    kafka-consumer-groups --reset-offsets --to-offset does for those partitions only."""
+    from confluent_kafka import Consumer, TopicPartition
+    c = Consumer({"bootstrap.servers": stack.bootstrap, "group.id": stack.prefix + service,
+                  "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        c.close()
+
+
+def test_failed_runs_unfinished_partitions_time_out_after_stale(stack, flow, db, sweepers):
+    """Issue 42 item 4 (docs/contract.md §3.2, §7.6): the siblings of a partition that failed its
+    run keep their status when the run fails (§3.2, §5.5 step 7), and only the sweeper's timeout
+    path rewrites them: once neither the partition (heartbeat) nor the run (completed_at) moved for
+    recovery.stale, every PENDING/RUNNING/RETRY partition of a run ended FAILED_* or TIMED_OUT
+    becomes TIMED_OUT (RUN_ENDED, completed now, token kept), the run row untouched, one
+    PARTITIONS_TIMED_OUT event. NiFi then gets the FAIL-mode timeout's answers (§7.1): a late chunk
+    recorded with the partition TIMED_OUT, a failure report PARTITION_STATUS_MISMATCH, a claim not
+    claimed; and the inputs read again (the completion group rewound) restate their first answers."""
+    from llsim.probe import admit, answer, ask, post
+    run = new_run(partitions=4, empty=())
+    admit(flow, run, claim=["0000", "0001"])
+    first_chunk = post(flow.nifi, "chunks", run.chunks("0001")[0])
+    c0 = answer(flow, first_chunk)
+    assert (c0["outcome"], c0["partitionStatus"], c0["runStatus"]) == ("ACCEPTED", "RUNNING", "EXTRACTING"), c0
+    failure = post(flow.nifi, "partition-failures", run.partition_failure("0000"))
+    f0 = answer(flow, failure)
+    assert (f0["outcome"], f0["runStatus"]) == ("ACCEPTED", "FAILED_EXTRACT"), f0
+    # the siblings keep their status when the run fails (§3.2)
+    before = run_row(db, run, "status, error_code, version_no, completed_at, heartbeat_at")
+    statuses = "SELECT partition_id, status, error_code FROM nifi_ops.load_partition WHERE run_id = %s" \
+               " ORDER BY partition_id"
+    db.execute(statuses, (run.run_id,))
+    assert db.fetchall() == [("0000", "FAILED", "ORA-00028"), ("0001", "RUNNING", None), ("0002", "PENDING", None),
+                             ("0003", "PENDING", None)]
+    sweepers(recovery__mode="FAIL")
+    wait_for(db, "SELECT count(*) FROM nifi_ops.load_partition WHERE run_id = %s AND status = 'TIMED_OUT'",
+             (run.run_id,), 3)
+    db.execute("SELECT partition_id, status, error_code, completed_at IS NOT NULL, claim_token::text"
+               " FROM nifi_ops.load_partition WHERE run_id = %s ORDER BY partition_id", (run.run_id,))
+    assert db.fetchall() == [("0000", "FAILED", "ORA-00028", True, run.tokens["0000"]),
+                             ("0001", "TIMED_OUT", "RUN_ENDED", True, run.tokens["0001"]),
+                             ("0002", "TIMED_OUT", "RUN_ENDED", True, None),
+                             ("0003", "TIMED_OUT", "RUN_ENDED", True, None)]
+    assert run_row(db, run, "status, error_code, version_no, completed_at, heartbeat_at") == before
+    db.execute("SELECT event_level, error_code, details->'partitions', details->>'runStatus' FROM nifi_ops.load_event"
+               " WHERE run_id = %s AND event_name = 'PARTITIONS_TIMED_OUT'", (run.run_id,))
+    assert db.fetchall() == [("INFO", "RUN_ENDED", ["0001", "0002", "0003"], "FAILED_EXTRACT")]
+
+    # a run that failed just now: its siblings are left alone until recovery.stale has passed
+    fresh = new_run(partitions=2, empty=())
+    admit(flow, fresh, claim=["0000", "0001"])
+    assert ask(flow, "partition-failures", fresh.partition_failure("0001"))["runStatus"] == "FAILED_EXTRACT"
+    time.sleep(1.2)  # two ticks or more of the sweeper (PT0.5S), well inside recovery.stale (PT3S)
+    assert part_row(db, fresh, "0000", "status")[0] == "RUNNING"
+    assert one(db, "SELECT count(*) FROM nifi_ops.load_event WHERE run_id = %s AND event_name = 'PARTITIONS_TIMED_OUT'",
+               run.run_id) == 1  # the swept run is not swept again
+
+    # what NiFi sees afterwards: the answers of a FAIL-mode timeout (§5.3, §5.4, §5.5, §7.1)
+    late_chunk = post(flow.nifi, "chunks", run.chunks("0001")[1])
+    c1 = answer(flow, late_chunk)
+    assert (c1["outcome"], c1["recorded"], c1["partitionStatus"], c1["runStatus"]) == (
+        "ACCEPTED", True, "TIMED_OUT", "FAILED_EXTRACT"), c1
+    late_failure = post(flow.nifi, "partition-failures", run.partition_failure("0001"))
+    f1 = answer(flow, late_failure)
+    assert (f1["outcome"], f1["code"], f1["changed"], f1["partitionStatus"], f1["runStatus"], f1["details"]) == (
+        "REJECTED", "PARTITION_STATUS_MISMATCH", False, "TIMED_OUT", "FAILED_EXTRACT",
+        {"partitionStatus": "TIMED_OUT"}), f1
+    cl = ask(flow, "partition-claims", run.claim("0002"))
+    assert (cl["claimed"], cl["partitionStatus"], cl["runStatus"]) == (False, "TIMED_OUT", "FAILED_EXTRACT"), cl
+    assert part_row(db, run, "0001", "status, error_code")[0:2] == ("TIMED_OUT", "RUN_ENDED")
+
+    # a replay restates: the completion group read again from the first chunk and the first failure
+    # (a replay is not progress: no heartbeat moves, nothing is re-decided)
+    ledger = "SELECT p.partition_id, p.status, p.error_code, p.completed_at, p.heartbeat_at, r.status, r.version_no," \
+             " r.heartbeat_at FROM nifi_ops.load_partition p JOIN nifi_ops.load_run r ON r.run_id = p.run_id" \
+             " WHERE p.run_id = %s ORDER BY p.partition_id"
+    db.execute(ledger, (run.run_id,))
+    before_replay = db.fetchall()
+    assert stack.stop("completion-0") == 0
+    rewind(stack, "completion", {(first_chunk.topic, first_chunk.partition): first_chunk.offset,
+                                 (failure.topic, failure.partition): failure.offset})
+    stack.start("completion")
+    for s, first in ((first_chunk, c0), (late_chunk, c1), (failure, f0), (late_failure, f1)):
+        reader = flow.r["chunk-outcomes" if s.logical == "chunks" else "partition-failure-outcomes"]
+        again = reader.wait_for(lambda r: r["value"]["sourceTopic"] == s.topic and r["value"]["sourcePartition"]
+                                == s.partition and r["value"]["sourceOffset"] == s.offset, count=2, timeout=60)[-1]
+        again = again["value"]
+        if first["outcome"] == "REJECTED":
+            assert (again["outcome"], again["code"]) == ("REJECTED", first["code"]), (first, again)
+        else:
+            assert (again["outcome"], again.get("code")) == ("REPLAY", None), (first, again)
+        assert again["runStatus"] == "FAILED_EXTRACT"
+    db.execute(ledger, (run.run_id,))
+    assert db.fetchall() == before_replay
+    assert [r[1:3] for r in before_replay] == [("FAILED", "ORA-00028"), ("TIMED_OUT", "RUN_ENDED"),
+                                               ("TIMED_OUT", "RUN_ENDED"), ("TIMED_OUT", "RUN_ENDED")]

@@ -51,6 +51,41 @@ static void test_settings_check(void **state)
     assert_non_null(strstr(err, "max_attempts"));
 }
 
+/* docs/contract.md §7.6: the unfinished partitions of a failed or timed-out run, once nothing moved
+ * for recovery.stale (here 1000 ms). */
+static void test_ended_run_partitions(void **state)
+{
+    (void)state;
+    const int64_t stale = 1000;
+    /* every failure status, every unfinished partition status, silent long enough */
+    const ll_run_status failed[] = {
+        LL_RUN_FAILED_MANIFEST, LL_RUN_FAILED_EXTRACT,           LL_RUN_FAILED_STAGE_VALIDATION,
+        LL_RUN_FAILED_PUBLISH,  LL_RUN_FAILED_TARGET_VALIDATION, LL_RUN_FAILED_SNAPSHOT_EXPIRED,
+        LL_RUN_TIMED_OUT};
+    for (size_t i = 0; i < sizeof failed / sizeof failed[0]; i++) {
+        assert_true(ll_ended_partition_due(failed[i], LL_PART_RUNNING, 1000, 1000, stale));
+        assert_true(ll_ended_partition_due(failed[i], LL_PART_RETRY, 5000, 2000, stale));
+        assert_true(ll_ended_partition_due(failed[i], LL_PART_PENDING, -1, 1000, stale)); /* never claimed */
+    }
+    /* final partition statuses are never rewritten */
+    assert_false(ll_ended_partition_due(LL_RUN_FAILED_EXTRACT, LL_PART_SUCCESS, 9000, 9000, stale));
+    assert_false(ll_ended_partition_due(LL_RUN_FAILED_EXTRACT, LL_PART_FAILED, 9000, 9000, stale));
+    assert_false(ll_ended_partition_due(LL_RUN_TIMED_OUT, LL_PART_TIMED_OUT, 9000, 9000, stale));
+    /* active runs are rules 1 and 2's; SUCCESS has no unfinished partition to speak of */
+    const ll_run_status other[] = {LL_RUN_CREATED,          LL_RUN_EXTRACTING, LL_RUN_EXTRACTED_VALIDATED,
+                                   LL_RUN_STAGE_VALIDATING, LL_RUN_PUBLISHING, LL_RUN_PUBLISH_UNKNOWN,
+                                   LL_RUN_PUBLISHED,        LL_RUN_SUCCESS};
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        assert_false(ll_ended_partition_due(other[i], LL_PART_RUNNING, 9000, 9000, stale));
+    /* the run ended within recovery.stale: its siblings keep their status (§3.2) */
+    assert_false(ll_ended_partition_due(LL_RUN_FAILED_EXTRACT, LL_PART_RUNNING, 5000, 999, stale));
+    assert_false(ll_ended_partition_due(LL_RUN_FAILED_EXTRACT, LL_PART_PENDING, -1, 999, stale));
+    assert_false(ll_ended_partition_due(LL_RUN_FAILED_EXTRACT, LL_PART_PENDING, -1, -1, stale));
+    /* a worker still reporting after the run ended keeps its partition RUNNING */
+    assert_false(ll_ended_partition_due(LL_RUN_FAILED_EXTRACT, LL_PART_RUNNING, 999, 5000, stale));
+    assert_false(ll_ended_partition_due(LL_RUN_FAILED_SNAPSHOT_EXPIRED, LL_PART_RETRY, 0, 5000, stale));
+}
+
 /* recovery.mode's words (ll_config_enum's list) are in ll_recovery_mode's order. */
 static void test_recovery_mode_names(void **state)
 {
@@ -68,6 +103,7 @@ int main(void)
         cmocka_unit_test(test_unclaimed_reissue_times_out),
         cmocka_unit_test(test_settings_check),
         cmocka_unit_test(test_recovery_mode_names),
+        cmocka_unit_test(test_ended_run_partitions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -92,6 +92,7 @@
     X(RUN_STALE_ALERT, LL_CW_EVENT, "C§7.4", "sweeper rule 4: validation stalled") \
     X(DISPATCH_DEAD, LL_CW_EVENT, "C§6", "a dispatch became DEAD (dispatcher or sweeper)") \
     X(DISPATCH_REQUEUED, LL_CW_EVENT, "C§7.3", "sweeper rule 3 requeued a dispatch of the run") \
+    X(PARTITIONS_TIMED_OUT, LL_CW_EVENT, "C§7.6", "the sweeper timed out the unfinished partitions of a run that ended (details: partitions, runStatus)") \
     X(DISPATCH_ABANDONED, LL_CW_EVENT, "C§7.3", "the sweeper dropped an undelivered dispatch of a run that ended") \
     X(DISPATCH_RESENT, LL_CW_EVENT, "C§5.16", "operator resend (loadctl resend)") \
     X(RUN_CLEANED, LL_CW_EVENT, "C§5.18", "cleanup recorded (loadctl cleanup)") \
@@ -105,6 +106,7 @@
     X(REISSUE_ATTEMPTS_EXHAUSTED, LL_CW_ERROR, "C§7.1", "a stale partition timed out: no reissue attempt left") \
     X(REISSUE_NOT_CLAIMED, LL_CW_ERROR, "C§7.1", "a reissued partition was not claimed again in time") \
     X(RUN_TIMEOUT, LL_CW_ERROR, "C§7.2", "the run passed its deadline") \
+    X(RUN_ENDED, LL_CW_ERROR, "C§7.6", "an unfinished partition of a run that ended (FAILED_* or TIMED_OUT) timed out after recovery.stale") \
     X(PUBLISH_STALE, LL_CW_ERROR, "C§7.5", "publishing stalled: the run became PUBLISH_UNKNOWN") \
     X(RUN_ENDED_BY_OPERATOR, LL_CW_ERROR, "C§5.6", "the operator ended a stuck run with its status's run failure (loadctl end-run)") \
     /* loadctl's JSON errors (tools/loadctl/README.md) and verify's invariants. */ \

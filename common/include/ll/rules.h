@@ -548,6 +548,19 @@ typedef enum ll_stale_action {
 ll_stale_action ll_stale_decide(ll_recovery_mode mode, int max_attempts, const int *attempts,
                                 const bool *retry, size_t n, const char **reason);
 
+/*
+ * docs/contract.md §3.2, §7.6 (issue 42 item 4): whether the sweeper times out an unfinished
+ * partition of a run that has ended. True when the run's status is a terminal failure (FAILED_*
+ * or TIMED_OUT: a run that failed because one partition failed leaves its siblings as they were,
+ * §3.2, §5.5 step 7), the partition is PENDING, RUNNING or RETRY, and nothing moved for stale_ms
+ * (recovery.stale): neither the partition (idle_ms since its heartbeat_at; -1 when it has none, a
+ * partition never claimed) nor the run (ended_ms since its completed_at; -1 when unset, never due).
+ * A worker still reporting keeps its partition as it is; SUCCESS, FAILED and TIMED_OUT are final.
+ * Pure; durations in ms.
+ */
+bool ll_ended_partition_due(ll_run_status run, ll_part_status partition, int64_t idle_ms, int64_t ended_ms,
+                            int64_t stale_ms);
+
 /* Checks recovery settings at start (docs/contract.md §9): stale must exceed extract_query_timeout.
  * Returns 0, or -1 with a message in err. Durations in ms. */
 int ll_recovery_settings_check(int64_t stale_ms, int64_t extract_query_timeout_ms, int max_attempts,

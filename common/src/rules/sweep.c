@@ -1,6 +1,7 @@
 /*
  * sweep.c - the sweeper's decisions (docs/contract.md §7.1, §9): reissue or time out a run with stale
- * partitions; the start-up check of the recovery settings. Pure functions.
+ * partitions; the unfinished partitions of a run that ended (§7.6); the start-up check of the recovery
+ * settings. Pure functions.
  */
 #include <stdio.h>
 
@@ -27,6 +28,18 @@ ll_stale_action ll_stale_decide(ll_recovery_mode mode, int max_attempts, const i
     else
         *reason = mode == LL_RECOVERY_REISSUE ? "REISSUE_ATTEMPTS_EXHAUSTED" : "PARTITION_STALE";
     return LL_STALE_TIMEOUT;
+}
+
+bool ll_ended_partition_due(ll_run_status run, ll_part_status partition, int64_t idle_ms, int64_t ended_ms,
+                            int64_t stale_ms)
+{
+    if (!ll_run_status_is_terminal(run) || run == LL_RUN_SUCCESS)
+        return false; /* active runs are rules 1 and 2's; a SUCCESS run has no unfinished partition */
+    if (partition != LL_PART_PENDING && partition != LL_PART_RUNNING && partition != LL_PART_RETRY)
+        return false;
+    if (ended_ms < 0 || ended_ms < stale_ms)
+        return false; /* the run ended within recovery.stale: its siblings keep their status (§3.2) */
+    return idle_ms < 0 || idle_ms >= stale_ms; /* a worker still reporting is left alone */
 }
 
 int ll_recovery_settings_check(int64_t stale_ms, int64_t extract_query_timeout_ms, int max_attempts,
