@@ -3,7 +3,8 @@
 -- reads that are not the hot path no more than an empty ledger does; each index below serves one
 -- read that scanned a whole table of history before (tests/integration/test_history_plans.py
 -- checks each plan on a generated history, scripts/bench/history.sql). Additive (indexes only):
--- binaries of schema 0016 run on it unchanged, only slower on a large history.
+-- binaries of schema 0016 run on it unchanged. This build needs it (LL_SCHEMA_MIN 17): without it
+-- the sweeper's gauges and the claimer's ACK of reissue dispatches would scan the outbox.
 --
 -- load_dispatch by run (and partition): `loadctl show`, the claimer's ACK of a RETRY partition's
 -- reissue dispatches (contract §3.4; services/claimer/partition_claim.c) and `loadctl verify`'s

@@ -17,10 +17,11 @@
 --
 -- Shares (ended runs): SUCCESS 90 %; FAILED_EXTRACT 3.5 %, TIMED_OUT 2 %, FAILED_STAGE_VALIDATION
 -- 1 %, FAILED_TARGET_VALIDATION 1 %, FAILED_PUBLISH 0.5 %, FAILED_SNAPSHOT_EXPIRED 0.5 %,
--- FAILED_MANIFEST 0.5 %, PUBLISH_UNKNOWN (active, waits for an operator) 1 %. A failed extraction
+-- FAILED_MANIFEST 0.5 %, and 1 % whose publish went unknown: PUBLISH_UNKNOWN (active, waiting for
+-- an operator) in the newest 10 % of the span, resolved as FAILED_PUBLISH before. A failed extraction
 -- leaves its unfinished partitions RUNNING (contract §3.2); 3 % of the runs had a partition
--- reissued (REISSUE_PARTITION ACKED, two claim tokens); a timed-out run has a DEAD reissue (half
--- of them abandoned by the sweeper). Runs ended longer ago than their retention (3 days success,
+-- reissued (REISSUE_PARTITION ACKED, two claim tokens); 30 % of the timed-out runs have a DEAD
+-- reissue (half of them abandoned by the sweeper). Runs ended longer ago than their retention (3 days success,
 -- 14 days failed) are cleaned (RUN_CLEANED); 0.5 % of the runs have a CLEANUP_FAILED event.
 -- Every row respects the tables' checks and keys; runs start evenly over the span (rows in time
 -- order, as a real ledger has them). One transaction; ANALYZE is left to the caller.
@@ -87,7 +88,8 @@ SELECT i, run_id, job_key, business_key, status, started, ended, u2, u3,
                     WHEN u < 0.980 THEN 'FAILED_PUBLISH'
                     WHEN u < 0.985 THEN 'FAILED_SNAPSHOT_EXPIRED'
                     WHEN u < 0.990 THEN 'FAILED_MANIFEST'
-                    ELSE 'PUBLISH_UNKNOWN' END AS status,
+                    WHEN i > 0.9 * :runs THEN 'PUBLISH_UNKNOWN'
+                    ELSE 'FAILED_PUBLISH' END AS status,
                st AS started,
                CASE WHEN i > :runs THEN NULL ELSE st + interval '20 minutes' + u2 * interval '40 minutes' END AS ended,
                u2, u3
@@ -248,7 +250,7 @@ SELECT d.id, d.run_id, d.type, d.pid, d.status, d.attempts, d.at, CASE WHEN d.st
                r.ended - interval '1 minute',
                CASE WHEN r.u2 < 0.5 THEN 'abandoned: the run ended before the command was acknowledged'
                     ELSE 'no ack after 5 attempts (ack timeout)' END, r.i, 0
-          FROM h_run r WHERE r.status = 'TIMED_OUT') d
+          FROM h_run r WHERE r.status = 'TIMED_OUT' AND r.u3 < 0.3) d
  ORDER BY d.i, d.k;
 
 INSERT INTO nifi_ops.load_validation_start (run_id, dispatch_id, node, started_at)
@@ -345,7 +347,7 @@ SELECT md5('llhist-ev:' || e.run_id || ':' || e.name || ':' || coalesce(e.pid, '
            CASE WHEN r.u2 < 0.5 THEN 'DISPATCH_ABANDONED' ELSE 'DISPATCH_DEAD' END, r.run_id, r.job_key,
            r.business_key, '0000', NULL, 'control', 'sweeper', NULL, 5, NULL, NULL, NULL, NULL, NULL,
            'REISSUE_PARTITION: no ack after 5 attempts', '{}'::jsonb
-      FROM h_run r WHERE r.status = 'TIMED_OUT'
+      FROM h_run r WHERE r.status = 'TIMED_OUT' AND r.u3 < 0.3
     UNION ALL
     SELECT r.i, r.ended + CASE WHEN r.status = 'SUCCESS' THEN interval '3 days 1 hour' ELSE interval '14 days 1 hour' END,
            'INFO', 'RUN_CLEANED', r.run_id, r.job_key, r.business_key, NULL, NULL, 'control', 'loadctl', NULL, NULL,
