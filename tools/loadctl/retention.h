@@ -41,7 +41,7 @@
  */
 #define LC_ENDED_BEFORE_RETENTION(S, F)                                                                      \
     LC_ENDED " < (SELECT clock_timestamp() - least(" S "::bigint, " F "::bigint) * interval '1 "             \
-                                                                      "millisecond')"
+             "millisecond')"
 
 /* The cleanup settings (docs/contract.md §9 cleanup.*), as loadctl options. */
 typedef struct lc_retention {

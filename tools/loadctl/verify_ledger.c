@@ -2,7 +2,11 @@
  * verify_ledger.c - the ledger invariants of `loadctl verify`: run status against its events
  * (docs/contract.md §3.1, §8), one validate-run dispatch and one validation start per run (§5.7, §5.12,
  * uq_load_dispatch_validate), a SUCCESS partition's files against its rows (§5.4 steps 8-10)
- * and the partition counters of migration 0007. Read-only; each statement is one snapshot.
+ * and the partition counters of migration 0007. Read-only. The runs are read in pages of
+ * RUN_PAGE by run id (verify_sql.h): each check is one statement per page, each statement one
+ * snapshot of its page, so verify is linear in the runs (issue 42). STAGE_VALIDATION_STARTED events
+ * are counted for the runs of load_run (an event naming a run id the ledger does not hold is no
+ * longer read: the service writes that event only under its run's lock).
  */
 #include <stdarg.h>
 #include <stdio.h>
