@@ -5,7 +5,9 @@ ANALYZEd, the plan of each read that scanned a table of history before 0017_hist
 EXPLAINed with realistic parameters, as a prepared statement's custom plan like the services run
 it, and must read no table of history sequentially and use the index that bounds it. The texts are
 the ones that ship: build/tests/ll-print-reads prints them from the headers the services and
-loadctl compile (tests/tools/ll_print_reads.c). A plan test, not a timing: the history is small
+loadctl compile (tests/tools/ll_print_reads.c). Besides, every statement of the services and of
+the shared core, taken from the build's own preprocessing of each C file, is EXPLAINed in its
+generic plan and must scan no table of history either. A plan test, not a timing: the history is small
 enough for the test to take a few seconds, large enough that a scan of a table costs more than
 its index to the planner.
 """
@@ -17,7 +19,7 @@ import uuid
 import psycopg2
 import pytest
 
-from llsim.history import explain, generate, history_scans, indexes_used
+from llsim.history import HISTORY_TABLES, explain, generate, generic_plan, history_scans, indexes_used, shipped_statements
 from llsim.stack import Stack
 
 RUNS = 3000
@@ -149,3 +151,24 @@ def test_dispatches_of_a_run_through_run_index(ledger):
                    " WHERE dispatch_type = 'REISSUE_PARTITION' AND status = 'ACKED' LIMIT 1")
     bounded(ledger, "show_dispatches", [run], want={"ix_load_dispatch_run"})
     bounded(ledger, "claim_ack_reissue", [run, pid], want={"ix_load_dispatch_run"})
+
+
+def test_no_service_statement_scans_history(ledger):
+    """Every statement of the services and of the shared core (services/, common/: 90 or so), as
+    compiled, in its generic plan (the one a prepared statement settles on): no sequential scan of
+    a table of history. A table the generated history leaves smaller than a few pages (the refused
+    runs, the refusals, the rewinds, the accepted gaps) is read whole by any plan and not judged:
+    its statements are lookups by key."""
+    st, cur, _ = ledger
+    stmts = shipped_statements(st.build_dir)
+    assert len(stmts) > 80, sorted(stmts)
+    cur.execute("SELECT relname FROM pg_class WHERE relnamespace = 'nifi_ops'::regnamespace AND relkind = 'r'"
+                " AND relpages >= 8")
+    large = {r[0] for r in cur.fetchall()} & HISTORY_TABLES
+    assert {"load_run", "load_partition", "load_file", "load_event", "load_dispatch"} <= large, large
+    bad = []
+    for name, (src, nparams, sql) in sorted(stmts.items()):
+        scans = [t for t, _ in history_scans(generic_plan(cur, sql, nparams)) if t in large]
+        if scans:
+            bad.append("%s (%s): %s" % (name, src, scans))
+    assert not bad, "statements whose plan scans a table of history:\n" + "\n".join(bad)

@@ -7,6 +7,8 @@ realistic shares (the script's header lists them), then ANALYZE.
 """
 import json
 import os
+import re
+import shlex
 import subprocess
 
 from .avroframe import REPO
@@ -75,3 +77,56 @@ def history_scans(nodes):
 def indexes_used(nodes):
     """The names of the indexes the plan reads."""
     return {n["Index Name"] for n in nodes if "Index Name" in n}
+
+
+STMT = re.compile(r'(?:static\s+)?const\s+ll_stmt\s+(\w+)\s*=\s*\{\s*"([^"]*)"\s*,((?:\s*"(?:\\.|[^"\\])*")+)\s*,'
+                  r'\s*(\d+)\s*\}')
+LITERAL = re.compile(r'"((?:\\.|[^"\\])*)"')
+
+
+def shipped_statements(build_dir, folders=("services", "common")):
+    """Every ll_stmt of the C files under `folders` exactly as it is compiled: each file of the
+    build's compile_commands.json preprocessed with its own command (-E: the SQL macros of
+    ll/status_sql.h and the headers expanded), each definition's string literals joined.
+    {statement name: (source file relative to the repository, nparams, sql)}."""
+    with open(os.path.join(build_dir, "compile_commands.json")) as f:
+        commands = json.load(f)
+    roots = tuple(os.path.join(REPO, d) + os.sep for d in folders)
+    out = {}
+    for e in commands:
+        src = e["file"]
+        if not (src.endswith(".c") and src.startswith(roots)):
+            continue
+        args = e["arguments"] if "arguments" in e else shlex.split(e["command"])
+        cmd, skip = [], False
+        for a in args:
+            if skip:
+                skip = False
+            elif a == "-o":
+                skip = True
+            elif a != "-c":
+                cmd.append(a)
+        text = subprocess.run(cmd + ["-E", "-P"], cwd=e["directory"], check=True, capture_output=True,
+                              text=True).stdout
+        for m in STMT.finditer(text):
+            sql = "".join(json.loads('"%s"' % lit) for lit in LITERAL.findall(m.group(3)))
+            out[m.group(2)] = (os.path.relpath(src, REPO), int(m.group(4)), sql)
+    return out
+
+
+def generic_plan(cur, sql, nparams):
+    """The plan nodes of the generic plan of `sql` (the plan a prepared statement settles on after
+    its first executions, whatever the values): PREPARE, then EXPLAIN EXECUTE with NULLs under
+    plan_cache_mode = force_generic_plan."""
+    cur.execute("DEALLOCATE ALL")
+    cur.execute("SET plan_cache_mode = force_generic_plan")
+    try:
+        cur.execute("PREPARE generic_stmt AS %s" % sql)
+        args = "(%s)" % ", ".join(["NULL"] * nparams) if nparams else ""
+        cur.execute("EXPLAIN (FORMAT JSON) EXECUTE generic_stmt%s" % args)
+        doc = cur.fetchone()[0]
+    finally:
+        cur.execute("RESET plan_cache_mode")
+    if isinstance(doc, str):
+        doc = json.loads(doc)
+    return plan_nodes(doc[0]["Plan"])
