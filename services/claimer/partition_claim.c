@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "claim_sql.h"
 #include "claimer.h"
 #include "ll/apply.h"
 #include "ll/fields.h"
@@ -43,14 +44,6 @@ static const ll_stmt ST_TOKEN_HISTORY = {
     " worker_node, granted_at) VALUES ($1::uuid, $2, $3::uuid, $4::int, $5, clock_timestamp())"
     " ON CONFLICT DO NOTHING",
     5};
-
-/* docs/contract.md §3.4: a new claim of a RETRY partition ACKs its reissue dispatches. */
-static const ll_stmt ST_ACK_REISSUE = {
-    "claim_ack_reissue",
-    "UPDATE nifi_ops.load_dispatch SET status = 'ACKED', acked_at = clock_timestamp()"
-    " WHERE run_id = $1::uuid AND partition_id = $2 AND dispatch_type = 'REISSUE_PARTITION'"
-    " AND status <> 'ACKED'",
-    2};
 
 typedef struct claim_in {
     char run_id[37], token[37];
@@ -101,7 +94,7 @@ static ll_db_rc grant(ll_db *db, const ll_msg *m, const claim_in *c, const ll_ru
     const char *k[2] = {c->run_id, c->partition_id};
     ll_db_rc rc = ll_db_exec_discard(db, &ST_TOKEN_HISTORY, h);
     if (rc == LL_DB_OK && before == LL_PART_RETRY)
-        rc = ll_db_exec_discard(db, &ST_ACK_REISSUE, k);
+        rc = ll_db_exec_discard(db, &CLAIM_ACK_REISSUE, k);
     if (rc == LL_DB_OK)
         rc = ll_run_touch(db, c->run_id);
     if (rc != LL_DB_OK)

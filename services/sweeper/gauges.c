@@ -4,34 +4,20 @@
  * sweeper held the lock, one read-only statement counts the runs in each non-terminal status with
  * the age of the least recently active one, and the DEAD outbox rows of active runs by dispatch
  * type. Every status and type is always reported (0 when none), so an alert never waits for a
- * series to appear. Bounded: the runs are read through ix_load_run_status_heartbeat for the active
- * statuses only (at most one active run per job and business key), and the statement runs under
- * the connection's db.statement_timeout like every other statement of the sweeper.
+ * series to appear. Bounded (gauges_sql.h): the runs are read through ix_load_run_status_heartbeat
+ * for the active statuses only (at most one active run per job and business key), the DEAD
+ * dispatches through ix_load_dispatch_dead (0017), and the statement runs under the connection's
+ * db.statement_timeout like every other statement of the sweeper.
  */
 #include "ll/obs.h"
 #include "ll/status_sql.h"
+#include "gauges_sql.h"
 #include "sweeper.h"
-
-/* Rows: kind ('run' or 'dead_dispatch'), status or dispatch type, count, idle seconds. */
-static const ll_stmt ST_GAUGES = {
-    "sweep_gauges",
-    "SELECT 'run', s.status, count(r.run_id),"
-    " COALESCE(floor(extract(epoch FROM clock_timestamp() - min(r.heartbeat_at))), 0)::bigint"
-    " FROM unnest(ARRAY[" LL_SQL_RUN_ACTIVE "]) AS s(status)"
-    " LEFT JOIN nifi_ops.load_run r ON r.status = s.status"
-    " GROUP BY s.status"
-    " UNION ALL"
-    " SELECT 'dead_dispatch', t.type, count(d.dispatch_id), 0"
-    " FROM unnest(ARRAY['VALIDATE_RUN', 'REISSUE_PARTITION']) AS t(type)"
-    " LEFT JOIN (nifi_ops.load_dispatch d JOIN nifi_ops.load_run dr ON dr.run_id = d.run_id"
-    "   AND dr.status IN (" LL_SQL_RUN_ACTIVE ")) ON d.dispatch_type = t.type AND d.status = 'DEAD'"
-    " GROUP BY t.type",
-    0};
 
 static ll_db_rc gauges_tx(ll_db *db, void *arg)
 {
     (void)arg;
-    PGresult *r = ll_db_exec(db, &ST_GAUGES, NULL);
+    PGresult *r = ll_db_exec(db, &SWEEP_ST_GAUGES, NULL);
     if (!r)
         return ll_db_err_is_unavailable(db) ? LL_DB_UNAVAILABLE : LL_DB_ERROR;
     for (int i = 0; i < PQntuples(r); i++) {

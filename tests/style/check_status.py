@@ -16,7 +16,7 @@ Fails when
     hand instead of using its macro (LL_SQL_RUN_ACTIVE, LL_SQL_RUN_TERMINAL, LL_SQL_RUN_FAILED,
     LL_SQL_RUN_ALERT_ONLY);
   - the sweeper's stale alert (services/sweeper/rule_alerts.c) or loadctl monitor's RUN_STALE
-    (tools/loadctl/monitor_data.c) does not take its statuses from LL_SQL_RUN_ALERT_ONLY, or lists
+    (tools/loadctl/monitor_sql.h) does not take its statuses from LL_SQL_RUN_ALERT_ONLY, or lists
     an alert-only status by hand (the two must agree: they disagreed on STAGING_VALIDATED).
 Reads the source tree only; runs in well under a second.
 """
@@ -31,7 +31,7 @@ DIRS = ("common", "services", os.path.join("tools", "loadctl"))
 
 RUN_ENTRY = re.compile(r"X\((\w+), ([01]), ([01]), (-?\d+), ([01])\)")
 # the two readers of the alert-only statuses, which must agree (LL_SQL_RUN_ALERT_ONLY)
-ALERT_READERS = (os.path.join("services", "sweeper", "rule_alerts.c"), os.path.join("tools", "loadctl", "monitor_data.c"))
+ALERT_READERS = (os.path.join("services", "sweeper", "rule_alerts.c"), os.path.join("tools", "loadctl", "monitor_sql.h"))
 STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
 # adjacent string literals (C concatenates them): one run of literals separated by blanks only
 LITERALS = re.compile(r'"(?:[^"\\\n]|\\.)*"(?:\s*"(?:[^"\\\n]|\\.)*")*')

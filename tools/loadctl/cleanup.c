@@ -18,6 +18,7 @@
 #include "ll/ledger.h"
 #include "ll/rules.h"
 #include "retention.h"
+#include "cleanup_sql.h"
 
 static const char USAGE_CANDIDATES[] =
     "usage: loadctl cleanup-candidates [--job KEY] [--limit 1..500] [retention options] [--json]\n\n"
@@ -36,14 +37,6 @@ static const char USAGE_CLEANUP[] =
     "CLEANUP_NOT_DUE (active, or still inside its retention), INVALID_DROPPED_TABLE or\n"
     "INVALID_DELETED_PATH, 3 database.\n" LC_RETENTION_USAGE;
 
-/* §5.17: $1 job or NULL, $2/$3 retentions (ms), $4 the effective limit. */
-static const ll_stmt ST_CANDIDATES = {
-    "cleanup_candidates",
-    "SELECT r.run_id, r.job_key, r.business_key, r.status, r.hdfs_run_path, r.stage_table_name, " LC_ISO(
-        LC_ENDED) ", " LC_RETENTION_CLASS " FROM nifi_ops.load_run r"
-                  " WHERE r.cleaned_at IS NULL AND ($1::text IS NULL OR r.job_key = $1)"
-                  "   AND " LC_PAST_RETENTION("$2", "$3") " ORDER BY " LC_ENDED ", r.run_id LIMIT $4::int",
-    4};
 static const char *const CANDIDATE_NAMES[] = {"runId",       "jobKey",         "businessKey",
                                               "status",      "hdfsRunPath",    "stageTable",
                                               "completedAt", "retentionClass", NULL};
@@ -83,7 +76,7 @@ int lc_cleanup_candidates(const lc_opts *go, int argc, char **argv)
     if ((rc = lc_db_open(o, &db)) != LC_OK)
         return rc;
     const char *p[4] = {job, rt.success_param, rt.failed_param, eff};
-    PGresult *r = lc_query(o, &db, &ST_CANDIDATES, p);
+    PGresult *r = lc_query(o, &db, &CLEANUP_CANDIDATES, p);
     if (!r) {
         ll_db_close(&db);
         return LC_DB;

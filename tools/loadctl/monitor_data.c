@@ -10,6 +10,7 @@
 
 #include "ll/status_sql.h"
 #include "monitor.h"
+#include "monitor_sql.h"
 
 /* The active statuses in pipeline order, then the others (SUCCESS, the failures), from
  * LL_RUN_STATUSES (ll/status.h). */
@@ -19,104 +20,6 @@ const char *const LC_STATUS_ORDER[LL_RUN_STATUS_COUNT] = {LL_RUN_STATUSES(LC_ACT
                                                               LL_RUN_STATUSES(LC_INACTIVE_NAME_)};
 #undef LC_ACTIVE_NAME_
 #undef LC_INACTIVE_NAME_
-
-/* $1/$2 success/failed retention (ms), $3 cleanup.max_batch (caps the cleanup-due count), $4 job
- * key or NULL (every count of one job). */
-static const ll_stmt ST_COUNTS = {
-    "monitor_counts",
-    "SELECT 'now', " LC_ISO(
-        "clock_timestamp()") ", 0::bigint"
-                             " UNION ALL SELECT 'active', r.status, count(*) FROM nifi_ops.load_run r"
-                             "  WHERE r.status IN (" LC_ACTIVE_STATUSES
-                             ") AND ($4::text IS NULL OR r.job_key = $4)"
-                             "  GROUP BY r.status"
-                             " UNION ALL SELECT 'recent', r.status, count(*) FROM nifi_ops.load_run r"
-                             "  WHERE r.status NOT IN (" LC_ACTIVE_STATUSES ")"
-                             "    AND " LC_ENDED " >= clock_timestamp() - interval '24 hours'"
-                             "    AND ($4::text IS NULL OR r.job_key = $4) GROUP BY r.status"
-                             " UNION ALL SELECT 'dispatch', s.status,"
-                             "  (SELECT count(*) FROM nifi_ops.load_dispatch d JOIN nifi_ops.load_run r ON "
-                             "r.run_id = d.run_id"
-                             "   WHERE d.status = s.status AND ($4::text IS NULL OR r.job_key = $4))"
-                             "  FROM unnest(ARRAY['PENDING', 'SENT', 'DEAD']) AS s(status)"
-                             " UNION ALL SELECT 'cleanupDue', NULL, (SELECT count(*) FROM (SELECT 1 FROM "
-                             "nifi_ops.load_run r"
-                             "  WHERE r.cleaned_at IS NULL AND ($4::text IS NULL OR r.job_key = $4)"
-                             "   AND " LC_PAST_RETENTION("$1", "$2") " LIMIT $3::int) c)",
-    4};
-
-/* Active runs in pipeline order, newest first within a status; progress counted from the
- * partitions (the run's counters are only recomputed at extract completion). $1 = max rows,
- * $2 = job key or NULL. */
-static const ll_stmt ST_RUNS = {
-    "monitor_runs",
-    "SELECT r.run_id, r.job_key, r.business_key, r.status,"
-    " coalesce(r.expected_partition_count, p.total), p.success, p.failed, p.running, p.total,"
-    " " LC_ISO(
-        "r.heartbeat_at") ","
-                          " floor(extract(epoch FROM clock_timestamp() - r.heartbeat_at))::bigint,"
-                          " " LC_ISO(
-                              "r.started_at") ", r.error_code"
-                                              " FROM nifi_ops.load_run r CROSS JOIN LATERAL ("
-                                              "  SELECT count(*) FILTER (WHERE q.status = 'SUCCESS') AS "
-                                              "success,"
-                                              "   count(*) FILTER (WHERE q.status IN ('FAILED', "
-                                              "'TIMED_OUT')) AS failed,"
-                                              "   count(*) FILTER (WHERE q.status = 'RUNNING') AS running, "
-                                              "count(*) AS total"
-                                              "  FROM nifi_ops.load_partition q WHERE q.run_id = r.run_id) p"
-                                              " WHERE r.status IN (" LC_ACTIVE_STATUSES
-                                              ") AND ($2::text IS NULL OR r.job_key = $2)"
-                                              " ORDER BY array_position(ARRAY[" LC_ACTIVE_STATUSES
-                                              "]::text[], r.status::text),"
-                                              "  r.started_at DESC, r.run_id LIMIT $1::int",
-    2};
-
-/* docs/contract.md §5.21 alerts. $1 validation_stale (ms), $2 stale (ms), $3 alert limit, $4 job key or
- * NULL. Messages are
- * trimmed to 500 chars, empty -> NULL; ERROR before WARN, newest first, NULL times last. */
-static const ll_stmt ST_ALERTS = {
-    "monitor_alerts",
-    "SELECT kind, severity, run_id, job_key, business_key, " LC_ISO(
-        "at") ","
-              " nullif(left(btrim(msg), 500), ''), dispatch_id,"
-              " to_char(at AT TIME ZONE 'UTC', 'MM-DD HH24:MI') FROM ("
-              "  SELECT 'PUBLISH_UNKNOWN' AS kind, 'ERROR' AS severity, r.run_id::text AS run_id, r.job_key,"
-              "   r.business_key, r.heartbeat_at AS at, r.error_message::text AS msg, NULL::text AS "
-              "dispatch_id"
-              "  FROM nifi_ops.load_run r WHERE r.status = 'PUBLISH_UNKNOWN'"
-              " UNION ALL"
-              "  SELECT 'DISPATCH_DEAD', 'ERROR', d.run_id::text, r.job_key, r.business_key, "
-              "d.next_attempt_at,"
-              "   d.dispatch_type || ': ' || coalesce(d.last_error, ''), d.dispatch_id::text"
-              "  FROM nifi_ops.load_dispatch d LEFT JOIN nifi_ops.load_run r ON r.run_id = d.run_id"
-              "  WHERE d.status = 'DEAD'"
-              /* the sweeper's abandoned commands of ended runs need no operator */
-              "   AND coalesce(d.last_error, '') NOT LIKE 'abandoned:%'"
-              " UNION ALL"
-              "  SELECT 'RUN_FAILED', 'ERROR', r.run_id::text, r.job_key, r.business_key, " LC_ENDED ","
-              "   btrim(coalesce(r.error_code, '') || ' ' || coalesce(r.error_message, '')), NULL"
-              "  FROM nifi_ops.load_run r WHERE r.status IN (" LC_FAILED_STATUSES ")"
-              "   AND " LC_ENDED " >= clock_timestamp() - interval '24 hours'"
-              " UNION ALL"
-              "  SELECT 'RUN_STALE', 'WARN', r.run_id::text, r.job_key, r.business_key, r.heartbeat_at,"
-              "   'stalled since last change', NULL"
-              "  FROM nifi_ops.load_run r"
-              "  WHERE (r.status IN (" LL_SQL_RUN_ALERT_ONLY ")"
-              "     AND r.heartbeat_at < clock_timestamp() - $1::bigint * interval '1 millisecond')"
-              "   OR (r.status IN ('CREATED', 'EXTRACTING')"
-              "     AND r.heartbeat_at < clock_timestamp() - $2::bigint * interval '1 millisecond')"
-              " UNION ALL"
-              "  SELECT * FROM (SELECT DISTINCT ON (e.run_id) 'CLEANUP_FAILED', 'WARN', e.run_id::text,"
-              "   e.job_key, e.business_key, e.event_time, e.message::text, NULL::text"
-              "   FROM nifi_ops.load_event e WHERE e.event_name = 'CLEANUP_FAILED'"
-              "    AND e.event_time >= clock_timestamp() - interval '24 hours'"
-              "    AND NOT EXISTS (SELECT 1 FROM nifi_ops.load_run c"
-              "                    WHERE c.run_id = e.run_id AND c.cleaned_at IS NOT NULL)"
-              "   ORDER BY e.run_id, e.event_time DESC) cf"
-              " ) a WHERE ($4::text IS NULL OR a.job_key = $4)"
-              " ORDER BY (severity = 'ERROR') DESC, at DESC NULLS LAST, kind, run_id LIMIT $3::int",
-    4};
 
 static const ll_stmt ST_RUN = {
     "monitor_run",
@@ -149,8 +52,8 @@ static int load_all(ll_db *db, const lc_monitor_cfg *cfg, const char *run_id, lc
     const char *pc[4] = {cfg->rt.success_param, cfg->rt.failed_param, cfg->rt.batch_text, cfg->job};
     const char *pr[2] = {cfg->runs_param, cfg->job};
     const char *pa[4] = {cfg->vstale_param, cfg->stale_param, cfg->alert_param, cfg->job};
-    if (!(s->counts = ll_db_exec(db, &ST_COUNTS, pc)) || !(s->runs = ll_db_exec(db, &ST_RUNS, pr)) ||
-        !(s->alerts = ll_db_exec(db, &ST_ALERTS, pa)))
+    if (!(s->counts = ll_db_exec(db, &MON_COUNTS, pc)) || !(s->runs = ll_db_exec(db, &MON_RUNS, pr)) ||
+        !(s->alerts = ll_db_exec(db, &MON_ALERTS, pa)))
         return -1;
     if (!run_id)
         return 0;

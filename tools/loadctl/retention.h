@@ -32,6 +32,19 @@
     " * interval '1 millisecond') OR (r.status IN (" LC_FAILED_STATUSES ") AND " LC_ENDED                    \
     " < clock_timestamp() - " F "::bigint * interval '1 millisecond'))"
 
+/*
+ * SQL condition implied by LC_PAST_RETENTION(S, F): the run `r` ended before the shorter of the two
+ * retentions. It changes no answer (but for a run that ends its retention in the microseconds
+ * between the bound's clock reading and the row's); it makes the range of the ended time explicit,
+ * so that a read of the runs due is a range of ix_load_run_cleanup_ended (0017) that stops at the
+ * retention instead of every run not cleaned (issue 42). The bound is an initplan (evaluated once,
+ * first), so the planner may use it as an index bound, which the volatile clock_timestamp() alone
+ * is not.
+ */
+#define LC_ENDED_BEFORE_RETENTION(S, F)                                                                      \
+    LC_ENDED " < (SELECT clock_timestamp() - least(" S "::bigint, " F "::bigint) * interval '1 "             \
+             "millisecond')"
+
 /* The cleanup settings (docs/contract.md §9 cleanup.*), as loadctl options. */
 typedef struct lc_retention {
     const char *success_text; /* --success-retention, default P3D */

@@ -9,27 +9,13 @@
 #include "ll/rules.h"
 #include "ll/status.h"
 #include "loadctl.h"
+#include "runs_sql.h"
 
 static const char USAGE[] =
     "usage: loadctl runs [--job KEY] [--business-key KEY] [--status STATUS] [--limit 1..500] [--json]\n"
     "       loadctl status ...   (the same)\n\n"
     "Runs newest first (started_at) with their partition progress; unset filters are ignored.\n"
     "--limit defaults to 50. --status is one of the 16 run statuses.\n";
-
-/* Unset filters are NULL parameters, so the SQL text never changes with the input. The
- * progress columns are the run's counters (docs/contract.md §5.20), PARTS = success/expected. */
-static const ll_stmt ST_RUNS = {
-    "loadctl_runs",
-    "SELECT run_id, job_key, business_key, status, source_count, extracted_count, staging_count,"
-    " target_count, expected_partition_count, success_partition_count, failed_partition_count,"
-    " " LC_ISO("started_at") ", " LC_ISO("heartbeat_at") ", " LC_ISO(
-        "completed_at") ", error_code"
-                        " FROM nifi_ops.load_run"
-                        " WHERE ($1::text IS NULL OR job_key = $1) AND ($2::text IS NULL OR business_key = "
-                        "$2)"
-                        "   AND ($3::text IS NULL OR status = $3)"
-                        " ORDER BY started_at DESC, run_id LIMIT $4::int",
-    4};
 
 static const char *const NAMES[] = {"runId",
                                     "jobKey",
@@ -88,7 +74,7 @@ int lc_runs(const lc_opts *go, int argc, char **argv)
     if ((rc = lc_db_open(o, &db)) != LC_OK)
         return rc;
     const char *p[4] = {job, bk, status, limit};
-    PGresult *r = lc_query(o, &db, &ST_RUNS, p);
+    PGresult *r = lc_query(o, &db, &RUNS_LIST, p);
     if (!r) {
         ll_db_close(&db);
         return LC_DB;

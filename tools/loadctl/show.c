@@ -10,6 +10,7 @@
 
 #include "ll/rules.h"
 #include "loadctl.h"
+#include "show_sql.h"
 
 static const char USAGE[] =
     "usage: loadctl show RUN [--events 1..1000] [--json]\n\n"
@@ -118,15 +119,6 @@ static const ll_stmt ST_VALIDATIONS = {
 static const char *const VAL_NAMES[] = {"stage",  "metricName",   "expectedValue", "actualValue",
                                         "result", "queryVersion", "measuredAt",    NULL};
 
-static const ll_stmt ST_DISPATCHES = {
-    "show_dispatches",
-    "SELECT dispatch_id, dispatch_type, partition_id, status, attempt_count, " LC_ISO(
-        "next_attempt_at") ", " LC_ISO("sent_at") ", " LC_ISO("acked_at") ", last_http_status,"
-                                                                          " last_error FROM "
-                                                                          "nifi_ops.load_dispatch WHERE "
-                                                                          "run_id = $1::uuid ORDER BY "
-                                                                          "created_at, dispatch_id",
-    1};
 static const char *const DISPATCH_NAMES[] = {"dispatchId",      "dispatchType",  "partitionId", "status",
                                              "#attemptCount",   "nextAttemptAt", "sentAt",      "ackedAt",
                                              "#lastHttpStatus", "lastError",     NULL};
@@ -229,7 +221,7 @@ int lc_show(const lc_opts *go, int argc, char **argv)
     ll_db db;
     if ((rc = lc_db_open(o, &db)) != LC_OK)
         return rc;
-    const ll_stmt *st[5] = {&ST_RUN, &ST_PARTITIONS, &ST_VALIDATIONS, &ST_DISPATCHES, &ST_EVENTS};
+    const ll_stmt *st[5] = {&ST_RUN, &ST_PARTITIONS, &ST_VALIDATIONS, &SHOW_DISPATCHES, &ST_EVENTS};
     const char *p[2] = {run_id, events};
     PGresult *r[5] = {NULL};
     if (ll_db_command(&db, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY") != LL_DB_OK)

@@ -24,10 +24,12 @@
  * compare-and-set of every position write, position.c), 0012 the sweeper's re-read gate,
  * 0013 the recorded refusals a replay restates (batch.c), 0014 the accepted offset gaps, 0015 the
  * instance lease (instance.c: one process per service.instance_id), 0016 the index of the runs
- * ended (the sweeper's read of them, runs_ended.c, is bounded only with it). */
-#define LL_SCHEMA_MIN 16
+ * ended (the sweeper's read of them, runs_ended.c, is bounded only with it), 0017 the indexes of
+ * the reads of history (issue 42: the sweeper's gauges, the claimer's reissue ACK and loadctl's
+ * reads are bounded only with them). */
+#define LL_SCHEMA_MIN 17
 /* The newest migration this build ships (schemas/sql). */
-#define LL_SCHEMA_MAX_KNOWN 16
+#define LL_SCHEMA_MAX_KNOWN 17
 /* The newest version this build accepts: 0011..0019 are reserved for additive migrations. */
 #define LL_SCHEMA_MAX_COMPAT 19
 
