@@ -27,7 +27,7 @@
  * ended (the sweeper's read of them, runs_ended.c, is bounded only with it). */
 #define LL_SCHEMA_MIN 16
 /* The newest migration this build ships (schemas/sql). */
-#define LL_SCHEMA_MAX_KNOWN 16
+#define LL_SCHEMA_MAX_KNOWN 18
 /* The newest version this build accepts: 0011..0019 are reserved for additive migrations. */
 #define LL_SCHEMA_MAX_COMPAT 19
 
