@@ -33,7 +33,7 @@ else
 fi
 SEC_DIR=$LL_RUN_DIR/secure
 SEC_PW_DIR=$SEC_DIR/passwords
-SEC_PG_ROLES=(postgres ll_registrar ll_claimer ll_completion ll_dispatcher ll_sweeper ll_operator)
+SEC_PG_ROLES=(postgres ll_registrar ll_claimer ll_completion ll_dispatcher ll_sweeper ll_operator ll_retention)
 SEC_KAFKA_USERS=(admin ll-registrar ll-claimer ll-completion ll-dispatcher nifi)
 SEC_ACLS_CONF=$REPO_ROOT/config/kafka-acls.conf
 [[ -d $SEC_DIR ]] && LL_SECURE=1

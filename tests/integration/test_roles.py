@@ -65,10 +65,36 @@ DENIED = [
     ("ll_dispatcher", "UPDATE nifi_ops.service_instance SET renewed_at = now() WHERE false"),
     ("ll_sweeper", "DELETE FROM nifi_ops.service_instance WHERE false"),
     ("ll_operator", "DELETE FROM nifi_ops.service_instance WHERE false"),
+    # the retention purge (0018) deletes the rows of old runs and writes its audit row, nothing else:
+    # no update, no read beyond run_id, no lock of its own on a run (the functions lock), no other table
+    ("ll_retention", "UPDATE nifi_ops.load_run SET status = 'SUCCESS' WHERE false"),
+    ("ll_retention", "UPDATE nifi_ops.load_run SET cleaned_at = now() WHERE false"),
+    ("ll_retention", "SELECT run_id FROM nifi_ops.load_run WHERE false FOR UPDATE"),
+    ("ll_retention", "SELECT status FROM nifi_ops.load_run WHERE false"),
+    ("ll_retention", "SELECT message FROM nifi_ops.load_event WHERE false"),
+    ("ll_retention", "INSERT INTO nifi_ops.load_run (run_id) VALUES (%s)" % NIL),
+    ("ll_retention", "INSERT INTO nifi_ops.load_file (run_id, partition_id, chunk_index) VALUES (%s, 'p', 0)" % NIL),
+    ("ll_retention", "UPDATE nifi_ops.load_event SET message = 'x' WHERE false"),
+    ("ll_retention", "UPDATE nifi_ops.load_dispatch SET status = 'PENDING' WHERE false"),
+    ("ll_retention", "TRUNCATE nifi_ops.load_event"),
+    ("ll_retention", "DELETE FROM nifi_ops.load_run_rejection WHERE false"),
+    ("ll_retention", "DELETE FROM nifi_ops.consumer_position WHERE false"),
+    ("ll_retention", "DELETE FROM nifi_ops.position_rewind WHERE false"),
+    ("ll_retention", "DELETE FROM nifi_ops.input_refusal WHERE false"),
+    ("ll_retention", "DELETE FROM nifi_ops.offset_gap_acceptance WHERE false"),
+    ("ll_retention", "DELETE FROM nifi_ops.service_instance WHERE false"),
+    ("ll_retention", "DELETE FROM nifi_ops.sweeper_instance WHERE false"),
+    ("ll_retention", "DELETE FROM nifi_ops.schema_migrations WHERE false"),
+] + [
+    # the purge's functions lock and count old runs for ll_retention only (their schema is usable by it alone)
+    (r, "SELECT * FROM nifi_ops_retention.%s(now(), 1)" % f)
+    for r in ("ll_operator", "ll_sweeper", "ll_completion")
+    for f in ("lock_runs", "count_runs")
 ] + [
     # DDL belongs to the migration account alone
     (r, "CREATE TABLE nifi_ops.ll_intruder (x int)")
-    for r in ("ll_registrar", "ll_claimer", "ll_completion", "ll_dispatcher", "ll_sweeper", "ll_operator")
+    for r in ("ll_registrar", "ll_claimer", "ll_completion", "ll_dispatcher", "ll_sweeper", "ll_operator",
+              "ll_retention")
 ]
 
 # (role, statement) pairs each service's own work needs: they must still pass.
@@ -96,7 +122,20 @@ ALLOWED = [
         "UPDATE nifi_ops.service_instance SET holder = 'h', lease_seq = lease_seq + 1, renewed_at = now() WHERE false",
         "DELETE FROM nifi_ops.service_instance WHERE false",
     )
-] + [("ll_operator", "SELECT * FROM nifi_ops.service_instance WHERE false")]
+] + [("ll_operator", "SELECT * FROM nifi_ops.service_instance WHERE false")] + [
+    # the retention purge (tools/loadctl/purge.c): lock or count the candidates, delete every row keyed
+    # by them, children first, and write the audit row
+    ("ll_retention", "SELECT run_id, cleaned FROM nifi_ops_retention.lock_runs(now(), 1)"),
+    ("ll_retention", "SELECT runs, oldest, newest, uncleaned FROM nifi_ops_retention.count_runs(now(), 1)"),
+    ("ll_retention", "SELECT set_config('lock_timeout', '2s', true), set_config('statement_timeout', '60s', true)"),
+    ("ll_retention", "INSERT INTO nifi_ops.load_event (event_id, event_level, event_name, process_group,"
+                     " processor_name, row_count, message, details) VALUES (gen_random_uuid(), 'INFO',"
+                     " 'RUNS_PURGED', 'LOAD_CONTROL_API', 'runs_purged', 0, 'm', '{}'::jsonb)"),
+] + [
+    ("ll_retention", "DELETE FROM nifi_ops.%s WHERE run_id = ANY('{}'::uuid[])" % t)
+    for t in ("load_claim_token", "load_file", "load_partition", "load_validation", "load_validation_start",
+              "load_dispatch", "load_publish_token", "load_event", "load_run")
+]
 
 
 @pytest.fixture(scope="module")

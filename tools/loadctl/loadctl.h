@@ -78,6 +78,11 @@ int lc_resend(const lc_opts *o, int argc, char **argv);
 int lc_cleanup_candidates(const lc_opts *o, int argc, char **argv);
 /* `loadctl cleanup RUN [--dropped-table T] [--deleted-path P]`: records a cleanup (cleanup.c). */
 int lc_cleanup(const lc_opts *o, int argc, char **argv);
+/* `loadctl purge [--older-than D] [--batch N] [--max-runs N] [--dry-run]` (purge.c): the ledger's
+ * retention (docs/ledger.md "Retention"): runs ended before now - D leave the ledger with every row
+ * keyed by them, N per transaction, audited (event RUNS_PURGED), as the ll_retention role. Exit
+ * LC_OK done, LC_USAGE, LC_REFUSED PURGE_PERIOD_TOO_SHORT (D < P30D), LC_DB. */
+int lc_purge(const lc_opts *o, int argc, char **argv);
 /* `loadctl verify [--topics]`: the ledger's and topics' invariants with their violations
  * (verify.c; exit LC_OK all hold, LC_VIOLATED a violation or an incomplete check). */
 int lc_verify(const lc_opts *o, int argc, char **argv);

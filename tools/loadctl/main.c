@@ -27,6 +27,7 @@ static const struct {
     {"resend", lc_resend, "put a DEAD or SENT dispatch back to PENDING"},
     {"cleanup-candidates", lc_cleanup_candidates, "runs whose retention has passed"},
     {"cleanup", lc_cleanup, "record that a run's table and files were removed"},
+    {"purge", lc_purge, "retention: remove runs ended longer ago than --older-than (P400D) from the ledger"},
     {"dead-letters", lc_dead_letters, "list the dead letters; `show COORD`: one, decoded"},
     {"redrive", lc_redrive, "republish dead letters to their source topic (once)"},
     {"verify", lc_verify, "check the ledger's (and --topics: the topics') invariants"},

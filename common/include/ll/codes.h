@@ -96,6 +96,7 @@
     X(DISPATCH_ABANDONED, LL_CW_EVENT, "C§7.3", "the sweeper dropped an undelivered dispatch of a run that ended") \
     X(DISPATCH_RESENT, LL_CW_EVENT, "C§5.16", "operator resend (loadctl resend)") \
     X(RUN_CLEANED, LL_CW_EVENT, "C§5.18", "cleanup recorded (loadctl cleanup)") \
+    X(RUNS_PURGED, LL_CW_EVENT, "L", "a retention purge batch removed these runs and their rows (loadctl purge; run_id null, the run ids in details)") \
     X(DEAD_LETTER, LL_CW_EVENT, "K§4", "an input went to the dead-letter topic (error code: the dead letter's)") \
     X(CLEANUP_FAILED, LL_CW_EVENT, "C§5.21", "written by NiFi, read by the monitor's alerts") \
     X(RUN_STALE, LL_CW_EVENT, "C§5.21", "the monitor's alert for a run without heartbeat (not stored)") \
@@ -122,6 +123,7 @@
     X(DISPATCH_NOT_FOUND, LL_CW_LOADCTL, "C§5.16", "no dispatch with this id in the run") \
     X(DISPATCH_STATUS_MISMATCH, LL_CW_LOADCTL, "C§5.16", "resend refused: the dispatch is PENDING or ACKED") \
     X(INVALID_REASON, LL_CW_LOADCTL, "C§5.15", "resolve, accept-gap, end-run: the reason is not 5..2000 characters") \
+    X(PURGE_PERIOD_TOO_SHORT, LL_CW_LOADCTL, "L", "purge refused: --older-than is shorter than P30D") \
     X(CLEANUP_NOT_DUE, LL_CW_LOADCTL, "C§5.18", "cleanup refused: the run is active, PUBLISH_UNKNOWN or inside its retention") \
     X(INVALID_DROPPED_TABLE, LL_CW_LOADCTL, "C§5.18", "cleanup: the dropped table name is not the run's") \
     X(INVALID_DELETED_PATH, LL_CW_LOADCTL, "C§5.18", "cleanup: the deleted path is not the run's") \

@@ -566,4 +566,34 @@ bool ll_ended_partition_due(ll_run_status run, ll_part_status partition, int64_t
 int ll_recovery_settings_check(int64_t stale_ms, int64_t extract_query_timeout_ms, int max_attempts,
                                char *err, size_t errlen);
 
+/* ---- Retention purge (docs/ledger.md "Retention", `loadctl purge`) ---------------------------------- */
+
+/* The purge's defaults and bounds. Durations in ms. */
+#define LL_PURGE_DEFAULT_OLDER_THAN_MS (400LL * 86400000LL) /* P400D: keeps at least a year */
+#define LL_PURGE_MIN_OLDER_THAN_MS     (30LL * 86400000LL)  /* P30D: past every cleanup retention */
+#define LL_PURGE_DEFAULT_BATCH         100L                 /* runs per transaction */
+#define LL_PURGE_MAX_BATCH             1000L
+#define LL_PURGE_DEFAULT_MAX_RUNS      10000L /* runs per invocation */
+#define LL_PURGE_MAX_MAX_RUNS          10000000L
+
+/* What ll_purge_check finds wrong with the purge's settings. */
+typedef enum ll_purge_setting {
+    LL_PURGE_SETTINGS_OK = 0,
+    LL_PURGE_PERIOD_TOO_SHORT,      /* older_than < LL_PURGE_MIN_OLDER_THAN_MS (a typo like "400" = 400 s) */
+    LL_PURGE_BATCH_OUT_OF_RANGE,    /* batch not in 1..LL_PURGE_MAX_BATCH */
+    LL_PURGE_MAX_RUNS_OUT_OF_RANGE, /* max_runs not in 1..LL_PURGE_MAX_MAX_RUNS */
+} ll_purge_setting;
+
+/* Checks the purge's settings: the period (ms), the runs per transaction and per invocation. Pure. */
+ll_purge_setting ll_purge_check(int64_t older_than_ms, long batch, long max_runs);
+
+/*
+ * How many runs the next purge transaction asks for, 0 = stop. purged = runs removed so far,
+ * last_got / last_asked = what the previous transaction locked and asked for (both 0 before the
+ * first). Stops when max_runs are removed or the previous transaction got fewer than it asked
+ * (no candidate left that is not locked by someone else: a run skipped because it is locked is
+ * left for the next purge, never waited for); else min(batch, max_runs - purged). Pure.
+ */
+long ll_purge_next_batch(long batch, long max_runs, long purged, long last_got, long last_asked);
+
 #endif

@@ -29,7 +29,7 @@
  * reads are bounded only with them). */
 #define LL_SCHEMA_MIN 17
 /* The newest migration this build ships (schemas/sql). */
-#define LL_SCHEMA_MAX_KNOWN 17
+#define LL_SCHEMA_MAX_KNOWN 18
 /* The newest version this build accepts: 0011..0019 are reserved for additive migrations. */
 #define LL_SCHEMA_MAX_COMPAT 19
 
