@@ -18,8 +18,10 @@ cutime); of the broker ($LL_RUN_DIR/kafka/kafka.pid); of this process (the produ
 reader). Divided by the events: CPU ms per 1,000 events, the figure that says where the limit
 moves with more cores (docs/scaling.md).
 """
+import json
 import os
 import time
+import urllib.request
 
 from llsim.drills import Isolated, read_topics_conf
 
@@ -28,6 +30,15 @@ CLK = os.sysconf("SC_CLK_TCK")
 
 def say(msg=""):
     print(msg, flush=True)
+
+
+def fmt1(v):
+    return "-" if v is None else "%.1f" % v
+
+
+def _median(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[(len(xs) - 1) // 2] if xs else None
 
 
 def parse_configs(text):
@@ -89,10 +100,41 @@ def cpu_sample(instances):
     return {k: v * 1000.0 / CLK for k, v in out.items()}
 
 
+def _http_port(stack, instance, timeout=30):
+    """The port of the instance's /metrics (its http_listening log line; http.listen port 0)."""
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            with open(stack.log_path(instance), "rb") as f:
+                for line in f.read().decode(errors="replace").splitlines():
+                    if '"http_listening"' in line:
+                        return json.loads(line)["port"]
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    raise TimeoutError("%s: no http_listening line" % instance)
+
+
+METRICS = ("loadledger_batch_messages_sum", "loadledger_batch_messages_count",
+           "loadledger_kafka_commit_duration_seconds_sum", "loadledger_kafka_commit_duration_seconds_count",
+           "loadledger_db_commit_duration_seconds_sum", "loadledger_db_commit_duration_seconds_count")
+
+
+def scrape(ports):
+    """The sums of METRICS over the instances' /metrics (unlabelled series)."""
+    out = dict.fromkeys(METRICS, 0.0)
+    for port in ports:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                name, _, value = line.partition(" ")
+                if name in out:
+                    out[name] += float(value)
+    return out
+
+
 def _assignments(stack, instance, topic):
     """The partitions of `topic` the instance's last rebalance line gives it, or None when its
     last line is a revocation (or there is none yet)."""
-    import json
     last = None
     try:
         with open(stack.log_path(instance), "rb") as f:
@@ -166,8 +208,9 @@ def one_pass(args, b, partitions, instances, count_connections=False):
                 for c in r.chunks(pid, rows_per_chunk=b.ROWS_PER_CHUNK):
                     records.append((s.encode("chunks", c), r.run_id))
         names = ["completion-%d" % i for i in range(instances)]
-        procs = [st.start("completion", instance=n) for n in names]
+        procs = [st.start("completion", instance=n, settings={"http.listen": "127.0.0.1:0"}) for n in names]
         assigned = wait_stable(st, names, iso.topic("chunks"), partitions)
+        ports = [_http_port(st, n) for n in names]
         conns = None
         if count_connections:
             st.start("dispatcher")
@@ -177,13 +220,20 @@ def one_pass(args, b, partitions, instances, count_connections=False):
             st.stop("dispatcher-0")
             st.stop("sweeper-0")
         counter = b.Counter(iso.bootstrap, iso.topic("chunk-outcomes"), [r.run_id for r in runs])
+        m0 = scrape(ports)
         cpu0 = cpu_sample([p.pid for p in procs])
         for value, key in records:
             s.send("chunks", value, key)
         s.flush()
         seen = counter.wait(len(records), args.timeout)
         cpu1 = cpu_sample([p.pid for p in procs])
+        time.sleep(0.3)  # the last batch's commit observed
+        m1 = scrape(ports)
         counter.close()
+        d = {k: m1[k] - m0[k] for k in METRICS}
+        batches = d["loadledger_batch_messages_count"]
+        kc = d["loadledger_kafka_commit_duration_seconds_count"]
+        dc = d["loadledger_db_commit_duration_seconds_count"]
         ts = sorted(x[0] for x in seen)
         span = max(ts[-1] - ts[0], 1) / 1000.0
         n = len(seen)
@@ -194,7 +244,11 @@ def one_pass(args, b, partitions, instances, count_connections=False):
             per_instance[name] = len(assigned[name])
         return {"partitions": partitions, "instances": instances, "events": n, "eps": n / span,
                 "cpu_ms_per_1000": {k: (cpu1[k] - cpu0[k]) * 1000.0 / n for k in cpu0},
-                "assigned": per_instance, "connections": conns}
+                "assigned": per_instance, "connections": conns,
+                "batch_mean": d["loadledger_batch_messages_sum"] / batches if batches else None,
+                "kafka_commits": kc, "kafka_commit_ms_mean": d["loadledger_kafka_commit_duration_seconds_sum"] * 1000 / kc
+                if kc else None, "db_commit_ms_mean": d["loadledger_db_commit_duration_seconds_sum"] * 1000 / dc
+                if dc else None}
     finally:
         iso.close()
 
@@ -217,9 +271,11 @@ def scaling(args, b):
             if conns is None:
                 conns = dict(f["connections"], completion_instances=n)
             results[(p, n)].append(f)
-            say("   %dx%d pass %d: %6.0f events/s; CPU ms per 1,000 events: %s; assigned %s" % (
-                p, n, rep + 1, f["eps"],
-                ", ".join("%s %.0f" % kv for kv in sorted(f["cpu_ms_per_1000"].items())), f["assigned"]))
+            say("   %dx%d pass %d: %6.0f events/s; CPU ms per 1,000 events: %s; batches of %s messages on average,"
+                " %d Kafka commits of %s ms, database commits of %s ms; assigned %s" % (
+                    p, n, rep + 1, f["eps"], ", ".join("%s %.0f" % kv for kv in sorted(f["cpu_ms_per_1000"].items())),
+                    fmt1(f["batch_mean"]), f["kafka_commits"], fmt1(f["kafka_commit_ms_mean"]),
+                    fmt1(f["db_commit_ms_mean"]), f["assigned"]))
     out = []
     base = None
     for p, n in configs:
@@ -227,18 +283,23 @@ def scaling(args, b):
         med = fs[(len(fs) - 1) // 2]
         cpu = {k: sorted(f["cpu_ms_per_1000"][k] for f in fs)[(len(fs) - 1) // 2] for k in med["cpu_ms_per_1000"]}
         row = {"partitions": p, "instances": n, "eps_median": med["eps"], "passes": [f["eps"] for f in results[(p, n)]],
-               "cpu_ms_per_1000_median": cpu}
+               "cpu_ms_per_1000_median": cpu,
+               "batch_mean_median": _median([f["batch_mean"] for f in fs]),
+               "kafka_commit_ms_median": _median([f["kafka_commit_ms_mean"] for f in fs]),
+               "db_commit_ms_median": _median([f["db_commit_ms_mean"] for f in fs])}
         base = base or row["eps_median"]
         row["ratio_to_first"] = row["eps_median"] / base
         out.append(row)
     say()
     say("scaling (median of %d passes; CPU ms per 1,000 chunk events, medians):" % args.scale_repeat)
-    say("  %-6s %10s %7s %11s %9s %7s %10s  passes" % ("PxN", "events/s", "ratio", "completion", "postgres",
-                                                       "broker", "generator"))
+    say("  %-6s %10s %7s %11s %9s %7s %10s %7s %9s %9s  passes" % (
+        "PxN", "events/s", "ratio", "completion", "postgres", "broker", "generator", "batch", "kafka ms", "db ms"))
     for r in out:
         c = r["cpu_ms_per_1000_median"]
-        say("  %-6s %10.0f %7.2f %11.0f %9.0f %7.0f %10.0f  %s" % (
+        say("  %-6s %10.0f %7.2f %11.0f %9.0f %7.0f %10.0f %7s %9s %9s  %s" % (
             "%dx%d" % (r["partitions"], r["instances"]), r["eps_median"], r["ratio_to_first"], c["completion"],
-            c["postgres"], c["broker"], c["generator"], ", ".join("%.0f" % x for x in r["passes"])))
+            c["postgres"], c["broker"], c["generator"], fmt1(r["batch_mean_median"]),
+            fmt1(r["kafka_commit_ms_median"]), fmt1(r["db_commit_ms_median"]),
+            ", ".join("%.0f" % x for x in r["passes"])))
     say("connections per service instance (roles of one instance each, at rest after start): %s" % conns)
     return {"configs": out, "connections": conns}
