@@ -139,9 +139,10 @@ def test_reference_scenario_reaches_success_in_secure_mode(sec):
         assert db.fetchall() == [("ll_claimer", True), ("ll_completion", True), ("ll_dispatcher", True),
                                  ("ll_registrar", True), ("ll_sweeper", True)]
         # the roles' passwords are SCRAM verifiers
-        db.execute("SELECT count(*) FROM pg_authid WHERE rolname LIKE 'll\\_%%'"
-                   " AND rolpassword LIKE 'SCRAM-SHA-256$%%'")
-        assert db.fetchone()[0] == 6
+        db.execute("SELECT rolname FROM pg_authid WHERE rolname LIKE 'll\\_%%'"
+                   " AND rolpassword LIKE 'SCRAM-SHA-256$%%' ORDER BY 1")
+        assert [r[0] for r in db.fetchall()] == ["ll_claimer", "ll_completion", "ll_dispatcher", "ll_operator",
+                                                 "ll_registrar", "ll_retention", "ll_sweeper"]
     finally:
         flow.close()
 
