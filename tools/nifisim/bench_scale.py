@@ -175,21 +175,11 @@ def wait_stable(stack, instances, topic, partitions, timeout=60):
     raise TimeoutError("the group of %s did not settle on %d partitions of %s" % (instances, partitions, topic))
 
 
-def connections(iso):
+def connections(b, iso):
     """{role: connections} of the pass's database (pg_stat_activity), the services' roles only."""
-    rows = iso_pg(iso, "SELECT usename, count(*) FROM pg_stat_activity WHERE datname = current_database()"
+    rows = b.pg(iso, "SELECT usename, count(*) FROM pg_stat_activity WHERE datname = current_database()"
                        " AND usename LIKE 'll\\_%%' GROUP BY usename ORDER BY usename")
     return {r[0]: r[1] for r in rows}
-
-
-def iso_pg(iso, sql, args=()):
-    c = iso.stack.db()
-    try:
-        with c.cursor() as cur:
-            cur.execute(sql, args)
-            return cur.fetchall() if cur.description else None
-    finally:
-        c.close()
 
 
 def one_pass(args, b, partitions, instances, count_connections=False):
@@ -216,7 +206,7 @@ def one_pass(args, b, partitions, instances, count_connections=False):
             st.start("dispatcher")
             st.start("sweeper")
             time.sleep(3)
-            conns = connections(iso)
+            conns = connections(b, iso)
             st.stop("dispatcher-0")
             st.stop("sweeper-0")
         counter = b.Counter(iso.bootstrap, iso.topic("chunk-outcomes"), [r.run_id for r in runs])
@@ -237,7 +227,7 @@ def one_pass(args, b, partitions, instances, count_connections=False):
         ts = sorted(x[0] for x in seen)
         span = max(ts[-1] - ts[0], 1) / 1000.0
         n = len(seen)
-        files = iso_pg(iso, "SELECT count(*) FROM nifi_ops.load_file")[0][0]
+        files = b.pg(iso, "SELECT count(*) FROM nifi_ops.load_file")[0][0]
         assert files == len(records), "%d files of %d chunks" % (files, len(records))
         per_instance = {}
         for i, name in enumerate(names):
