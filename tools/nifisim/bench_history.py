@@ -202,7 +202,8 @@ def sweeper(args, b, iso, ready):
 
 LOADCTL = (("runs", ("runs",)), ("show", ("show", "{run}")), ("monitor --once", ("monitor", "--once")),
            ("verify", ("verify",)), ("cleanup-candidates", ("cleanup-candidates",)),
-           ("migrate status", ("migrate", "status")), ("dead-letters list", ("dead-letters", "list", "--config", "{conf}")))
+           ("migrate status", ("migrate", "status")),
+           ("dead-letters list", ("dead-letters", "list", "--config", "{conf}")))
 VERIFY_CODES = (0, 5)  # 5: a violation found (the generated history is judged elsewhere: the plan tests)
 
 
