@@ -2,11 +2,21 @@
 # scripts/bench.sh — the benchmark of issue 8 (not part of scripts/test.sh; docs/performance.md).
 #
 #   scripts/bench.sh [--runs N] [--partitions N] [--chunks N] [--quick] [--keep-env] [--autogroup keep]
-#                    [--kafka-data tmpfs|disk] [--scaling] [-- DRIVER ARGS]
+#                    [--kafka-data tmpfs|disk] [--scaling] [--history RUNS] [-- DRIVER ARGS]
 #
 # --scaling: only the scaling phase (tools/nifisim/bench_scale.py, docs/scaling.md): chunk events/s
 # and CPU per event with P partitions per topic and N instances of ll-completion (bench.py
 # --scale-configs, default 3x1,3x2,3x3,6x1,6x3,6x6, three passes each; about 8 minutes).
+#
+# --history RUNS: only the history phase (tools/nifisim/bench_history.py, issue 42,
+# docs/performance.md): RUNS ended runs of 8 partitions x 3 chunks generated over a year
+# (scripts/bench/history.sql; 180000 is a year of 500 loads a day) beside an empty ledger, in pairs
+# (bench.py --history-pairs, 3): the chunk path's rate (the --runs x --partitions x --chunks
+# workload), each service's start to ready, a small run's admission to its validate-run command, a
+# sweeper tick and its gauges (server ms), every loadctl command's wall time; medians, ratios and
+# the issue's targets (pass/fail), the database's size, and every statement whose plan scans a
+# table of history. About 20 minutes at 180000 runs on a 2-core machine
+# (an estimate from small runs: docs/performance.md).
 #
 # Builds a Release tree (build-bench), starts an environment of its own with a DURABLE
 # PostgreSQL (fsync, synchronous_commit, full_page_writes on) and pg_stat_statements in
@@ -53,6 +63,7 @@ runs=20 partitions=8 chunks=50 keep_env=0 autogroup=off kafka_data=tmpfs
 extra=()
 quick=()
 scaling=()
+history=()
 while (($#)); do
   case $1 in
     --runs) runs=$2; shift 2 ;;
@@ -64,6 +75,9 @@ while (($#)); do
       shift ;;
     --keep-env) keep_env=1; shift ;;
     --scaling) scaling=(--scaling); shift ;;
+    --history)
+      [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --history RUNS (a positive integer)" >&2; exit 2; }
+      history=(--history "$2"); shift 2 ;;
     --autogroup)
       [[ ${2:-} == keep || ${2:-} == off ]] || { echo "bench.sh: --autogroup keep|off" >&2; exit 2; }
       autogroup=$2; shift 2 ;;
@@ -71,7 +85,7 @@ while (($#)); do
       [[ ${2:-} == tmpfs || ${2:-} == disk ]] || { echo "bench.sh: --kafka-data tmpfs|disk" >&2; exit 2; }
       kafka_data=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,43p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,54p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -154,5 +168,5 @@ log "the broker's data: $kdata ($(stat -f -c %T "$kdata")); PostgreSQL's: $RUN_D
 json=$(dirname "$RUN_DIR")/loadledger-bench-$(date -u +%Y%m%dT%H%M%SZ).json
 log "machine: $(nproc) cores, $(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1), load $(cut -d' ' -f1-3 /proc/loadavg)"
 LL_BUILD_DIR=$BUILD_DIR /usr/bin/python3 "$REPO_ROOT/tools/nifisim/bench.py" --runs "$runs" \
-  --partitions "$partitions" --chunks "$chunks" "${quick[@]}" "${scaling[@]}" --json "$json" "${extra[@]}"
+  --partitions "$partitions" --chunks "$chunks" "${quick[@]}" "${scaling[@]}" "${history[@]}" --json "$json" "${extra[@]}"
 log "figures also in $json"

@@ -34,6 +34,7 @@ from llsim.avroframe import REPO  # noqa: E402
 from llsim.drills import Isolated, watermarks  # noqa: E402
 from llsim.kafkaio import SCHEMAS  # noqa: E402
 from llsim.scenario import Run  # noqa: E402
+import bench_history  # noqa: E402
 import bench_scale  # noqa: E402
 import pgbench_bulk  # noqa: E402
 
@@ -989,6 +990,19 @@ def main():
     ap.add_argument("--scale-repeat", type=int, default=3, help="passes of each scaling configuration")
     ap.add_argument("--scale-runs", type=int, default=40, help="runs of a scaling pass (of --partitions partitions)")
     ap.add_argument("--scale-chunks-per-part", type=int, default=100, help="chunks per partition of a scaling pass")
+    ap.add_argument("--history", type=int, default=0, metavar="RUNS",
+                    help="run only the history phase (bench_history.py; docs/performance.md): RUNS ended runs"
+                         " generated over a year beside an empty ledger")
+    ap.add_argument("--history-pairs", type=int, default=3, help="pairs (empty, history) of the history phase")
+    ap.add_argument("--history-ticks", type=int, default=5, help="sweeper ticks measured per ledger")
+    ap.add_argument("--history-flows", type=int, default=5,
+                    help="small runs timed from admission to their validate-run command per ledger")
+    ap.add_argument("--history-parts", type=int, default=8, help="partitions per generated run")
+    ap.add_argument("--history-chunks", type=int, default=3, help="chunks per partition of a generated run")
+    ap.add_argument("--history-warmup", type=int, default=1,
+                    help="1: one unmeasured chunk-path pass on the empty ledger first; 0: none")
+    ap.add_argument("--history-generate-timeout", type=float, default=3600,
+                    help="seconds each half of the generation may take")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.repeat < 1 or args.warmup_passes < 0 or args.warmup_max_passes < args.warmup_passes:
@@ -996,6 +1010,15 @@ def main():
     skip = set(filter(None, args.skip.split(",")))
     res = {"not_measured": {}}
     t = time.time()
+    if args.history:
+        if args.history < 2 or args.history_pairs < 1 or args.history_ticks < 1 or args.history_flows < 1:
+            ap.error("--history needs at least 2 runs, --history-pairs, --history-ticks and --history-flows at least 1")
+        res = {"history": bench_history.history(args, sys.modules[__name__]), "elapsed_s": time.time() - t}
+        say("(measurements took %.0f s)" % res["elapsed_s"])
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1, default=str)
+        return
     if args.scaling:
         try:
             bench_scale.parse_configs(args.scale_configs)
