@@ -269,10 +269,11 @@ SELECT md5('llhist-rej:' || r.run_id)::uuid, r.job_key, r.business_key, 'DUPLICA
        'an active run exists for this job and business key', r.started + interval '5 minutes'
   FROM h_run r WHERE r.u3 >= 0.995 AND r.i <= :runs ORDER BY r.i;
 
--- Refusals a replay restates (0013): one per rejection, as the registrar records it.
+-- Refusals a replay restates (0013): one per rejection, as the registrar records it (on a topic
+-- named with the tag: two histories' offsets never collide).
 INSERT INTO nifi_ops.input_refusal
        (consumer_group, topic, kafka_partition, kafka_offset, value_digest, kind, code, reply, reason, recorded_at)
-SELECT 'loadledger.registrar', 'loadledger.run.requests', (r.i % 6), r.i, hashtext(r.run_id::text), 'REPLY',
+SELECT 'loadledger.registrar', 'loadledger.run.requests.' || :'tag', (r.i % 6), r.i, hashtext(r.run_id::text), 'REPLY',
        'DUPLICATE_ACTIVE_RUN', '{"outcome": "REJECTED"}', NULL, r.started + interval '5 minutes'
   FROM h_run r WHERE r.u3 >= 0.995 AND r.i <= :runs ORDER BY r.i;
 

@@ -31,13 +31,16 @@ def psql_path(stack):
 def generate(stack, runs=3000, parts=8, chunks=3, span="365 days", active=12, jobs=50, tag="h", seed=0.42,
              analyze=True, timeout=600):
     """Generates the history into the database of stack.conninfo() (migrated; as postgres).
-    Raises subprocess.CalledProcessError with psql's message when the script fails."""
+    Raises RuntimeError with psql's message when the script fails."""
     cmd = [psql_path(stack), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", stack.conninfo("postgres")]
     for k, v in (("runs", runs), ("parts", parts), ("chunks", chunks), ("span", span), ("active", active),
                  ("jobs", jobs), ("tag", tag), ("seed", seed)):
         cmd += ["-v", "%s=%s" % (k, v)]
     cmd += ["-f", HISTORY_SQL]
-    subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=timeout)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        # psql's own message (the statement and the constraint), not only its exit status
+        raise RuntimeError("%s failed (psql exit %d): %s" % (HISTORY_SQL, p.returncode, p.stderr.strip()[-4000:]))
     if analyze:
         c = stack.db()
         try:
