@@ -3,10 +3,10 @@
  * (docs/contract.md §3.1, §8), one validate-run dispatch and one validation start per run (§5.7, §5.12,
  * uq_load_dispatch_validate), a SUCCESS partition's files against its rows (§5.4 steps 8-10)
  * and the partition counters of migration 0007. Read-only. The runs are read in pages of
- * RUN_PAGE by run id (verify_sql.h): each check is one statement per page, each statement one
- * snapshot of its page, so verify is linear in the runs (issue 42). STAGE_VALIDATION_STARTED events
- * are counted for the runs of load_run (an event naming a run id the ledger does not hold is no
- * longer read: the service writes that event only under its run's lock).
+ * RUN_PAGE runs in start order, newest first (verify_sql.h): each check is one statement per page,
+ * each statement one snapshot of its page, so verify is linear in the runs (issue 42).
+ * STAGE_VALIDATION_STARTED events are counted for the runs of load_run (an event naming a run id the ledger
+ * does not hold is no longer read: the service writes that event only under its run's lock).
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -69,11 +69,11 @@ static void judge_run(vf_check *c, const PGresult *r, int from, int to)
     free(ev);
 }
 
-/* The run-status check of the page [lo, hi]: each run judged from its status events (names). */
-static int check_run_status(ll_db *db, vf_check *c, const char *names, const char *lo, const char *hi,
-                            const char **what)
+/* The run-status check of the page (an array of run ids): each run judged from its status events
+ * (names). */
+static int check_run_status(ll_db *db, vf_check *c, const char *names, const char *page, const char **what)
 {
-    const char *p[3] = {names, lo, hi};
+    const char *p[2] = {names, page};
     PGresult *r = ll_db_exec(db, &VF_ST_RUN_EVENTS, p);
     if (!r) {
         *what = VF_ST_RUN_EVENTS.name;
@@ -91,12 +91,11 @@ static int check_run_status(ll_db *db, vf_check *c, const char *names, const cha
     return 0;
 }
 
-/* Runs a statement over the page [lo, hi] whose every row is one violation described by fmt over
- * its first columns. */
-static int rows_as_violations(ll_db *db, const ll_stmt *st, vf_check *c, const char *lo, const char *hi,
-                              const char **what)
+/* Runs a statement over the page (an array of run ids) whose every row is one violation described
+ * over its first columns. */
+static int rows_as_violations(ll_db *db, const ll_stmt *st, vf_check *c, const char *page, const char **what)
 {
-    const char *p[2] = {lo, hi};
+    const char *p[1] = {page};
     PGresult *r = ll_db_exec(db, st, p);
     if (!r) {
         *what = st->name;
@@ -119,25 +118,34 @@ static int rows_as_violations(ll_db *db, const ll_stmt *st, vf_check *c, const c
     return 0;
 }
 
-/* The next page of runs after `last` ("" for the first) into [lo, hi]: 1 a page, 0 no more runs,
- * -1 a database error. */
-static int next_page(ll_db *db, const char *last, char lo[40], char hi[40], const char **what)
+/* The keyset of the page walk: the start time and run id of the last run read (empty: none yet). */
+typedef struct {
+    char started[64];
+    char run[40];
+} page_key;
+
+/* The next page of runs after `key` into `page` (emptied first; an array of run ids), `key` moved
+ * to its last run: 1 a page, 0 no more runs, -1 a database error. */
+static int next_page(ll_db *db, page_key *key, ll_pgarray *page, const char **what)
 {
-    const char *pn[2] = {last, RUN_PAGE};
+    const char *pn[3] = {key->started, key->run, RUN_PAGE};
     const char *pf[1] = {RUN_PAGE};
-    const ll_stmt *st = last[0] ? &VF_ST_PAGE_NEXT : &VF_ST_PAGE_FIRST;
-    PGresult *r = ll_db_exec(db, st, last[0] ? pn : pf);
+    const ll_stmt *st = key->run[0] ? &VF_ST_PAGE_NEXT : &VF_ST_PAGE_FIRST;
+    PGresult *r = ll_db_exec(db, st, key->run[0] ? pn : pf);
     if (!r) {
         *what = st->name;
         return -1;
     }
-    int more = PQntuples(r) == 1 && !PQgetisnull(r, 0, 0) && !PQgetisnull(r, 0, 1);
-    if (more) {
-        snprintf(lo, 40, "%s", PQgetvalue(r, 0, 0));
-        snprintf(hi, 40, "%s", PQgetvalue(r, 0, 1));
+    ll_pgarray_free(page);
+    int n = PQntuples(r);
+    for (int i = 0; i < n; i++)
+        ll_pgarray_add(page, PQgetvalue(r, i, 0));
+    if (n > 0) {
+        snprintf(key->run, sizeof key->run, "%s", PQgetvalue(r, n - 1, 0));
+        snprintf(key->started, sizeof key->started, "%s", PQgetvalue(r, n - 1, 1));
     }
     PQclear(r);
-    return more;
+    return n > 0;
 }
 
 int vf_check_ledger(ll_db *db, vf_check *checks, const char **what)
@@ -152,18 +160,20 @@ int vf_check_ledger(ll_db *db, vf_check *checks, const char **what)
     ll_pgarray names = {0};
     for (size_t i = 0; LL_STATUS_EVENT_NAMES[i]; i++)
         ll_pgarray_add(&names, LL_STATUS_EVENT_NAMES[i]);
-    char last[40] = "", lo[40], hi[40];
+    ll_pgarray page = {0};
+    page_key key = {"", ""};
     int rc = 0, more;
-    while (rc == 0 && (more = next_page(db, last, lo, hi, what)) != 0) {
+    while (rc == 0 && (more = next_page(db, &key, &page, what)) != 0) {
+        const char *ids = ll_pgarray_text(&page);
         if (more < 0 ||
-            check_run_status(db, &checks[VF_RUN_STATUS], ll_pgarray_text(&names), lo, hi, what) != 0) {
+            check_run_status(db, &checks[VF_RUN_STATUS], ll_pgarray_text(&names), ids, what) != 0) {
             rc = -1;
             break;
         }
         for (size_t i = 0; rc == 0 && i < sizeof ROWS / sizeof ROWS[0]; i++)
-            rc = rows_as_violations(db, ROWS[i].st, &checks[ROWS[i].check], lo, hi, what);
-        snprintf(last, sizeof last, "%s", hi);
+            rc = rows_as_violations(db, ROWS[i].st, &checks[ROWS[i].check], ids, what);
     }
+    ll_pgarray_free(&page);
     ll_pgarray_free(&names);
     if (rc != 0)
         return -1;

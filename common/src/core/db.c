@@ -30,14 +30,18 @@ const ll_config_key LL_DB_TIMEOUT_KEYS[] = {
      LL_CONFIG_NO_RANGE},
     {NULL, NULL, false, NULL, LL_CONFIG_NO_RANGE}};
 
-/* The session limits, as a visible constant with bound parameters (values in ms). */
+/* The session limits, as a visible constant with bound parameters (values in ms), and JIT off: every
+ * statement of the services and loadctl reads a bounded set of rows through an index, but the
+ * planner's cost estimate of some grows with the history, and past jit_above_cost (100,000) each
+ * execution paid 10-20 ms of compilation (past jit_optimize_above_cost hundreds): `loadctl verify`
+ * on a generated history of 60,000 runs took 22 s with JIT, 8.5 s without (issue 42). */
 static const char SQL_SET_TIMEOUTS[] =
     "SELECT set_config('statement_timeout', $1, false), set_config('lock_timeout', $2, false),"
-    " set_config('idle_in_transaction_session_timeout', $3, false)";
-/* The same limits for the current transaction only (a pooled connection, after each BEGIN). */
+    " set_config('idle_in_transaction_session_timeout', $3, false), set_config('jit', 'off', false)";
+/* The same settings for the current transaction only (a pooled connection, after each BEGIN). */
 static const char SQL_SET_TIMEOUTS_LOCAL[] =
     "SELECT set_config('statement_timeout', $1, true), set_config('lock_timeout', $2, true),"
-    " set_config('idle_in_transaction_session_timeout', $3, true)";
+    " set_config('idle_in_transaction_session_timeout', $3, true), set_config('jit', 'off', true)";
 
 ll_db_rc ll_db_open(ll_db *db, const char *conninfo, const char *app, int tx_attempts)
 {

@@ -30,8 +30,8 @@ void ll_db_forget_prepared(ll_db *db);
  * or no answer came in time (the connection is then dropped). */
 PGresult *ll_db_await_answer(ll_db *db, int sent);
 
-/* db.c: sets db's limits for the session, or (local) for the open transaction only. 0, or -1 with
- * db->err filled. */
+/* db.c: sets db's limits (and jit off) for the session, or (local) for the open transaction only. 0, or -1
+ * with db->err filled. */
 int ll_db_apply_timeouts(ll_db *db, bool local);
 
 #endif
