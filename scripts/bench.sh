@@ -11,7 +11,7 @@
 # --history RUNS: only the history phase (tools/nifisim/bench_history.py, issue 42,
 # docs/performance.md): RUNS ended runs of 8 partitions x 3 chunks generated over a year
 # (scripts/bench/history.sql; 180000 is a year of 500 loads a day) beside an empty ledger, in pairs
-# (bench.py --history-pairs, 3): the chunk path's rate (the --runs x --partitions x --chunks
+# (bench.py --history-pairs, 5): the chunk path's rate (the --history-chunk-runs x --partitions x --chunks
 # workload), each service's start to ready, a small run's admission to its validate-run command, a
 # sweeper tick and its gauges (server ms), every loadctl command's wall time; medians, ratios and
 # the issue's targets (pass/fail), the database's size, and every statement whose plan scans a

@@ -8,7 +8,10 @@
 -- psql variables (all optional):
 --   runs    ended runs to generate (3000); 180000 is a year of 500 loads a day
 --   parts   partitions per run (8)           chunks  files (chunks) per partition (3)
---   span    the time the history covers, ending now ('365 days')
+--   span    the time the history covers, ending `ago` before now ('365 days')
+--   ago     how long before now the span ends ('0 days'): a year in two halves is span '182 days 12
+--           hours' twice, ago the same for the older half, so that rows lie in time order as a
+--           real ledger's do (the active runs are today's whatever ago is)
 --   active  active runs of today besides the history (12): every active status, each on a job
 --           and business key of its own (uq_load_run_active), one with a DEAD VALIDATE_RUN
 --   jobs    job keys the runs are spread over (50)
@@ -18,7 +21,7 @@
 -- Shares (ended runs): SUCCESS 90 %; FAILED_EXTRACT 3.5 %, TIMED_OUT 2 %, FAILED_STAGE_VALIDATION
 -- 1 %, FAILED_TARGET_VALIDATION 1 %, FAILED_PUBLISH 0.5 %, FAILED_SNAPSHOT_EXPIRED 0.5 %,
 -- FAILED_MANIFEST 0.5 %, and 1 % whose publish went unknown: PUBLISH_UNKNOWN (active, waiting for
--- an operator) in the newest 10 % of the span, resolved as FAILED_PUBLISH before. A failed extraction
+-- an operator) in the newest 10 % of a span that ends now, resolved as FAILED_PUBLISH before. A failed extraction
 -- leaves its unfinished partitions RUNNING (contract §3.2) until the sweeper's rule ended_partitions
 -- makes them TIMED_OUT (RUN_ENDED, §7.6) recovery.stale later, with one PARTITIONS_TIMED_OUT event:
 -- the history holds them as that rule left them (a ledger upgraded from before the rule drains its
@@ -44,6 +47,10 @@
 \if :{?span}
 \else
 \set span '365 days'
+\endif
+\if :{?ago}
+\else
+\set ago '0 days'
 \endif
 \if :{?active}
 \else
@@ -91,14 +98,14 @@ SELECT i, run_id, job_key, business_key, status, started, ended, u2, u3,
                     WHEN u < 0.980 THEN 'FAILED_PUBLISH'
                     WHEN u < 0.985 THEN 'FAILED_SNAPSHOT_EXPIRED'
                     WHEN u < 0.990 THEN 'FAILED_MANIFEST'
-                    WHEN i > 0.9 * :runs THEN 'PUBLISH_UNKNOWN'
+                    WHEN i > 0.9 * :runs AND :'ago'::interval = interval '0' THEN 'PUBLISH_UNKNOWN'
                     ELSE 'FAILED_PUBLISH' END AS status,
                st AS started,
                CASE WHEN i > :runs THEN NULL ELSE st + interval '20 minutes' + u2 * interval '40 minutes' END AS ended,
                u2, u3
           FROM (SELECT i, u, u2, u3,
                        CASE WHEN i > :runs THEN clock_timestamp() - interval '30 minutes' + (i - :runs) * interval '1 minute'
-                            ELSE clock_timestamp() - :'span'::interval
+                            ELSE clock_timestamp() - :'ago'::interval - :'span'::interval
                                  + (:'span'::interval - interval '2 hours') * ((i - 1)::float8 / :runs) END AS st
                   FROM (SELECT i, random() AS u, random() AS u2, random() AS u3
                           FROM generate_series(1, :runs + :active) AS i) r0) r1) r2;

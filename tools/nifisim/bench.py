@@ -993,7 +993,9 @@ def main():
     ap.add_argument("--history", type=int, default=0, metavar="RUNS",
                     help="run only the history phase (bench_history.py; docs/performance.md): RUNS ended runs"
                          " generated over a year beside an empty ledger")
-    ap.add_argument("--history-pairs", type=int, default=3, help="pairs (empty, history) of the history phase")
+    ap.add_argument("--history-pairs", type=int, default=5, help="pairs (empty, history) of the history phase")
+    ap.add_argument("--history-chunk-runs", type=int, default=50,
+                    help="runs (of --partitions x --chunks) of the chunk path's workload in the history phase")
     ap.add_argument("--history-ticks", type=int, default=5, help="sweeper ticks measured per ledger")
     ap.add_argument("--history-flows", type=int, default=5,
                     help="small runs timed from admission to their validate-run command per ledger")

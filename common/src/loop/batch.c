@@ -829,13 +829,15 @@ int ll_batch_bulk_step(batch *b, size_t from, const char *run)
 }
 
 /* The recorded refusals and dead letters of the listed inputs ($2..$4 side by side), by primary
- * key. */
+ * key: one probe of input_refusal_pkey per input (the lateral subquery, kept one by OFFSET 0, is a
+ * nested loop whatever the statistics; a join let the generic plan hash a scan of the whole table,
+ * which grows with every refusal ever recorded: issue 42). */
 static const ll_stmt ST_REFUSALS_FIND = {
     "kloop_refusals_find",
     "SELECT r.topic, r.kafka_partition, r.kafka_offset, r.value_digest, r.kind, r.code, r.reply, r.reason"
     " FROM unnest($2::text[], $3::int[], $4::bigint[]) AS k(topic, part, off)"
-    " JOIN nifi_ops.input_refusal r ON r.consumer_group = $1 AND r.topic = k.topic"
-    " AND r.kafka_partition = k.part AND r.kafka_offset = k.off",
+    " CROSS JOIN LATERAL (SELECT x.* FROM nifi_ops.input_refusal x WHERE x.consumer_group = $1"
+    " AND x.topic = k.topic AND x.kafka_partition = k.part AND x.kafka_offset = k.off OFFSET 0) r",
     4};
 
 /* The row of r recording m, or -1. */

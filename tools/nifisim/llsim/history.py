@@ -29,14 +29,14 @@ def psql_path(stack):
 
 
 def generate(stack, runs=3000, parts=8, chunks=3, span="365 days", active=12, jobs=50, tag="h", seed=0.42,
-             analyze=True, timeout=600):
+             analyze=True, timeout=600, ago="0 days"):
     """Generates the history into the database of stack.conninfo() (migrated; as postgres), then
     (analyze) VACUUM (ANALYZE) of the database: a year-old ledger has been vacuumed by autovacuum,
     its visibility map set, so that the planner costs an index-only scan as it would in production.
     Raises RuntimeError with psql's message when the script fails."""
     cmd = [psql_path(stack), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", stack.conninfo("postgres")]
     for k, v in (("runs", runs), ("parts", parts), ("chunks", chunks), ("span", span), ("active", active),
-                 ("jobs", jobs), ("tag", tag), ("seed", seed)):
+                 ("jobs", jobs), ("tag", tag), ("seed", seed), ("ago", ago)):
         cmd += ["-v", "%s=%s" % (k, v)]
     cmd += ["-f", HISTORY_SQL]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
