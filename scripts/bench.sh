@@ -15,7 +15,11 @@
 # workload), each service's start to ready, a small run's admission to its validate-run command, a
 # sweeper tick and its gauges (server ms), every loadctl command's wall time; medians, ratios and
 # the issue's targets (pass/fail), the database's size, and every statement whose plan scans a
-# table of history. About 20 minutes at 180000 runs on a 2-core machine
+# table of history. Then a soak on the history ledger (bench.py --history-soak SECONDS, default
+# 600, 0 skips it): all five services, chunk events of runs of 8 x 50 admitted as NiFi does,
+# paced at --history-soak-share (0.8) of the pairs' chunk rate; last chunk to validate-run command
+# p50/p99 (target p99 <= 50 ms), and per minute CPU per event and RSS of each service (last minute
+# within 10% of the first). About 30 minutes at 180000 runs on a 2-core machine
 # (an estimate from small runs: docs/performance.md).
 #
 # Builds a Release tree (build-bench), starts an environment of its own with a DURABLE
@@ -85,7 +89,7 @@ while (($#)); do
       [[ ${2:-} == tmpfs || ${2:-} == disk ]] || { echo "bench.sh: --kafka-data tmpfs|disk" >&2; exit 2; }
       kafka_data=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,54p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,58p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done

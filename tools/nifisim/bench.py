@@ -1005,6 +1005,20 @@ def main():
                     help="1: one unmeasured chunk-path pass on the empty ledger first; 0: none")
     ap.add_argument("--history-generate-timeout", type=float, default=3600,
                     help="seconds each half of the generation may take")
+    ap.add_argument("--history-soak", type=int, default=600, metavar="SECONDS",
+                    help="the history phase's soak on the history ledger after the pairs (issue 42 item 5): SECONDS of"
+                         " chunk events paced at --history-soak-share of the pairs' chunk rate; 0 skips it")
+    ap.add_argument("--history-soak-share", type=float, default=0.8,
+                    help="the soak's pace: this share of the history ledger's median chunk events/s of the pairs")
+    ap.add_argument("--history-soak-rate", type=float, default=0,
+                    help="the soak's pace in chunk events/s instead (0: --history-soak-share)")
+    ap.add_argument("--history-soak-parts", type=int, default=8, help="partitions per run of the soak")
+    ap.add_argument("--history-soak-chunks", type=int, default=50,
+                    help="chunks per partition of a soak run (50: the shape of the pairs' chunk path)")
+    ap.add_argument("--history-soak-window", type=int, default=60,
+                    help="seconds of each window of the soak's figures (the first and the last compared)")
+    ap.add_argument("--history-soak-sweep", type=int, default=1,
+                    help="the sweeper's recovery.sweeper_interval during the soak, seconds")
     ap.add_argument("--json")
     args = ap.parse_args()
     if args.repeat < 1 or args.warmup_passes < 0 or args.warmup_max_passes < args.warmup_passes:
@@ -1015,6 +1029,16 @@ def main():
     if args.history:
         if args.history < 2 or args.history_pairs < 1 or args.history_ticks < 1 or args.history_flows < 1:
             ap.error("--history needs at least 2 runs, --history-pairs, --history-ticks and --history-flows at least 1")
+        if args.history_soak < 0 or (args.history_soak and (
+                args.history_soak_window < 1 or args.history_soak_parts < 1 or args.history_soak_chunks < 1
+                or args.history_soak_sweep < 1 or (args.history_soak_rate or args.history_soak_share) <= 0
+                or args.history_soak < 2)):
+            ap.error("--history-soak SECONDS: 0, or 2 or more; its window, parts, chunks, sweep and pace positive")
+        if args.history_soak and args.history_soak < 2 * args.history_soak_window:
+            # a first and a last window to compare: a short soak (a smoke test) gets two
+            args.history_soak_window = args.history_soak // 2
+            say("bench.py: --history-soak-window %d s (two windows of a %d s soak)" % (
+                args.history_soak_window, args.history_soak))
         res = {"history": bench_history.history(args, sys.modules[__name__]), "elapsed_s": time.time() - t}
         say("(measurements took %.0f s)" % res["elapsed_s"])
         if args.json:

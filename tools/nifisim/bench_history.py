@@ -38,13 +38,37 @@ Besides: the size of the history database and of its biggest tables, the generat
 every statement of the services, the shared core and loadctl (the roles ll_* and ll_operator: the
 ll_stmt definitions as compiled, llsim.history.shipped_statements) whose generic plan scans a
 table of history on the history ledger (the goal: none).
+
+Then, unless --history-soak 0, the soak on the history ledger (issue 42 item 5; soak()): all five
+services running (the sweeper at --history-soak-sweep, 1 s), for --history-soak seconds (600) a
+generator produces chunk events paced at --history-soak-share (0.8) of the history ledger's median
+chunk events/s of the pairs (or --history-soak-rate), a token bucket of one 100 ms tick spent every
+10 ms, for runs (--history-soak-parts x --history-soak-chunks, 8 x 50) that it admits as NiFi
+does while the earlier runs' chunks flow (run request, manifest, claims, each step once the previous
+one's decision is ACCEPTED; about 2 s of the pace ahead, half of it before the clock starts, and one
+run's whole flow first, not measured); each run's last chunks complete its
+partitions, so it becomes EXTRACTED_VALIDATED and the dispatcher publishes its VALIDATE_RUN command.
+A read_committed reader of the decision and command topics times each run from the produce call of
+its last chunk to its command seen: p50 / p99 / max against the target (p99 <= 50 ms, every run
+answered). Per window of --history-soak-window seconds (60): chunk events produced per second, the
+runs answered and their p50 / p99, CPU ms per 1,000 events of each service and of PostgreSQL (/proc
+stat, bench_scale) and of the generator beside them, and each service's VmRSS; the last window
+against the first (target: CPU per event of the services and PostgreSQL together, and each
+service's VmRSS, at most 1.10 times the first window's); and whether every window held the pace
+(>= 95% of it: figures at a pace not held are not the issue's). Into the JSON under "soak" and a
+printed table.
 """
+import collections
 import json
+import math
 import os
+import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 
+import bench_scale
 from llsim import history as hist
 from llsim.drills import Isolated
 
@@ -377,6 +401,10 @@ def history(args, b):
         for i in range(args.history_pairs):
             say("   pair %d of %d" % (i + 1, args.history_pairs))
             pairs.append((measure(args, b, empty, "empty"), measure(args, b, full, "history")))
+        soaked = None
+        if args.history_soak:
+            rate = args.history_soak_rate or args.history_soak_share * _median([h["chunk events/s"] for _, h in pairs])
+            soaked = soak(args, b, full, rate)
     finally:
         empty.close()
         if full is not None:
@@ -413,5 +441,317 @@ def history(args, b):
             "verify_ratio": verify_ratio, "plan_scans": scans, "statements_planned": planned,
             "not_planned": errors, "database_bytes": db_bytes, "tables": tables, "generate_s": [g[0] for g in gen],
             "vacuum_s": [g[1] for g in gen],
-            "workload": {"runs": args.history_chunk_runs, "partitions": args.partitions, "chunks": args.chunks}}
+            "workload": {"runs": args.history_chunk_runs, "partitions": args.partitions, "chunks": args.chunks},
+            "soak": soaked}
 
+
+
+# -- the soak (issue 42 item 5) ----------------------------------------------------------------
+
+SOAK_P99_MS_MAX = 50.0
+SOAK_DRIFT_MAX = 1.10  # last window / first window of RSS and of CPU per event
+SOAK_TICK_S = 0.1  # the generator's token bucket: one tick's events at most, spread over its slots
+SOAK_SLOT_S = 0.01
+SOAK_LEAD_S = 2.0  # runs in admission or admitted ahead of the chunk generator, in seconds of its pace
+SOAK_DRAIN_S = 30.0  # after the last chunk: how long the commands of the last runs are waited for
+SOAK_SLOWEST = 10  # the slowest runs listed: (s since the start of their last chunk, ms), to place the stalls
+SOAK_PACE_MIN = 0.95  # every window's events/s at least this share of the pace, or the pace was not held
+ADMISSION = (("run-requests", "run-decisions"), ("manifests", "manifest-decisions"),
+             ("partition-claims", "claim-decisions"))
+
+
+class _Template:
+    """Every record of one bench run, encoded once; make() returns a new run's records (new run id
+    and claim tokens) by substituting their bytes: a UUID is 36 characters, so the Avro lengths do
+    not change, and the generator spends microseconds, not an Avro encoding, per event."""
+
+    def __init__(self, b, parts, chunks):
+        t = b.bench_run(parts, chunks)
+        enc = b.Sender.encode
+        self.steps = [[enc("run-requests", t.run_request())], [enc("manifests", t.manifest())],
+                      [enc("partition-claims", t.claim(p)) for p in t.nonempty()]]
+        self.chunks = [enc("chunks", c) for p in t.nonempty() for c in t.chunks(p, rows_per_chunk=b.ROWS_PER_CHUNK)]
+        self.run_id, self.tokens = t.run_id, [t.tokens[p] for p in t.nonempty()]
+
+    def make(self):
+        """(run id, [[run request], [manifest], [claims]], [chunks]) of a new run."""
+        rid = str(uuid.uuid4())
+        subst = [(self.run_id, rid)]
+        for tok in self.tokens:
+            new = str(uuid.uuid4())
+            subst += [(tok, new), (tok[:8], new[:8])]  # the token, then its prefix in fragmentIdentifier
+        subst = [(a.encode(), c.encode()) for a, c in subst]
+
+        def sub(v):
+            for a, c in subst:
+                v = v.replace(a, c)
+            return v
+        return rid, [[sub(v) for v in step] for step in self.steps], [sub(v) for v in self.chunks]
+
+
+class _Replies:
+    """A read_committed reader, in a thread of its own, of the admission's decision topics and of
+    the validate-run command topic from their current ends: accepted decisions counted per run and
+    step, the first command of each run (wall time seen), the refusals kept (at most 5)."""
+
+    def __init__(self, b, iso):
+        self.step = {iso.topic(reply): i for i, (_l, reply) in enumerate(ADMISSION)}
+        self.schema = {iso.topic(reply): b.SCHEMAS[reply] for _l, reply in ADMISSION}
+        self.cmd_topic = iso.topic("validate-run-commands")
+        self.accepted = {}  # run id (bytes) -> [accepted run decisions, manifests, claims]
+        self.commands = {}  # run id (str) -> wall time the command was seen
+        self.refused = []
+        self.c = b.Consumer({"bootstrap.servers": iso.bootstrap, "group.id": "llsoak-" + uuid.uuid4().hex,
+                             "enable.auto.commit": False, "isolation.level": "read_committed", "log_level": 3})
+        assign = []
+        for t in list(self.step) + [self.cmd_topic]:
+            assign += [b.TopicPartition(t, p, hi) for p, (_lo, hi) in b.watermarks(iso.bootstrap, t).items()]
+        self.c.assign(assign)
+        self.stop = threading.Event()
+        self.decode = b.avroframe.decode
+        ready = time.time() + 1.2  # fetching before anything is timed (bench.py Counter)
+        while time.time() < ready:
+            self._poll(0.2)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _poll(self, timeout):
+        first = self.c.poll(timeout)
+        if first is None:
+            return
+        for m in [first] + self.c.consume(2000, 0):
+            if m.error() or m.key() is None:
+                continue
+            t = m.topic()
+            if t == self.cmd_topic:
+                self.commands.setdefault(m.key().decode(), time.time())
+                continue
+            v = self.decode(m.value(), self.schema[t])
+            if v["outcome"] != "ACCEPTED":
+                if len(self.refused) < 5:
+                    self.refused.append((t, m.key().decode(), v))
+                continue
+            self.accepted.setdefault(m.key(), [0, 0, 0])[self.step[t]] += 1
+
+    def _run(self):
+        while not self.stop.is_set():
+            self._poll(0.05)
+
+    def close(self):
+        self.stop.set()
+        self.thread.join()
+        self.c.close()
+
+
+def _soak_sample(b, procs):
+    """({process: CPU ms so far} of each service and of PostgreSQL (bench_scale: /proc stat),
+    {service: VmRSS KiB})."""
+    cpu = {s: bench_scale.cpu_ms(p.pid) for s, p in procs.items()}
+    cpu["postgres"] = bench_scale.cpu_sample([])["postgres"]
+    cpu["generator"] = bench_scale.cpu_ms(os.getpid())  # this process (beside the others, not in their total)
+    rss = {}
+    for s, p in procs.items():
+        try:
+            rss[s] = b.proc_status(p.pid, ("VmRSS",)).get("VmRSS")
+        except OSError:
+            rss[s] = None
+    return cpu, rss
+
+
+def soak(args, b, iso, rate):
+    """The soak on ledger `iso` (module docstring): all five services, chunk events of runs of
+    --history-soak-parts x --history-soak-chunks paced at `rate` events/s for --history-soak
+    seconds, each run admitted as NiFi does; returns its figures."""
+    parts, chunks, seconds, window = (args.history_soak_parts, args.history_soak_chunks, args.history_soak,
+                                      args.history_soak_window)
+    per_run = parts * chunks
+    say("-- soak on the history ledger: %d s of chunk events paced at %.0f/s (runs of %d partitions x %d chunks,"
+        " %.1f runs/s), all five services" % (seconds, rate, parts, chunks, rate / per_run))
+    st = iso.stack
+    for svc in SERVICES:
+        start_ready(st, svc, settings={"recovery.sweeper_interval": "PT%dS" % args.history_soak_sweep}
+                    if svc == "sweeper" else None)
+    procs = {svc: st.procs[svc + "-0"][0] for svc in SERVICES}
+    tpl = _Template(b, parts, chunks)
+    rep = _Replies(b, iso)
+    s = b.Sender(iso.bootstrap, iso.prefix, linger_ms=5)  # NiFi's PublishKafka default (bench.py latency())
+    topics = [logical for logical, _r in ADMISSION]
+    lead = max(4, int(math.ceil(rate * SOAK_LEAD_S / per_run)))
+    admitting = collections.deque()  # [run id, step sent, records by step, chunks]
+    ready = collections.deque()  # (run id, chunks)
+    cur, cur_i = None, 0
+    last = {}  # run id -> wall time of its last chunk's produce call
+    sent = short = starved = 0
+    credit = 0.0
+
+    def admission():
+        """New runs up to the lead, each step sent once the previous one's decisions are ACCEPTED."""
+        while len(admitting) + len(ready) < lead:
+            rid, steps, cs = tpl.make()
+            for v in steps[0]:
+                s.send(topics[0], v, rid)
+            admitting.append([rid, 0, steps, cs])
+        for a in list(admitting):
+            got = rep.accepted.get(a[0].encode())
+            if got is None or got[a[1]] < len(a[2][a[1]]):
+                continue
+            if a[1] == 2:
+                admitting.remove(a)
+                ready.append((a[0], a[3]))
+                continue
+            a[1] += 1
+            for v in a[2][a[1]]:
+                s.send(topics[a[1]], v, a[0])
+        if rep.refused:
+            raise AssertionError("soak: admission refused: %s" % (rep.refused,))
+
+    try:
+        # half the lead admitted before the clock starts (the first window paced as the others),
+        # and one run's whole flow first, not measured: a command took 1.2-1.4 s at the start of
+        # every smoke soak, the first after the services' start (flows() leaves its first out too)
+        deadline = time.time() + 60
+        while len(ready) < max(1, lead // 2) + 1:
+            if time.time() > deadline:
+                raise TimeoutError("soak: %d of %d runs admitted in 60 s" % (len(ready), lead // 2 + 1))
+            admission()
+            s.p.poll(SOAK_SLOT_S)
+        rid, cs = ready.popleft()
+        for v in cs:
+            s.send("chunks", v, rid)
+        s.flush()
+        while rid not in rep.commands:
+            if time.time() > deadline + 60:
+                raise TimeoutError("soak: the unmeasured first run's command did not come in 60 s")
+            time.sleep(0.01)
+    except BaseException:
+        rep.close()
+        st.stop_all()
+        raise
+    cpu0, _ = _soak_sample(b, procs)
+    windows = []
+    t0 = time.time()
+    w_start, w_sent = t0, 0
+    end = t0 + seconds
+    t_prev = t0
+    try:
+        while True:
+            now = time.time()
+            if now >= w_start + window or now >= end:
+                cpu, rss = _soak_sample(b, procs)
+                ev = sent - w_sent
+                windows.append({"start_s": w_start - t0, "s": now - w_start, "events": ev,
+                                "events_per_s": ev / (now - w_start),
+                                "cpu_ms_per_1000": {k: (cpu[k] - cpu0[k]) * 1000.0 / ev if ev else None for k in cpu},
+                                "rss_kib": rss})
+                cpu0, w_start, w_sent = cpu, now, sent
+                if now >= end:
+                    break
+            admission()
+            # chunks: a token bucket of one tick's events, spent slot by slot
+            credit += rate * (now - t_prev)
+            t_prev = now
+            cap = rate * SOAK_TICK_S
+            if credit > cap:
+                short += credit - cap
+                credit = cap
+            while credit >= 1:
+                if cur is None:
+                    if not ready:
+                        starved += 1
+                        break
+                    cur, cur_i = ready.popleft(), 0
+                rid, cs = cur
+                s.send("chunks", cs[cur_i], rid)
+                cur_i += 1
+                sent += 1
+                credit -= 1
+                if cur_i == len(cs):
+                    last[rid] = time.time()
+                    cur = None
+            s.p.poll(0)
+            pause = now + SOAK_SLOT_S - time.time()
+            if pause > 0:
+                time.sleep(pause)
+        s.flush()
+        drain = time.time() + SOAK_DRAIN_S
+        while time.time() < drain and any(k not in rep.commands for k in last):
+            time.sleep(0.2)
+    finally:
+        rep.close()
+        st.stop_all()
+    lat_by = [[] for _ in windows]
+    lat, slow = [], []
+    for k, t in last.items():
+        if k in rep.commands:
+            ms = (rep.commands[k] - t) * 1000.0
+            lat.append(ms)
+            slow.append((ms, t - t0))
+            wi = min(len(windows) - 1, int((t - t0) // window))
+            lat_by[wi].append(ms)
+    lat.sort()
+    for w, xs in zip(windows, lat_by):
+        xs.sort()
+        w["runs_answered"], w["p50_ms"], w["p99_ms"] = len(xs), b.pct(xs, 50), b.pct(xs, 99)
+    done = b.pg(iso, "SELECT count(*) FROM nifi_ops.load_run WHERE run_id = ANY(%s::uuid[])"
+                     " AND status = 'EXTRACTED_VALIDATED'", (list(last),))[0][0]
+    first, lastw = windows[0], windows[-1]
+    total = lambda w: _soak_total(w["cpu_ms_per_1000"]) or 0  # noqa: E731
+    cpu_ratio = total(lastw) / total(first) if total(first) else None
+    rss_ratio = {k: (lastw["rss_kib"][k] / first["rss_kib"][k]) if first["rss_kib"].get(k) and lastw["rss_kib"].get(k)
+                 else None for k in SERVICES}
+    f = {"seconds": seconds, "window_s": window, "rate": rate, "parts": parts, "chunks": chunks,
+         "sweeper_interval_s": args.history_soak_sweep, "events": sent, "runs": len(last),
+         "answered": len(lat), "validated": done, "events_short_of_pace": short, "starved_slots": starved,
+         "p50_ms": b.pct(lat, 50), "p99_ms": b.pct(lat, 99), "max_ms": lat[-1] if lat else None,
+         "cpu_ratio": cpu_ratio, "rss_ratio": rss_ratio, "windows": windows,
+         "slowest": [(round(sec, 2), round(ms, 1)) for ms, sec in sorted(slow, reverse=True)[:SOAK_SLOWEST]]}
+    f["pass"] = {"pace": all(w["events_per_s"] >= SOAK_PACE_MIN * rate for w in windows),
+                 "p99": f["p99_ms"] is not None and f["p99_ms"] <= SOAK_P99_MS_MAX and len(lat) == len(last),
+                 "cpu": cpu_ratio is not None and cpu_ratio <= SOAK_DRIFT_MAX,
+                 "rss": all(r is not None and r <= SOAK_DRIFT_MAX for r in rss_ratio.values())}
+    report_soak(f)
+    return f
+
+
+def _soak_total(cpu):
+    """CPU ms per 1,000 events of the services and PostgreSQL together (the generator left out), or None."""
+    xs = [v for k, v in cpu.items() if k != "generator" and v is not None]
+    return sum(xs) if xs else None
+
+
+def report_soak(f):
+    """The soak's printed table (soak())."""
+    procs = list(SERVICES) + ["postgres"]
+    gen = lambda w: w["cpu_ms_per_1000"].get("generator")  # noqa: E731
+    say()
+    say("soak: %.0f s at %.0f chunk events/s (runs of %d x %d), windows of %.0f s:" % (
+        f["seconds"], f["rate"], f["parts"], f["chunks"], f["window_s"]))
+    say("  %6s %8s %6s %7s %7s  %s | %s | %s" % ("from s", "events/s", "runs", "p50 ms", "p99 ms",
+                                                  " ".join("%8s" % p[:8] for p in procs + ["total"]),
+                                                  " ".join("%8s" % p[:8] for p in SERVICES), "generatr"))
+    say("  %6s %8s %6s %7s %7s  %s | %s | %s" % ("", "", "", "", "", "%-*s" % (9 * len(procs) + 8,
+                                                                                "CPU ms per 1,000 events"),
+                                                  "%-*s" % (9 * len(SERVICES) - 1, "VmRSS MiB"), "CPU ms/k"))
+    for w in f["windows"]:
+        c = w["cpu_ms_per_1000"]
+        tot = _soak_total(c)
+        say("  %6.0f %8.0f %6d %7s %7s  %s | %s | %8s" % (
+            w["start_s"], w["events_per_s"], w["runs_answered"], _fmt(w["p50_ms"], "%.1f"), _fmt(w["p99_ms"], "%.1f"),
+            " ".join("%8s" % _fmt(c[p], "%.1f") for p in procs) + " %8s" % _fmt(tot, "%.1f"),
+            " ".join("%8s" % _fmt(w["rss_kib"][p] / 1024.0 if w["rss_kib"].get(p) else None, "%.1f")
+                     for p in SERVICES), _fmt(gen(w), "%.1f")))
+    ok = lambda v: "pass" if v else "FAIL"  # noqa: E731
+    say("  last chunk -> validate-run command (read_committed): p50 %s ms, p99 %s ms, max %s ms over %d of %d runs"
+        " (%d EXTRACTED_VALIDATED); target p99 <= %.0f ms, every run answered: %s" % (
+            _fmt(f["p50_ms"], "%.1f"), _fmt(f["p99_ms"], "%.1f"), _fmt(f["max_ms"], "%.1f"), f["answered"], f["runs"],
+            f["validated"], SOAK_P99_MS_MAX, ok(f["pass"]["p99"])))
+    say("  the slowest runs (last chunk at s: ms): " + ", ".join("%.1f: %.0f" % x for x in f["slowest"]))
+    say("  CPU per event (services + PostgreSQL), last window / first: %s; target <= %.2f: %s" % (
+        _fmt(f["cpu_ratio"], "%.2f"), SOAK_DRIFT_MAX, ok(f["pass"]["cpu"])))
+    say("  VmRSS, last window / first: %s; target <= %.2f each: %s" % (
+        ", ".join("%s %s" % (k, _fmt(v, "%.2f")) for k, v in f["rss_ratio"].items()), SOAK_DRIFT_MAX,
+        ok(f["pass"]["rss"])))
+    say("  the pace: %d events produced, %.0f short of %.0f/s (its bucket full: the generator late or no run"
+        " admitted, %d slots of %.0f ms without one); every window >= %.0f%% of the pace: %s" % (
+            f["events"], f["events_short_of_pace"], f["rate"], f["starved_slots"], SOAK_SLOT_S * 1000,
+            SOAK_PACE_MIN * 100, ok(f["pass"]["pace"])))

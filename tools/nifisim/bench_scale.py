@@ -65,6 +65,11 @@ def _ticks(path):
     return int(w[11]) + int(w[12]), int(w[13]) + int(w[14])
 
 
+def cpu_ms(pid):
+    """CPU ms (utime + stime) a live process has used so far, 0 when it is gone."""
+    return _ticks("/proc/%d/stat" % pid)[0] * 1000.0 / CLK
+
+
 def _ppid(pid):
     try:
         with open("/proc/%d/stat" % pid) as f:
