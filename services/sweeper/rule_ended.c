@@ -13,7 +13,10 @@
  * next tick: the stale RUNNING/RETRY partitions through ix_load_partition_recovery (status,
  * heartbeat_at), and the runs that ended between recovery.stale and recovery.stale +
  * recovery.run_timeout ago through ix_load_run_completed (a PENDING partition is not in the
- * recovery index; its run is looked at during that window). Each run is locked skip-locked (run ->
+ * recovery index; its run is looked at during that window): a range of that index alone, the
+ * status checked on its rows (the subquery, kept one by OFFSET 0, takes no qualifier, so the
+ * planner cannot AND the range with ix_load_run_status_heartbeat's every failed run ever: 2-3 ms
+ * a tick at a year's history, growing with it). Each run is locked skip-locked (run ->
  * partition order, §2.8); its partitions through the primary key.
  */
 #include <stdio.h>
@@ -44,10 +47,11 @@ static const ll_stmt ST_ENDED_RUNS = {
     "    WHERE p.status IN ('RUNNING', 'RETRY') AND p.heartbeat_at < (SELECT quiet_before FROM t)"
     "    AND e.status IN (" LL_SQL_RUN_FAILED ") LIMIT " ENDED_BATCH ")"
     "  UNION"
-    "  (SELECT e.run_id FROM nifi_ops.load_run e"
-    "    WHERE e.completed_at < (SELECT quiet_before FROM t) AND e.completed_at >= (SELECT window_from FROM "
+    "  (SELECT e.run_id FROM (SELECT w.run_id, w.status FROM nifi_ops.load_run w"
+    "    WHERE w.completed_at < (SELECT quiet_before FROM t) AND w.completed_at >= (SELECT window_from FROM "
     "t)"
-    "    AND e.status IN (" LL_SQL_RUN_FAILED ") AND EXISTS (SELECT 1 FROM nifi_ops.load_partition q"
+    "    OFFSET 0) e"
+    "    WHERE e.status IN (" LL_SQL_RUN_FAILED ") AND EXISTS (SELECT 1 FROM nifi_ops.load_partition q"
     "      WHERE q.run_id = e.run_id AND q.status = 'PENDING') LIMIT " ENDED_BATCH "))"
     " SELECT r.run_id::text, r.status FROM nifi_ops.load_run r JOIN cand ON cand.run_id = r.run_id"
     " WHERE r.status IN (" LL_SQL_RUN_FAILED

@@ -19,21 +19,11 @@
 
 int main(void)
 {
-    const ll_stmt *const all[] = {&VF_ST_PAGE_FIRST,
-                                  &VF_ST_PAGE_NEXT,
-                                  &VF_ST_RUN_EVENTS,
-                                  &VF_ST_VALIDATE_DISPATCH,
-                                  &VF_ST_STAGE_VALIDATING,
-                                  &VF_ST_PARTITION_ROWS,
-                                  &VF_ST_PARTITION_COUNTERS,
-                                  &SWEEP_ST_GAUGES,
-                                  &MON_COUNTS,
-                                  &MON_RUNS,
-                                  &MON_ALERTS,
-                                  &RUNS_LIST,
-                                  &CLEANUP_CANDIDATES,
-                                  &SHOW_DISPATCHES,
-                                  &CLAIM_ACK_REISSUE};
+    const ll_stmt *const all[] = {
+        &VF_ST_PAGE_FIRST, &VF_ST_PAGE_NEXT, &VF_ST_RUN_EVENTS,   &VF_ST_VALIDATE_DISPATCH,
+        &VF_ST_PARTITIONS, &SWEEP_ST_GAUGES, &MON_COUNTS,         &MON_RUNS,
+        &MON_ALERTS,       &RUNS_LIST,       &CLEANUP_CANDIDATES, &SHOW_DISPATCHES,
+        &CLAIM_ACK_REISSUE};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         json_t *o = json_pack("{s:s, s:i, s:s}", "name", all[i]->name, "nparams", all[i]->nparams, "sql",
                               all[i]->sql);

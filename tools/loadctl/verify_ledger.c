@@ -39,16 +39,18 @@ static const char *cell(const PGresult *r, int row, int col)
     return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
 }
 
-/* Judges one run from rows [from, to) of r (its status events in order). */
-static void judge_run(vf_check *c, const PGresult *r, int from, int to)
+/* Judges one run from rows [from, to) of r (its status events in order): its status (c) and its
+ * validation starts (starts: at most one STAGE_VALIDATION_STARTED, §5.7). */
+static void judge_run(vf_check *c, vf_check *starts, const PGresult *r, int from, int to)
 {
-    size_t n = 0;
+    size_t n = 0, started = 0;
     ll_status_event *ev = calloc((size_t)(to - from) + 1, sizeof *ev);
     if (!ev)
         abort();
     for (int i = from; i < to; i++) {
         if (PQgetisnull(r, i, 2))
             continue; /* the run without any status event (LEFT JOIN) */
+        started += strcmp(PQgetvalue(r, i, 2), "STAGE_VALIDATION_STARTED") == 0;
         ev[n++] = (ll_status_event){cell(r, i, 2),
                                     cell(r, i, 3),
                                     cell(r, i, 4),
@@ -58,6 +60,8 @@ static void judge_run(vf_check *c, const PGresult *r, int from, int to)
                                     strcmp(PQgetvalue(r, i, 8), "t") == 0};
     }
     const char *run = PQgetvalue(r, from, 0), *stored = PQgetvalue(r, from, 1);
+    if (started > 1)
+        vf_violation(starts, "%s: %zu validation starts", run, started);
     ll_run_status implied;
     int rc = ll_run_status_implied(ev, n, &implied);
     if (rc == 1)
@@ -69,9 +73,10 @@ static void judge_run(vf_check *c, const PGresult *r, int from, int to)
     free(ev);
 }
 
-/* The run-status check of the page (an array of run ids): each run judged from its status events
- * (names). */
-static int check_run_status(ll_db *db, vf_check *c, const char *names, const char *page, const char **what)
+/* The run-status and validation-start checks of the page (an array of run ids): each run judged
+ * from its status events (names). */
+static int check_run_events(ll_db *db, vf_check *c, vf_check *starts, const char *names, const char *page,
+                            const char **what)
 {
     const char *p[2] = {names, page};
     PGresult *r = ll_db_exec(db, &VF_ST_RUN_EVENTS, p);
@@ -84,35 +89,48 @@ static int check_run_status(ll_db *db, vf_check *c, const char *names, const cha
         int j = i + 1;
         while (j < rows && strcmp(PQgetvalue(r, j, 0), PQgetvalue(r, i, 0)) == 0)
             j++;
-        judge_run(c, r, i, j);
+        judge_run(c, starts, r, i, j);
         i = j;
     }
     PQclear(r);
     return 0;
 }
 
-/* Runs a statement over the page (an array of run ids) whose every row is one violation described
- * over its first columns. */
-static int rows_as_violations(ll_db *db, const ll_stmt *st, vf_check *c, const char *page, const char **what)
+/* The validate-run dispatch check of the page (an array of run ids): every row one violation. */
+static int check_validate_dispatch(ll_db *db, vf_check *c, const char *page, const char **what)
 {
     const char *p[1] = {page};
-    PGresult *r = ll_db_exec(db, st, p);
+    PGresult *r = ll_db_exec(db, &VF_ST_VALIDATE_DISPATCH, p);
     if (!r) {
-        *what = st->name;
+        *what = VF_ST_VALIDATE_DISPATCH.name;
+        return -1;
+    }
+    for (int i = 0; i < PQntuples(r); i++)
+        vf_violation(c, "%s: %s with %s VALIDATE_RUN dispatches", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+                     PQgetvalue(r, i, 2));
+    PQclear(r);
+    return 0;
+}
+
+/* The two partition checks of the page (an array of run ids), from one read of its files: a row
+ * is a partition failing either, with a flag for each (VF_ST_PARTITIONS). */
+static int check_partitions(ll_db *db, vf_check *rows, vf_check *counters, const char *page,
+                            const char **what)
+{
+    const char *p[1] = {page};
+    PGresult *r = ll_db_exec(db, &VF_ST_PARTITIONS, p);
+    if (!r) {
+        *what = VF_ST_PARTITIONS.name;
         return -1;
     }
     for (int i = 0; i < PQntuples(r); i++) {
-        if (st == &VF_ST_VALIDATE_DISPATCH)
-            vf_violation(c, "%s: %s with %s VALIDATE_RUN dispatches", PQgetvalue(r, i, 0),
-                         PQgetvalue(r, i, 1), PQgetvalue(r, i, 2));
-        else if (st == &VF_ST_STAGE_VALIDATING)
-            vf_violation(c, "%s: %s validation starts", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1));
-        else if (st == &VF_ST_PARTITION_ROWS)
-            vf_violation(c, "%s/%s: %s rows, its files sum to %s", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-                         PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
-        else
-            vf_violation(c, "%s/%s: counters say %s files, the WRITTEN files are %s (or their sums differ)",
-                         PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+        if (strcmp(PQgetvalue(r, i, 6), "t") == 0)
+            vf_violation(rows, "%s/%s: %s rows, its files sum to %s", PQgetvalue(r, i, 0),
+                         PQgetvalue(r, i, 1), PQgetvalue(r, i, 2), PQgetvalue(r, i, 3));
+        if (strcmp(PQgetvalue(r, i, 7), "t") == 0)
+            vf_violation(counters,
+                         "%s/%s: counters say %s files, the WRITTEN files are %s (or their sums differ)",
+                         PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5));
     }
     PQclear(r);
     return 0;
@@ -150,13 +168,8 @@ static int next_page(ll_db *db, page_key *key, ll_pgarray *page, const char **wh
 
 int vf_check_ledger(ll_db *db, vf_check *checks, const char **what)
 {
-    static const struct {
-        int check;
-        const ll_stmt *st;
-    } ROWS[] = {{VF_VALIDATE_DISPATCH, &VF_ST_VALIDATE_DISPATCH},
-                {VF_STAGE_VALIDATING, &VF_ST_STAGE_VALIDATING},
-                {VF_PARTITION_ROWS, &VF_ST_PARTITION_ROWS},
-                {VF_PARTITION_COUNTERS, &VF_ST_PARTITION_COUNTERS}};
+    static const int RAN[] = {VF_RUN_STATUS, VF_STAGE_VALIDATING, VF_VALIDATE_DISPATCH, VF_PARTITION_ROWS,
+                              VF_PARTITION_COUNTERS};
     ll_pgarray names = {0};
     for (size_t i = 0; LL_STATUS_EVENT_NAMES[i]; i++)
         ll_pgarray_add(&names, LL_STATUS_EVENT_NAMES[i]);
@@ -166,19 +179,17 @@ int vf_check_ledger(ll_db *db, vf_check *checks, const char **what)
     while (rc == 0 && (more = next_page(db, &key, &page, what)) != 0) {
         const char *ids = ll_pgarray_text(&page);
         if (more < 0 ||
-            check_run_status(db, &checks[VF_RUN_STATUS], ll_pgarray_text(&names), ids, what) != 0) {
+            check_run_events(db, &checks[VF_RUN_STATUS], &checks[VF_STAGE_VALIDATING],
+                             ll_pgarray_text(&names), ids, what) != 0 ||
+            check_validate_dispatch(db, &checks[VF_VALIDATE_DISPATCH], ids, what) != 0 ||
+            check_partitions(db, &checks[VF_PARTITION_ROWS], &checks[VF_PARTITION_COUNTERS], ids, what) != 0)
             rc = -1;
-            break;
-        }
-        for (size_t i = 0; rc == 0 && i < sizeof ROWS / sizeof ROWS[0]; i++)
-            rc = rows_as_violations(db, ROWS[i].st, &checks[ROWS[i].check], ids, what);
     }
     ll_pgarray_free(&page);
     ll_pgarray_free(&names);
     if (rc != 0)
         return -1;
-    checks[VF_RUN_STATUS].ran = true;
-    for (size_t i = 0; i < sizeof ROWS / sizeof ROWS[0]; i++)
-        checks[ROWS[i].check].ran = true;
+    for (size_t i = 0; i < sizeof RAN / sizeof RAN[0]; i++)
+        checks[RAN[i]].ran = true;
     return 0;
 }

@@ -39,8 +39,10 @@ static const ll_stmt VF_ST_PAGE_NEXT = {"verify_page_next",
                                         " ORDER BY started_at DESC, run_id LIMIT $3::int",
                                         3};
 
-/* The runs of the page ($2, an array of run ids) with their status events in event order; $1 the status event
- * names. The events through ix_load_event_run_time (run_id, event_time), run by run: the lateral
+/* The runs of the page ($2, an array of run ids) with their status events in event order ($1 the
+ * status event names; STAGE_VALIDATION_STARTED among them, so that the same rows count each run's
+ * validation starts, §5.7: the winner of load_validation_start is one row per run by its key).
+ * The events through ix_load_event_run_time (run_id, event_time), run by run: the lateral
  * subquery (OFFSET 0 keeps it one) is a nested loop whatever the page's share of the table, so
  * that no page reads all the events (a hash join of a page would: verify quadratic again). */
 static const ll_stmt VF_ST_RUN_EVENTS = {
@@ -66,47 +68,35 @@ static const ll_stmt VF_ST_VALIDATE_DISPATCH = {
     " ORDER BY r.run_id",
     1};
 
-/* Runs of the page $1 (run ids) with more than one STAGE_VALIDATION_STARTED event (§5.7; the winner
- * of load_validation_start is one row per run by its key), through ix_load_event_run_time. */
-static const ll_stmt VF_ST_STAGE_VALIDATING = {
-    "verify_stage_validating",
-    "SELECT r.run_id::text, e.n FROM nifi_ops.load_run r"
-    "  CROSS JOIN LATERAL (SELECT count(*) AS n FROM nifi_ops.load_event x"
-    "    WHERE x.run_id = r.run_id AND x.event_name = 'STAGE_VALIDATION_STARTED') e"
-    " WHERE r.run_id = ANY ($1::uuid[]) AND e.n > 1 ORDER BY r.run_id",
-    1};
-
-/* SUCCESS partitions of the runs of the page $1 (run ids) whose WRITTEN files do not sum to their rows
- * (§5.4 step 10); partitions by load_partition_pkey, files by ix_load_file_partition_status. */
-static const ll_stmt VF_ST_PARTITION_ROWS = {
-    "verify_partition_rows",
-    "SELECT p.run_id::text, p.partition_id, coalesce(p.actual_row_count, 0), coalesce(f.rows, 0)"
-    "  FROM nifi_ops.load_partition p"
-    "  CROSS JOIN LATERAL (SELECT sum(w.record_count) AS rows FROM nifi_ops.load_file w"
-    "              WHERE w.run_id = p.run_id AND w.partition_id = p.partition_id"
-    "                AND w.status = 'WRITTEN') f"
-    " WHERE p.run_id = ANY ($1::uuid[])"
-    "   AND p.status = 'SUCCESS' AND coalesce(p.actual_row_count, 0) <> coalesce(f.rows, 0)"
-    " ORDER BY p.run_id, p.partition_id",
-    1};
-
-/* Partitions of the runs of the page $1 (run ids) whose 0007 counters differ from an aggregate of
- * their WRITTEN files; the same indexes. */
-static const ll_stmt VF_ST_PARTITION_COUNTERS = {
-    "verify_partition_counters",
-    "SELECT p.run_id::text, p.partition_id, p.written_file_count, f.files"
-    "  FROM nifi_ops.load_partition p"
-    "  CROSS JOIN LATERAL (SELECT count(*) AS files, sum(w.record_count) AS rows,"
+/* The partitions of the runs of the page $1 (run ids) that break either partition check, their
+ * WRITTEN files aggregated once (ix_load_file_partition_status or the primary key, both leading
+ * with (run_id, partition_id), partition by partition): run_id, partition_id, the rows stored and
+ * summed (§5.4 step 10: a SUCCESS partition's WRITTEN files sum to its rows), the file counter and
+ * count, then whether each check fails: rows (SUCCESS only) and the 0007 counters (every counter
+ * equal to the aggregate of the WRITTEN files). */
+static const ll_stmt VF_ST_PARTITIONS = {
+    "verify_partitions",
+    "SELECT q.run_id, q.partition_id, q.stored_rows, q.file_rows, q.written_file_count, q.files,"
+    "       q.rows_bad, q.counters_bad"
+    "  FROM (SELECT p.run_id::text AS run_id, p.partition_id,"
+    "               coalesce(p.actual_row_count, 0) AS stored_rows, coalesce(f.rows, 0) AS file_rows,"
+    "               p.written_file_count, f.files,"
+    "               p.status = 'SUCCESS' AND coalesce(p.actual_row_count, 0) <> coalesce(f.rows, 0) AS "
+    "rows_bad,"
+    "               (p.written_file_count, p.written_row_count, p.written_byte_count, p.written_count_sum,"
+    "                p.written_count_sumsq)"
+    "               IS DISTINCT FROM (f.files::int, coalesce(f.rows, 0)::bigint, coalesce(f.bytes, "
+    "0)::bigint,"
+    "                coalesce(f.csum, 0)::bigint, coalesce(f.csumsq, 0)::bigint) AS counters_bad"
+    "          FROM nifi_ops.load_partition p"
+    "          CROSS JOIN LATERAL (SELECT count(*) AS files, sum(w.record_count) AS rows,"
     "                    sum(coalesce(w.byte_count, 0)) AS bytes, sum(w.fragment_count::bigint) AS csum,"
     "                    sum(w.fragment_count::bigint * w.fragment_count::bigint) AS csumsq"
     "               FROM nifi_ops.load_file w WHERE w.run_id = p.run_id"
     "                AND w.partition_id = p.partition_id AND w.status = 'WRITTEN') f"
-    " WHERE p.run_id = ANY ($1::uuid[])"
-    "   AND (p.written_file_count, p.written_row_count, p.written_byte_count, p.written_count_sum,"
-    "        p.written_count_sumsq)"
-    "       IS DISTINCT FROM (f.files::int, coalesce(f.rows, 0)::bigint,"
-    "        coalesce(f.bytes, 0)::bigint, coalesce(f.csum, 0)::bigint, coalesce(f.csumsq, 0)::bigint)"
-    " ORDER BY p.run_id, p.partition_id",
+    "         WHERE p.run_id = ANY ($1::uuid[])) q"
+    " WHERE q.rows_bad OR q.counters_bad"
+    " ORDER BY q.run_id, q.partition_id",
     1};
 
 #endif
