@@ -23,20 +23,22 @@
     " 'PUBLISH_UNKNOWN', 'SUCCESS', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH', 'FAILED_TARGET_VALIDATION'"
 
 /* The first page of runs: the run ids and start times of the $1 newest runs, in the order of
- * ix_load_run_started (started_at DESC, run_id): a range of that index stopped after $1 rows. */
+ * ix_load_run_started (started_at DESC, run_id): a range of that index stopped after $1 rows.
+ * ORDER BY names the table's columns (r.): a bare started_at is the output column started_at::text,
+ * a text sort no index serves, which read and sorted every run past the keyset on every page. */
 static const ll_stmt VF_ST_PAGE_FIRST = {"verify_page_first",
-                                         "SELECT run_id::text, started_at::text FROM nifi_ops.load_run"
-                                         " ORDER BY started_at DESC, run_id LIMIT $1::int",
+                                         "SELECT r.run_id::text, r.started_at::text FROM nifi_ops.load_run r"
+                                         " ORDER BY r.started_at DESC, r.run_id LIMIT $1::int",
                                          1};
 
 /* The next page: the $3 runs after the run ($1 started_at, $2 run_id) in the same order (none: no
  * more). The index range is started_at <= $1; the rest of the key is a filter of the few runs that
  * started at $1 exactly. */
 static const ll_stmt VF_ST_PAGE_NEXT = {"verify_page_next",
-                                        "SELECT run_id::text, started_at::text FROM nifi_ops.load_run"
-                                        " WHERE started_at <= $1::timestamptz"
-                                        "   AND (started_at < $1::timestamptz OR run_id > $2::uuid)"
-                                        " ORDER BY started_at DESC, run_id LIMIT $3::int",
+                                        "SELECT r.run_id::text, r.started_at::text FROM nifi_ops.load_run r"
+                                        " WHERE r.started_at <= $1::timestamptz"
+                                        "   AND (r.started_at < $1::timestamptz OR r.run_id > $2::uuid)"
+                                        " ORDER BY r.started_at DESC, r.run_id LIMIT $3::int",
                                         3};
 
 /* The runs of the page ($2, an array of run ids) with their status events in event order ($1 the
