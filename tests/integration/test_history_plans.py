@@ -13,6 +13,7 @@ its index to the planner.
 """
 import json
 import os
+import re
 import subprocess
 import uuid
 
@@ -126,8 +127,14 @@ def test_verify_reads_a_page_of_runs_through_indexes(ledger):
     assert [r[0] for r in page] == after and len(page) == 500
     assert page[0][1] <= started
     ids = "{" + ",".join(r[0] for r in page[:int(share)]) + "}"  # the page's share of a year, as above
-    names = "{RUN_STARTED,MANIFEST_CREATED,EXTRACT_VALIDATED,STAGE_VALIDATION_STARTED,RUN_SUCCESS,RUN_FAILED}"
-    bounded(ledger, "verify_run_events", [names, ids], want={"ix_load_event_run_time"})
+    # a run's status events through their own partial index (0019), whose predicate is exactly the
+    # list verify writes out (LL_STATUS_EVENT_NAMES_SQL): a name on one side only and the planner
+    # reads every event of the run through ix_load_event_run_time again
+    bounded(ledger, "verify_run_events", [ids], want={"ix_load_event_status"})
+    written = set(re.findall(r"'([A-Z_]+)'", stmts["verify_run_events"]["sql"].split("event_name IN (")[1].split(")")[0]))
+    predicate = one(cur, "SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i"
+                    " WHERE i.indexrelid = 'nifi_ops.ix_load_event_status'::regclass")[0]
+    assert written == set(re.findall(r"'([A-Z_]+)'", predicate)) and len(written) == 13, (written, predicate)
     bounded(ledger, "verify_validate_dispatch", [ids])
     files = {"ix_load_file_partition_status", "load_file_pkey"}  # both lead with (run_id, partition_id)
     bounded(ledger, "verify_partitions", [ids], want_any=files)

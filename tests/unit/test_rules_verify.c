@@ -4,6 +4,8 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "ll/verify.h"
@@ -47,6 +49,13 @@ static void test_fixed_events(void **state)
         assert_int_equal(ll_event_run_status(&e, &s), LL_EV_SETS);
     }
     assert_int_equal(n, 13);
+    /* the SQL list (the partial index's predicate, 0019) names the same events in the same order */
+    char list[1024] = "";
+    for (size_t i = 0; LL_STATUS_EVENT_NAMES[i]; i++) {
+        size_t at = strlen(list);
+        snprintf(list + at, sizeof list - at, "%s'%s'", i ? ", " : "", LL_STATUS_EVENT_NAMES[i]);
+    }
+    assert_string_equal(list, LL_STATUS_EVENT_NAMES_SQL);
 }
 
 static void test_events_without_status(void **state)

@@ -74,11 +74,10 @@ static void judge_run(vf_check *c, vf_check *starts, const PGresult *r, int from
 }
 
 /* The run-status and validation-start checks of the page (an array of run ids): each run judged
- * from its status events (names). */
-static int check_run_events(ll_db *db, vf_check *c, vf_check *starts, const char *names, const char *page,
-                            const char **what)
+ * from its status events. */
+static int check_run_events(ll_db *db, vf_check *c, vf_check *starts, const char *page, const char **what)
 {
-    const char *p[2] = {names, page};
+    const char *p[1] = {page};
     PGresult *r = ll_db_exec(db, &VF_ST_RUN_EVENTS, p);
     if (!r) {
         *what = VF_ST_RUN_EVENTS.name;
@@ -170,23 +169,18 @@ int vf_check_ledger(ll_db *db, vf_check *checks, const char **what)
 {
     static const int RAN[] = {VF_RUN_STATUS, VF_STAGE_VALIDATING, VF_VALIDATE_DISPATCH, VF_PARTITION_ROWS,
                               VF_PARTITION_COUNTERS};
-    ll_pgarray names = {0};
-    for (size_t i = 0; LL_STATUS_EVENT_NAMES[i]; i++)
-        ll_pgarray_add(&names, LL_STATUS_EVENT_NAMES[i]);
     ll_pgarray page = {0};
     page_key key = {"", ""};
     int rc = 0, more;
     while (rc == 0 && (more = next_page(db, &key, &page, what)) != 0) {
         const char *ids = ll_pgarray_text(&page);
         if (more < 0 ||
-            check_run_events(db, &checks[VF_RUN_STATUS], &checks[VF_STAGE_VALIDATING],
-                             ll_pgarray_text(&names), ids, what) != 0 ||
+            check_run_events(db, &checks[VF_RUN_STATUS], &checks[VF_STAGE_VALIDATING], ids, what) != 0 ||
             check_validate_dispatch(db, &checks[VF_VALIDATE_DISPATCH], ids, what) != 0 ||
             check_partitions(db, &checks[VF_PARTITION_ROWS], &checks[VF_PARTITION_COUNTERS], ids, what) != 0)
             rc = -1;
     }
     ll_pgarray_free(&page);
-    ll_pgarray_free(&names);
     if (rc != 0)
         return -1;
     for (size_t i = 0; i < sizeof RAN / sizeof RAN[0]; i++)

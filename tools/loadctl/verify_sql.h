@@ -15,6 +15,7 @@
 #define LOADCTL_VERIFY_SQL_H
 
 #include "ll/db.h"
+#include "ll/verify.h"
 
 /* Runs past extraction: they had their completion CAS and so their VALIDATE_RUN (§5.11, §5.12).
  * TIMED_OUT and FAILED_EXTRACT/SNAPSHOT/MANIFEST runs never got there (§3.1). */
@@ -41,10 +42,12 @@ static const ll_stmt VF_ST_PAGE_NEXT = {"verify_page_next",
                                         " ORDER BY r.started_at DESC, r.run_id LIMIT $3::int",
                                         3};
 
-/* The runs of the page ($2, an array of run ids) with their status events in event order ($1 the
- * status event names; STAGE_VALIDATION_STARTED among them, so that the same rows count each run's
- * validation starts, §5.7: the winner of load_validation_start is one row per run by its key).
- * The events through ix_load_event_run_time (run_id, event_time), run by run: the lateral
+/* The runs of the page ($1, an array of run ids) with their status events in event order
+ * (LL_STATUS_EVENT_NAMES; STAGE_VALIDATION_STARTED among them, so that the same rows count each
+ * run's validation starts, §5.7: the winner of load_validation_start is one row per run by its key).
+ * The events through ix_load_event_status (0019: run_id, event_time of the status events only, a
+ * seventh of the events; the names written out so that the planner matches the index's predicate),
+ * else ix_load_event_run_time (run_id, event_time) on a ledger before 0019, run by run: the lateral
  * subquery (OFFSET 0 keeps it one) is a nested loop whatever the page's share of the table, so
  * that no page reads all the events (a hash join of a page would: verify quadratic again). */
 static const ll_stmt VF_ST_RUN_EVENTS = {
@@ -52,10 +55,10 @@ static const ll_stmt VF_ST_RUN_EVENTS = {
     "SELECT p.run_id::text, p.status, e.event_name, e.partition_id, e.error_code, e.error_class,"
     "       e.details->>'to', e.details->>'resolution', coalesce(e.details ? 'publishToken', false)"
     "  FROM nifi_ops.load_run p LEFT JOIN LATERAL (SELECT x.* FROM nifi_ops.load_event x"
-    "    WHERE x.run_id = p.run_id AND x.event_name = ANY($1::text[]) OFFSET 0) e ON true"
-    " WHERE p.run_id = ANY ($2::uuid[])"
+    "    WHERE x.run_id = p.run_id AND x.event_name IN (" LL_STATUS_EVENT_NAMES_SQL ") OFFSET 0) e ON true"
+    " WHERE p.run_id = ANY ($1::uuid[])"
     " ORDER BY p.run_id, e.event_time, e.event_id",
-    2};
+    1};
 
 /* Runs of the page $1 (run ids) whose VALIDATE_RUN dispatches are not exactly one (past extraction) or
  * not none (before); the dispatches through uq_load_dispatch_validate (run_id), run by run (an

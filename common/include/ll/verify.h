@@ -56,6 +56,17 @@ int ll_run_status_implied(const ll_status_event *ev, size_t n, ll_run_status *ou
  * selects them. */
 extern const char *const LL_STATUS_EVENT_NAMES[];
 
+/* The same names as an SQL list of literals, in the same order: `loadctl verify` selects a run's
+ * status events with `event_name IN (LL_STATUS_EVENT_NAMES_SQL)`, a predicate the planner can match
+ * to the partial index ix_load_event_status (schemas/sql/0019_status_events.sql, whose predicate is
+ * this list) only when it is written out, not passed as a parameter. tests/unit/test_rules_verify.c
+ * keeps it equal to LL_STATUS_EVENT_NAMES, tests/integration/test_history_plans.py to the index. */
+#define LL_STATUS_EVENT_NAMES_SQL                                                                            \
+    "'RUN_STARTED', 'MANIFEST_CREATED', 'MANIFEST_INVALID', 'EXTRACT_VALIDATED', "                           \
+    "'STAGE_VALIDATION_STARTED',"                                                                            \
+    " 'STAGE_VALIDATED', 'PUBLISH_STARTED', 'PUBLISH_FINISHED', 'PUBLISH_UNKNOWN', 'RUN_SUCCESS',"           \
+    " 'RUN_TIMED_OUT', 'RUN_FAILED', 'PUBLISH_UNKNOWN_RESOLVED'"
+
 /* How one consumed input offset is accounted for on the topics. */
 typedef enum ll_input_verdict {
     LL_INPUT_OK = 0,           /* exactly one reply or one dead letter */
