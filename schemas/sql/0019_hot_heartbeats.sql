@@ -14,11 +14,13 @@
 -- unchanged; only loadctl's reads of the ended time move to the new column (retention.h LC_ENDED).
 --
 -- What it does, and what it locks:
--- 1. fillfactor: load_run 80, load_partition 80 (docs/ledger.md gives the sizes: a page keeps 1.6 kB
---    free, room for a new version of each of the 2-3 runs or 5-6 partitions of a page that one batch
---    touches before the page is pruned; rows written once and never updated again cost 25 % more
---    pages). Takes SHARE UPDATE EXCLUSIVE; rewrites nothing by itself: it applies to the pages written
---    from then on. Set first, so that step 3's rewrite of load_run packs every page at 80 already.
+-- 1. fillfactor: load_run 80, load_partition 80. A page keeps 1.6 kB free: room for a new version
+--    of 4 runs (about 400 bytes a row on a generated history) or 7 partitions (about 210 bytes)
+--    of the page that one batch touches before the page is pruned; 90 would keep room for 2 runs
+--    or 3 partitions, fewer than a batch of a run's partitions touches. Rows written once and
+--    never updated again (the history) cost a quarter more pages. Takes SHARE UPDATE EXCLUSIVE;
+--    rewrites nothing by itself: it applies to the pages written from then on. Set first, so that
+--    step 3's rewrite of load_run packs every page at 80 already.
 -- 2. The indexes that name heartbeat_at are dropped (ACCESS EXCLUSIVE for an instant each) and
 --    replaced (steps 4-6).
 -- 3. load_run.ended_at, a STORED generated column: NULL while the run is active, coalesce(completed_at,
@@ -28,7 +30,8 @@
 --    run leaves it NULL, of a terminal run with completed_at leaves it unchanged: HOT either way.
 --    ADD COLUMN ... GENERATED ... STORED REWRITES load_run and rebuilds its indexes under ACCESS
 --    EXCLUSIVE: every service and loadctl statement on load_run waits for it (measured, docs/
---    operations.md: about 1 s on 20,000 runs, so some 10 s on a year's 180,000; plan the window).
+--    operations.md "Migration 0019": 0.32 s on 20,000 generated runs, 1.09 s on 60,000, so some
+--    3.3 s on a year's 180,000; plan the window).
 --    Why not without a rewrite: an expression index on the same CASE still names heartbeat_at (so
 --    no heartbeat would be HOT); an index on completed_at alone misses the terminal runs without
 --    completed_at whose ended time is heartbeat_at (loadctl's rule, retention.h); a plain column
@@ -48,15 +51,19 @@
 --    finished and claimed or to reissue, contract §7.1): the sweeper's rules 1 and 6 read them
 --    here and take heartbeat_at from their rows.
 -- Each CREATE INDEX is a plain one (a migration is one transaction: CONCURRENTLY is not possible);
--- on a year's history the partial ones are built from the rewritten table in milliseconds.
+-- their build is part of the times above.
 --
 -- Expand/contract: additive for the binaries of schemas 0017 and 0018 (a nullable generated column
--- nothing of theirs writes, indexes replaced). Their services run unchanged and bounded: their
--- reads of active runs and partitions use steps 4 and 6 (the planner proves `status = 'X'` implies
--- the partial index's list). An old loadctl's monitor frame and cleanup-candidates still compute
--- coalesce(completed_at, heartbeat_at), which no index serves any more: during a rolling upgrade
--- each of its frames reads load_run whole (some 30-60 ms at a year's history) until loadctl is
--- upgraded too. This build's loadctl needs the column (LL_SCHEMA_MIN stays 17 for the services,
+-- nothing of theirs writes, indexes replaced). What their reads cost during a rolling upgrade:
+-- their sweeper's rules stay bounded (their status lists are constants: the planner proves they
+-- imply the partial indexes' lists), but its gauges (`x.status = s.status`, s a value of an
+-- unnest) cannot use a partial index and read load_run whole once per active status after every
+-- tick (40 ms at 20,000 runs, 133 ms at 60,000, some 0.4 s at a year) until the sweeper is
+-- replaced (second in docs/upgrading.md's order); an old loadctl's monitor frame and
+-- cleanup-candidates compute coalesce(completed_at, heartbeat_at), which no index serves any
+-- more: each such read scans load_run (10 ms at 20,000 runs, 35 ms at 60,000). A full (status)
+-- index would keep the old gauges bounded, but it holds every terminal run, and the planner has
+-- ANDed such an index's every FAILED run with a bounded range before (rule_ended.c): not kept. This build's loadctl needs the column (LL_SCHEMA_MIN stays 17 for the services,
 -- whose statements are bounded with or without this file; loadctl's reads name ended_at and fail
 -- on a ledger not migrated: run `loadctl migrate` first, as the upgrade order says).
 
