@@ -11,7 +11,7 @@
 
 /* Rows: kind ('run' or 'dead_dispatch'), status or dispatch type, count, idle seconds. Each active
  * status is one range of the partial ix_load_run_active_status (status) WHERE status is active
- * (0019; the oldest heartbeat from those few rows: no index names heartbeat_at, so that the
+ * (0020; the oldest heartbeat from those few rows: no index names heartbeat_at, so that the
  * heartbeats are HOT updates). The lateral read repeats the active list: `x.status = s.status`
  * alone (s.status a value of the unnest, not a constant) does not prove the partial index's
  * predicate to the planner, which then read the whole of load_run. The DEAD dispatches of each type

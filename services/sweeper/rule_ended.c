@@ -11,12 +11,12 @@
  *
  * Bounded: the runs are found by two index reads of at most ENDED_BATCH rows each, the rest the
  * next tick: the stale RUNNING/RETRY partitions through the partial ix_load_partition_active
- * (status) WHERE status IN ('RUNNING', 'RETRY') (0019; the heartbeat from those rows), and the runs
+ * (status) WHERE status IN ('RUNNING', 'RETRY') (0020; the heartbeat from those rows), and the runs
  * that ended between recovery.stale and recovery.stale + recovery.run_timeout ago through
  * ix_load_run_completed (a PENDING partition is not in the recovery index; its run is looked at
  * during that window): a range of that index alone, the status checked on its rows (the subquery,
  * kept one by OFFSET 0, takes no qualifier, so the planner cannot AND the range with an index of
- * every failed run ever, as ix_load_run_status_heartbeat was before 0019: 2-3 ms
+ * every failed run ever, as ix_load_run_status_heartbeat was before 0020: 2-3 ms
  * a tick at a year's history, growing with it). Each run is locked skip-locked (run ->
  * partition order, §2.8); its partitions through the primary key.
  */

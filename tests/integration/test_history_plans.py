@@ -244,7 +244,7 @@ def test_sessions_of_the_services_run_without_jit(ledger):
 def test_sweeper_ended_runs_reads_a_window_of_ended_runs(ledger):
     """The sweeper's rule ended_partitions (contract §7.6) finds the runs that ended in its window
     through ix_load_run_completed alone: the run statuses are checked on that range's rows, never by
-    ANDing it with an index of every failed run (ix_load_run_status_heartbeat before 0019, 2-3 ms a
+    ANDing it with an index of every failed run (ix_load_run_status_heartbeat before 0020, 2-3 ms a
     tick at a year); the stale partitions through the partial index of active partitions."""
     st, cur, _ = ledger
     sql = shipped_statements(st.build_dir)["sweep_ended_runs"][2]
@@ -257,7 +257,7 @@ def test_sweeper_ended_runs_reads_a_window_of_ended_runs(ledger):
 
 def test_reads_of_active_runs_and_partitions_through_the_partial_indexes(ledger):
     """The reads that took heartbeat_at from ix_load_run_status_heartbeat or ix_load_partition_recovery
-    before 0019 (issue 42: the heartbeats are HOT updates only while no index names heartbeat_at) read
+    before 0020 (issue 42: the heartbeats are HOT updates only while no index names heartbeat_at) read
     the few active runs or partitions through ix_load_run_active_status / ix_load_partition_active
     and filter the heartbeat on those rows: the sweeper's stale-validation alerts and rule 1's runs,
     in their custom and generic plans, and never an index of terminal runs."""
@@ -278,7 +278,7 @@ def test_reads_of_active_runs_and_partitions_through_the_partial_indexes(ledger)
 
 
 def test_no_index_of_the_heartbeat_tables_names_heartbeat_at(ledger):
-    """0019: no index of load_run or load_partition names heartbeat_at (key, expression or predicate),
+    """0020: no index of load_run or load_partition names heartbeat_at (key, expression or predicate),
     both tables keep free room in their pages, and load_run.ended_at is the ended time loadctl's
     reads took before (LC_ENDED was coalesce(completed_at, heartbeat_at)) on every run they can
     select (the terminal ones), NULL on every active run."""

@@ -1,10 +1,10 @@
-"""The heartbeat updates of the chunk path are HOT (issue 42; schemas/sql/0019_hot_heartbeats.sql,
+"""The heartbeat updates of the chunk path are HOT (issue 42; schemas/sql/0020_hot_heartbeats.sql,
 docs/ledger.md "Indexes of the reads").
 
 Every batch of chunk reports updates its partitions' counters and heartbeat_at (chunk_bulk_write.c,
 chunk_report.c) and its runs' heartbeat_at (position.c, the completion statements). PostgreSQL makes
 such an UPDATE HOT (no new index entry) only when no column that an index of the table names (key,
-expression or predicate) changes and the new version fits in the row's page. Before 0019,
+expression or predicate) changes and the new version fits in the row's page. Before 0020,
 ix_load_partition_recovery (status, heartbeat_at), ix_load_run_status_heartbeat (status,
 heartbeat_at) and the ended-time indexes on coalesce(completed_at, heartbeat_at) named heartbeat_at:
 every one of those updates inserted into every index of both tables.

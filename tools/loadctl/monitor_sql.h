@@ -1,7 +1,7 @@
 /*
  * monitor_sql.h - the statements of one monitor frame (monitor_data.c; docs/contract.md §5.21). Every
  * read is an index or a window whatever the history (issue 42; schemas/sql/0017_history_reads.sql,
- * 0019_hot_heartbeats.sql): the active runs through ix_load_run_active_status (or uq_load_run_active),
+ * 0020_hot_heartbeats.sql): the active runs through ix_load_run_active_status (or uq_load_run_active),
  * the runs ended in the last 24 hours through ix_load_run_ended_at, the runs due for cleanup through
  * ix_load_run_cleanup_ended_at, the dispatches
  * through ix_load_dispatch_due and ix_load_dispatch_dead, CLEANUP_FAILED through

@@ -1,5 +1,5 @@
--- 0019_hot_heartbeats: the heartbeat updates of load_partition and load_run become HOT (issue 42;
--- docs/ledger.md §5, "The heartbeats are HOT updates"; docs/operations.md, "Migration 0019").
+-- 0020_hot_heartbeats: the heartbeat updates of load_partition and load_run become HOT (issue 42;
+-- docs/ledger.md §5, "The heartbeats are HOT updates"; docs/operations.md, "Migration 0020").
 --
 -- Every batch of chunk reports updates its partitions (counters, heartbeat_at: chunk_bulk_write.c,
 -- chunk_report.c) and its runs (heartbeat_at: position.c, chunk_report.c). PostgreSQL 15 makes an
@@ -34,7 +34,7 @@
 --    run leaves it NULL, of a terminal run with completed_at leaves it unchanged: HOT either way.
 --    ADD COLUMN ... GENERATED ... STORED REWRITES load_run and rebuilds its indexes under ACCESS
 --    EXCLUSIVE: every service and loadctl statement on load_run waits for it (measured, docs/
---    operations.md "Migration 0019": 0.32 s on 20,000 generated runs, 1.09 s on 60,000, so some
+--    operations.md "Migration 0020": 0.32 s on 20,000 generated runs, 1.09 s on 60,000, so some
 --    3.3 s on a year's 180,000; plan the window).
 --    Why not without a rewrite: an expression index on the same CASE still names heartbeat_at (so
 --    no heartbeat would be HOT); an index on completed_at alone misses the terminal runs without
