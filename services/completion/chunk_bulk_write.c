@@ -40,7 +40,8 @@ static const ll_stmt ST_BULK_PARTITIONS = {
  * Returns how many rows each part changed (the caller checks them).
  * The CAS on the status is a CASE, not `p.status = 'RUNNING' AND ...`, so that the planner reaches
  * each row by its primary key: given a plain status predicate it chose the sweeper's index
- * ix_load_partition_recovery (every RUNNING partition of every run, 4,649 rows read for 16 in the
+ * ix_load_partition_recovery (ix_load_partition_active since 0020: every RUNNING partition of every
+ * run, 4,649 rows read for 16 in the
  * benchmark's latency phase: 4.5 ms a batch, half the batch's server time) whenever the
  * statistics said few partitions were RUNNING. */
 static const ll_stmt ST_BULK_GATES = {

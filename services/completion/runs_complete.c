@@ -18,7 +18,8 @@
 /* $1 the run ids, $2 their VALIDATE_RUN dispatch ids (same order). One row per run that won:
  * its id, then (the same on every row) how many outbox rows and events were written. The runs are
  * locked already (chunk_bulk.c step 1, in run-id order). The CAS on the status is a CASE so that
- * the planner reaches each run by its primary key, never by ix_load_run_status_heartbeat (every
+ * the planner reaches each run by its primary key, never by a status index (ix_load_run_active_status
+ * since 0020, ix_load_run_status_heartbeat before: every
  * EXTRACTING run: 963 rows read for 2 in the benchmark's latency phase), as chunk_bulk_write.c's
  * gates do. */
 static const ll_stmt ST_RUNS_COMPLETE = {

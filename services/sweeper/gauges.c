@@ -4,7 +4,7 @@
  * sweeper held the lock, one read-only statement counts the runs in each non-terminal status with
  * the age of the least recently active one, and the DEAD outbox rows of active runs by dispatch
  * type. Every status and type is always reported (0 when none), so an alert never waits for a
- * series to appear. Bounded (gauges_sql.h): the runs are read through ix_load_run_status_heartbeat
+ * series to appear. Bounded (gauges_sql.h): the runs are read through ix_load_run_active_status (0020)
  * for the active statuses only (at most one active run per job and business key), the DEAD
  * dispatches through ix_load_dispatch_dead (0017), and the statement runs under the connection's
  * db.statement_timeout like every other statement of the sweeper.

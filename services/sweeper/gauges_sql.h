@@ -10,17 +10,21 @@
 #include "ll/status_sql.h"
 
 /* Rows: kind ('run' or 'dead_dispatch'), status or dispatch type, count, idle seconds. Each active
- * status is one index-only range of ix_load_run_status_heartbeat (status, heartbeat_at); the
- * DEAD dispatches of each type are a range of the partial ix_load_dispatch_dead (dispatch_type,
- * run_id) WHERE status = 'DEAD' (0017, contract §3.4: DEAD rows are few), each joined to its run
- * by its primary key. Nothing reads the history of ended runs or ACKED dispatches. */
+ * status is one range of the partial ix_load_run_active_status (status) WHERE status is active
+ * (0020; the oldest heartbeat from those few rows: no index names heartbeat_at, so that the
+ * heartbeats are HOT updates). The lateral read repeats the active list: `x.status = s.status`
+ * alone (s.status a value of the unnest, not a constant) does not prove the partial index's
+ * predicate to the planner, which then read the whole of load_run. The DEAD dispatches of each type
+ * are a range of the partial ix_load_dispatch_dead (dispatch_type, run_id) WHERE status = 'DEAD'
+ * (0017, contract §3.4: DEAD rows are few), each joined to its run by its primary key. Nothing
+ * reads the history of ended runs or ACKED dispatches. */
 static const ll_stmt SWEEP_ST_GAUGES = {
     "sweep_gauges",
     "SELECT 'run', s.status, r.n,"
     " COALESCE(floor(extract(epoch FROM clock_timestamp() - r.oldest)), 0)::bigint"
     " FROM unnest(ARRAY[" LL_SQL_RUN_ACTIVE "]) AS s(status)"
     " CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.heartbeat_at) AS oldest"
-    "   FROM nifi_ops.load_run x WHERE x.status = s.status) r"
+    "   FROM nifi_ops.load_run x WHERE x.status = s.status AND x.status IN (" LL_SQL_RUN_ACTIVE ")) r"
     " UNION ALL"
     " SELECT 'dead_dispatch', t.type,"
     "  (SELECT count(*) FROM nifi_ops.load_dispatch d JOIN nifi_ops.load_run dr ON dr.run_id = d.run_id"

@@ -10,12 +10,13 @@
  * in the recovery index that rule 1 reads every tick.
  *
  * Bounded: the runs are found by two index reads of at most ENDED_BATCH rows each, the rest the
- * next tick: the stale RUNNING/RETRY partitions through ix_load_partition_recovery (status,
- * heartbeat_at), and the runs that ended between recovery.stale and recovery.stale +
- * recovery.run_timeout ago through ix_load_run_completed (a PENDING partition is not in the
- * recovery index; its run is looked at during that window): a range of that index alone, the
- * status checked on its rows (the subquery, kept one by OFFSET 0, takes no qualifier, so the
- * planner cannot AND the range with ix_load_run_status_heartbeat's every failed run ever: 2-3 ms
+ * next tick: the stale RUNNING/RETRY partitions through the partial ix_load_partition_active
+ * (status) WHERE status IN ('RUNNING', 'RETRY') (0020; the heartbeat from those rows), and the runs
+ * that ended between recovery.stale and recovery.stale + recovery.run_timeout ago through
+ * ix_load_run_completed (a PENDING partition is not in the recovery index; its run is looked at
+ * during that window): a range of that index alone, the status checked on its rows (the subquery,
+ * kept one by OFFSET 0, takes no qualifier, so the planner cannot AND the range with an index of
+ * every failed run ever, as ix_load_run_status_heartbeat was before 0020: 2-3 ms
  * a tick at a year's history, growing with it). Each run is locked skip-locked (run ->
  * partition order, §2.8); its partitions through the primary key.
  */
@@ -34,7 +35,7 @@
 
 /* The runs ended FAILED_* or TIMED_OUT with an unfinished partition to look at, locked ($1
  * recovery.stale, $2 recovery.run_timeout; at most ENDED_BATCH from each read): those with a stale
- * RUNNING/RETRY partition (ix_load_partition_recovery, then the run by its key), and those that
+ * RUNNING/RETRY partition (ix_load_partition_active, then the run by its key), and those that
  * ended in the window with a PENDING partition (ix_load_run_completed, then ix_load_partition_status).
  * The bounds are computed once (t, an InitPlan): a clock_timestamp() in the WHERE clause is volatile
  * and would be a filter over the whole index instead of its range. */

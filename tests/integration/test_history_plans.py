@@ -141,7 +141,7 @@ def test_verify_reads_a_page_of_runs_through_indexes(ledger):
 
 
 def test_sweeper_gauges_read_active_runs_and_dead_dispatches(ledger):
-    bounded(ledger, "sweep_gauges", [], want={"ix_load_run_status_heartbeat", "ix_load_dispatch_dead"})
+    bounded(ledger, "sweep_gauges", [], want={"ix_load_run_active_status", "ix_load_dispatch_dead"})
 
 
 def test_monitor_frame_is_indexes_and_windows(ledger):
@@ -149,13 +149,13 @@ def test_monitor_frame_is_indexes_and_windows(ledger):
     counts = [str(SUCCESS_MS), str(FAILED_MS), "200"]
     alerts = ["3600000", "1800000", "50"]
     bounded(ledger, "monitor_counts", counts + [None],
-            want={"ix_load_run_ended", "ix_load_run_cleanup_ended", "ix_load_dispatch_dead", "ix_load_dispatch_due"})
-    bounded(ledger, "monitor_runs", ["50", None], want_any={"ix_load_run_status_heartbeat", "uq_load_run_active"})
+            want={"ix_load_run_ended_at", "ix_load_run_cleanup_ended_at", "ix_load_dispatch_dead", "ix_load_dispatch_due"})
+    bounded(ledger, "monitor_runs", ["50", None], want_any={"ix_load_run_active_status", "uq_load_run_active"})
     bounded(ledger, "monitor_alerts", alerts + [None],
-            want={"ix_load_run_ended", "ix_load_dispatch_dead", "ix_load_event_cleanup_failed"})
+            want={"ix_load_run_ended_at", "ix_load_dispatch_dead", "ix_load_event_cleanup_failed"})
     # one job (`loadctl monitor --job`): its runs through the job's indexes instead
     job = one(cur, "SELECT job_key FROM nifi_ops.load_run ORDER BY started_at DESC LIMIT 1")[0]
-    bounded(ledger, "monitor_counts", counts + [job], want_any={"ix_load_run_job_started", "ix_load_run_ended"})
+    bounded(ledger, "monitor_counts", counts + [job], want_any={"ix_load_run_job_started", "ix_load_run_ended_at"})
     bounded(ledger, "monitor_runs", ["50", job])
     bounded(ledger, "monitor_alerts", alerts + [job], want={"ix_load_dispatch_dead", "ix_load_event_cleanup_failed"})
 
@@ -171,7 +171,7 @@ def test_runs_newest_first_through_started_index(ledger):
 def test_cleanup_candidates_in_index_order(ledger):
     _, cur, _ = ledger
     bounded(ledger, "cleanup_candidates", [None, str(SUCCESS_MS), str(FAILED_MS), "50"],
-            want={"ix_load_run_cleanup_ended"})
+            want={"ix_load_run_cleanup_ended_at"})
     # and the order needs no sort of the candidates: the index gives it
     _, cur, stmts = ledger
     nodes = explain(cur, "cleanup_candidates", stmts["cleanup_candidates"]["sql"],
@@ -251,12 +251,68 @@ def test_sessions_of_the_services_run_without_jit(ledger):
 def test_sweeper_ended_runs_reads_a_window_of_ended_runs(ledger):
     """The sweeper's rule ended_partitions (contract §7.6) finds the runs that ended in its window
     through ix_load_run_completed alone: the run statuses are checked on that range's rows, never by
-    ANDing it with ix_load_run_status_heartbeat, whose failed runs grow with the history (2-3 ms a
-    tick at a year); the stale partitions through the recovery index."""
+    ANDing it with an index of every failed run (ix_load_run_status_heartbeat before 0020, 2-3 ms a
+    tick at a year); the stale partitions through the partial index of active partitions."""
     st, cur, _ = ledger
     sql = shipped_statements(st.build_dir)["sweep_ended_runs"][2]
     nodes = explain(cur, "sweep_ended_runs", sql, ["10 minutes", "6 hours"])
     assert not history_scans(nodes)
     used = indexes_used(nodes)
-    assert "ix_load_run_completed" in used and "ix_load_partition_recovery" in used, used
-    assert "ix_load_run_status_heartbeat" not in used, used
+    assert "ix_load_run_completed" in used and "ix_load_partition_active" in used, used
+    assert "ix_load_run_active_status" not in used, used
+
+
+def test_reads_of_active_runs_and_partitions_through_the_partial_indexes(ledger):
+    """The reads that took heartbeat_at from ix_load_run_status_heartbeat or ix_load_partition_recovery
+    before 0020 (issue 42: the heartbeats are HOT updates only while no index names heartbeat_at) read
+    the few active runs or partitions through ix_load_run_active_status / ix_load_partition_active
+    and filter the heartbeat on those rows: the sweeper's stale-validation alerts and rule 1's runs,
+    in their custom and generic plans, and never an index of terminal runs."""
+    st, cur, _ = ledger
+    stmts = shipped_statements(st.build_dir)
+    for name, params, want in (("sweep_stale_alert", ["1 hour"], {"ix_load_run_active_status"}),
+                               ("sweep_stale_runs", ["10 minutes"], {"ix_load_run_active_status"})):
+        sql = stmts[name][2]
+        for nodes in (explain(cur, name, sql, params), generic_plan(cur, sql, len(params))):
+            assert not history_scans(nodes), (name, json.dumps(nodes[0], indent=1)[:3000])
+            used = indexes_used(nodes)
+            assert want <= used, (name, used)
+    # rule 1's stale partitions of a run: by the run's key; the monitor's RUN_STALE alerts: above
+    sql = stmts["sweep_stale_partitions"][2]
+    run = one(cur, "SELECT run_id::text FROM nifi_ops.load_partition WHERE status = 'RUNNING' LIMIT 1")[0]
+    nodes = explain(cur, "sweep_stale_partitions", sql, [run, "10 minutes"])
+    assert not history_scans(nodes) and indexes_used(nodes), json.dumps(nodes[0], indent=1)[:3000]
+
+
+def test_no_index_of_the_heartbeat_tables_names_heartbeat_at(ledger):
+    """0020: no index of load_run or load_partition names heartbeat_at (key, expression or predicate),
+    both tables keep free room in their pages, and load_run.ended_at is the ended time loadctl's
+    reads took before (LC_ENDED was coalesce(completed_at, heartbeat_at)) on every run they can
+    select (the terminal ones), NULL on every active run."""
+    _, cur, _ = ledger
+    cur.execute("SELECT c.relname, i.relname FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+                " JOIN pg_class c ON c.oid = x.indrelid WHERE c.relnamespace = 'nifi_ops'::regnamespace"
+                " AND c.relname IN ('load_run', 'load_partition')"
+                " AND pg_get_indexdef(x.indexrelid) LIKE '%%heartbeat_at%%'")
+    assert cur.fetchall() == []
+    cur.execute("SELECT relname, reloptions FROM pg_class WHERE relnamespace = 'nifi_ops'::regnamespace"
+                " AND relname IN ('load_run', 'load_partition') ORDER BY 1")
+    assert cur.fetchall() == [("load_partition", ["fillfactor=80"]), ("load_run", ["fillfactor=80"])]
+    terminal = "('SUCCESS', 'FAILED_MANIFEST', 'FAILED_EXTRACT', 'FAILED_STAGE_VALIDATION', 'FAILED_PUBLISH'," \
+               " 'FAILED_TARGET_VALIDATION', 'FAILED_SNAPSHOT_EXPIRED', 'TIMED_OUT')"
+    cur.execute("SELECT count(*) FILTER (WHERE status IN %s),"
+                " count(*) FILTER (WHERE status IN %s AND ended_at = coalesce(completed_at, heartbeat_at)),"
+                " count(*) FILTER (WHERE status NOT IN %s), count(*) FILTER (WHERE status NOT IN %s AND ended_at IS NULL)"
+                " FROM nifi_ops.load_run" % ((terminal,) * 4))
+    ended, same, active, null = cur.fetchone()
+    assert ended > 0.9 * RUNS and same == ended and active > 0 and null == active, (ended, same, active, null)
+    # a terminal run without completed_at (one written by hand, ledgerfix.py) ends at its heartbeat
+    cur.execute("SELECT run_id FROM nifi_ops.load_run WHERE status = 'TIMED_OUT' LIMIT 1")
+    rid = cur.fetchone()[0]
+    cur.execute("BEGIN")
+    try:
+        cur.execute("UPDATE nifi_ops.load_run SET completed_at = NULL WHERE run_id = %s"
+                    " RETURNING ended_at = heartbeat_at", (rid,))
+        assert cur.fetchone()[0] is True
+    finally:
+        cur.execute("ROLLBACK")

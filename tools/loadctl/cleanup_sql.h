@@ -1,7 +1,7 @@
 /*
  * cleanup_sql.h - the statement of `loadctl cleanup-candidates` (cleanup.c; docs/contract.md §5.17):
- * the runs not cleaned, oldest ended first, read in the order of ix_load_run_cleanup_ended
- * (coalesce(completed_at, heartbeat_at), run_id) WHERE cleaned_at IS NULL (0017) and stopped after
+ * the runs not cleaned, oldest ended first, read in the order of ix_load_run_cleanup_ended_at
+ * (ended_at, run_id) WHERE cleaned_at IS NULL (0020; ended_at = LC_ENDED) and stopped after
  * the limit (issue 42). A header so that the plan test prints the text that ships
  * (tests/tools/ll_print_reads.c, tests/integration/test_history_plans.py).
  */

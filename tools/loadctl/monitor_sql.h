@@ -1,8 +1,9 @@
 /*
  * monitor_sql.h - the statements of one monitor frame (monitor_data.c; docs/contract.md §5.21). Every
- * read is an index or a window whatever the history (issue 42; schemas/sql/0017_history_reads.sql):
- * the active runs through ix_load_run_status_heartbeat, the runs ended in the last 24 hours through
- * ix_load_run_ended, the runs due for cleanup through ix_load_run_cleanup_ended, the dispatches
+ * read is an index or a window whatever the history (issue 42; schemas/sql/0017_history_reads.sql,
+ * 0020_hot_heartbeats.sql): the active runs through ix_load_run_active_status (or uq_load_run_active),
+ * the runs ended in the last 24 hours through ix_load_run_ended_at, the runs due for cleanup through
+ * ix_load_run_cleanup_ended_at, the dispatches
  * through ix_load_dispatch_due and ix_load_dispatch_dead, CLEANUP_FAILED through
  * ix_load_event_cleanup_failed. A header so that the plan test prints the texts that ship
  * (tests/tools/ll_print_reads.c, tests/integration/test_history_plans.py).
@@ -15,7 +16,7 @@
 
 /* The start of the last 24 hours by the database clock at the statement. statement_timestamp()
  * rather than clock_timestamp() (docs/ledger.md §1; they differ by the statement's own duration):
- * a stable value the planner both bounds an index range with (ix_load_run_ended,
+ * a stable value the planner both bounds an index range with (ix_load_run_ended_at,
  * ix_load_event_cleanup_failed) and estimates the range's rows from, so that the runs ended in a
  * day are read as a window of the index, not as every failed run of the history (issue 42). */
 #define MON_DAY_AGO "(statement_timestamp() - interval '24 hours')"

@@ -15,8 +15,11 @@
 
 #include "loadctl.h"
 
-/* Ended time of the run row aliased `r`. */
-#define LC_ENDED "coalesce(r.completed_at, r.heartbeat_at)"
+/* Ended time of the run row aliased `r`: load_run.ended_at (0020), generated as coalesce(completed_at,
+ * heartbeat_at) once the status is terminal (NULL while active). Every read here selects terminal
+ * runs only, on which it is that coalesce; a column rather than the expression so that no index of
+ * load_run names heartbeat_at (the heartbeats stay HOT updates, issue 42). Needs schema 0020. */
+#define LC_ENDED "r.ended_at"
 
 /* The retention class of the run row `r`: 'success', 'failed' or NULL (never due). */
 #define LC_RETENTION_CLASS                                                                                   \
@@ -36,7 +39,7 @@
  * SQL condition implied by LC_PAST_RETENTION(S, F): the run `r` ended before the shorter of the two
  * retentions. It changes no answer (but for a run that ends its retention in the microseconds
  * between the bound's clock reading and the row's); it makes the range of the ended time explicit,
- * so that a read of the runs due is a range of ix_load_run_cleanup_ended (0017) that stops at the
+ * so that a read of the runs due is a range of ix_load_run_cleanup_ended_at (0020) that stops at the
  * retention instead of every run not cleaned (issue 42). The bound is an initplan (evaluated once,
  * first), so the planner may use it as an index bound, which the volatile clock_timestamp() alone
  * is not.
