@@ -637,6 +637,7 @@ def soak(args, b, iso, rate):
         st.stop_all()
         raise
     cpu0, _ = _soak_sample(b, procs)
+    tables0 = _table_stats(b, iso)
     windows = []
     t0 = time.time()
     w_start, w_sent = t0, 0
@@ -685,9 +686,11 @@ def soak(args, b, iso, rate):
         drain = time.time() + SOAK_DRAIN_S
         while time.time() < drain and any(k not in rep.commands for k in last):
             time.sleep(0.2)
+        tables1 = _table_stats(b, iso)  # before the services stop: the soak's own updates
     finally:
         rep.close()
         st.stop_all()
+    segments, tail_share = _segments(b, iso, last, rep.commands)
     lat_by = [[] for _ in windows]
     lat, slow = [], []
     for k, t in last.items():
@@ -713,13 +716,75 @@ def soak(args, b, iso, rate):
          "answered": len(lat), "validated": done, "events_short_of_pace": short, "starved_slots": starved,
          "p50_ms": b.pct(lat, 50), "p99_ms": b.pct(lat, 99), "max_ms": lat[-1] if lat else None,
          "cpu_ratio": cpu_ratio, "rss_ratio": rss_ratio, "windows": windows,
-         "slowest": [(round(sec, 2), round(ms, 1)) for ms, sec in sorted(slow, reverse=True)[:SOAK_SLOWEST]]}
+         "slowest": [(round(sec, 2), round(ms, 1)) for ms, sec in sorted(slow, reverse=True)[:SOAK_SLOWEST]],
+         "segments": segments, "tail_share": tail_share, "tables": _table_delta(tables0, tables1)}
     f["pass"] = {"pace": all(w["events_per_s"] >= SOAK_PACE_MIN * rate for w in windows),
                  "p99": f["p99_ms"] is not None and f["p99_ms"] <= SOAK_P99_MS_MAX and len(lat) == len(last),
                  "cpu": cpu_ratio is not None and cpu_ratio <= SOAK_DRIFT_MAX,
                  "rss": all(r is not None and r <= SOAK_DRIFT_MAX for r in rss_ratio.values())}
     report_soak(f)
     return f
+
+
+SOAK_TABLES = ("load_run", "load_partition", "load_file", "load_event", "load_dispatch")
+
+
+def _table_stats(b, iso):
+    """{table: {counter: value}} of the ledger's hot tables from pg_stat_user_tables: updates and how
+    many were HOT (a HOT update adds no index entry), dead tuples, autovacuum and autoanalyze runs."""
+    rows = b.pg(iso, "SELECT relname, n_tup_upd, n_tup_hot_upd, n_dead_tup, autovacuum_count, autoanalyze_count"
+                     " FROM pg_stat_user_tables WHERE schemaname = 'nifi_ops' AND relname = ANY(%s)",
+                (list(SOAK_TABLES),))
+    keys = ("upd", "hot_upd", "dead", "autovacuum", "autoanalyze")
+    return {r[0]: dict(zip(keys, r[1:])) for r in rows}
+
+
+def _table_delta(before, after):
+    """What the soak did to each table (_table_stats before and after): updates, the HOT share of them,
+    dead tuples at the end, autovacuum and autoanalyze runs during it."""
+    out = {}
+    for t, a in after.items():
+        z = before.get(t, {})
+        upd = a["upd"] - z.get("upd", 0)
+        hot = a["hot_upd"] - z.get("hot_upd", 0)
+        out[t] = {"updates": upd, "hot_share": hot / upd if upd else None, "dead_at_end": a["dead"],
+                  "autovacuum": a["autovacuum"] - z.get("autovacuum", 0),
+                  "autoanalyze": a["autoanalyze"] - z.get("autoanalyze", 0)}
+    return out
+
+
+def _segments(b, iso, last, commands):
+    """Where each answered run's latency went (the ledger's own clock: same machine), in ms: last
+    chunk's produce -> the completion CAS (load_run.extract_completed_at: Kafka, ll-completion's
+    batch and statements), -> the VALIDATE_RUN dispatch sent (load_dispatch.sent_at: the CAS's
+    commit, the NOTIFY, ll-dispatcher's lease, produce and delivery), -> the command seen by the
+    read_committed reader. Returns {segment: (p50, p99, max)} and the mean share of each segment in
+    the slowest 1 % of runs."""
+    ids = [k for k in last if k in commands]
+    if not ids:
+        return {}, {}
+    rows = b.pg(iso, "SELECT r.run_id::text, extract(epoch FROM r.extract_completed_at)::float8,"
+                     " extract(epoch FROM d.sent_at)::float8 FROM nifi_ops.load_run r"
+                     " JOIN nifi_ops.load_dispatch d ON d.run_id = r.run_id AND d.dispatch_type = 'VALIDATE_RUN'"
+                     " WHERE r.run_id = ANY(%s::uuid[])", (ids,))
+    segs = {"chunk->cas": [], "cas->sent": [], "sent->seen": []}
+    per_run = []
+    for rid, cas, sent in rows:
+        if cas is None or sent is None:
+            continue
+        parts = ((cas - last[rid]) * 1000.0, (sent - cas) * 1000.0, (commands[rid] - sent) * 1000.0)
+        for name, v in zip(segs, parts):
+            segs[name].append(v)
+        per_run.append((sum(parts), parts))
+    out = {}
+    for name, xs in segs.items():
+        xs.sort()
+        out[name] = b.spread(xs)
+    per_run.sort(reverse=True)
+    tail = per_run[:max(1, len(per_run) // 100)]
+    share = {name: sum(p[1][i] for p in tail) / sum(p[0] for p in tail) if tail and sum(p[0] for p in tail) else None
+             for i, name in enumerate(segs)}
+    return out, share
 
 
 def _soak_total(cpu):
@@ -755,6 +820,14 @@ def report_soak(f):
             _fmt(f["p50_ms"], "%.1f"), _fmt(f["p99_ms"], "%.1f"), _fmt(f["max_ms"], "%.1f"), f["answered"], f["runs"],
             f["validated"], SOAK_P99_MS_MAX, ok(f["pass"]["p99"])))
     say("  the slowest runs (last chunk at s: ms): " + ", ".join("%.1f: %.0f" % x for x in f["slowest"]))
+    say("  where it went (ms, p50 / p99 / max; share of the slowest 1 %): " + "; ".join(
+        "%s %s / %s / %s (%s)" % (k, _fmt(v[0], "%.1f"), _fmt(v[1], "%.1f"), _fmt(v[2], "%.1f"),
+                                  _fmt(f["tail_share"].get(k) and 100 * f["tail_share"][k], "%.0f%%"))
+        for k, v in f["segments"].items()))
+    say("  the tables during the soak (updates, HOT share, autovacuum / autoanalyze runs, dead at the end): " + "; ".join(
+        "%s %d, %s, %d / %d, %d" % (t, d["updates"], _fmt(d["hot_share"] and 100 * d["hot_share"], "%.0f%%"),
+                                    d["autovacuum"], d["autoanalyze"], d["dead_at_end"])
+        for t, d in sorted(f["tables"].items())))
     say("  CPU per event (services + PostgreSQL), last window / first: %s; target <= %.2f: %s" % (
         _fmt(f["cpu_ratio"], "%.2f"), SOAK_DRIFT_MAX, ok(f["pass"]["cpu"])))
     say("  VmRSS, last window / first: %s; target <= %.2f each: %s" % (
