@@ -994,7 +994,7 @@ def main():
                     help="run only the history phase (bench_history.py; docs/performance.md): RUNS ended runs"
                          " generated over a year beside an empty ledger")
     ap.add_argument("--history-pairs", type=int, default=5, help="pairs (empty, history) of the history phase")
-    ap.add_argument("--history-chunk-runs", type=int, default=50,
+    ap.add_argument("--history-chunk-runs", type=int, default=150,
                     help="runs (of --partitions x --chunks) of the chunk path's workload in the history phase")
     ap.add_argument("--history-ticks", type=int, default=5, help="sweeper ticks measured per ledger")
     ap.add_argument("--history-flows", type=int, default=5,
