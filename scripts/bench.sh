@@ -2,7 +2,8 @@
 # scripts/bench.sh — the benchmark of issue 8 (not part of scripts/test.sh; docs/performance.md).
 #
 #   scripts/bench.sh [--runs N] [--partitions N] [--chunks N] [--quick] [--keep-env] [--autogroup keep]
-#                    [--kafka-data tmpfs|disk] [--scaling] [--history RUNS] [-- DRIVER ARGS]
+#                    [--kafka-data tmpfs|disk] [--scaling] [--history RUNS [--history-pg sized|default]]
+#                    [-- DRIVER ARGS]
 #
 # --scaling: only the scaling phase (tools/nifisim/bench_scale.py, docs/scaling.md): chunk events/s
 # and CPU per event with P partitions per topic and N instances of ll-completion (bench.py
@@ -20,7 +21,10 @@
 # paced at --history-soak-share (0.8) of the pairs' chunk rate; last chunk to validate-run command
 # p50/p99 (target p99 <= 50 ms), and per minute CPU per event and RSS of each service (last minute
 # within 10% of the first). About 30 minutes at 180000 runs on a 2-core machine
-# (an estimate from small runs: docs/performance.md).
+# (an estimate from small runs: docs/performance.md). PostgreSQL is sized for a year's ledger
+# (scripts/bench/history-pg.conf: shared_buffers 2 GB, max_wal_size 16 GB); --history-pg default
+# runs the phase on PostgreSQL's defaults instead (128 MB, 1 GB), the mode of the runs before
+# 2026-12-06's run F.
 #
 # Builds a Release tree (build-bench), starts an environment of its own with a DURABLE
 # PostgreSQL (fsync, synchronous_commit, full_page_writes on) and pg_stat_statements in
@@ -68,6 +72,7 @@ extra=()
 quick=()
 scaling=()
 history=()
+history_pg=sized
 while (($#)); do
   case $1 in
     --runs) runs=$2; shift 2 ;;
@@ -82,6 +87,9 @@ while (($#)); do
     --history)
       [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "bench.sh: --history RUNS (a positive integer)" >&2; exit 2; }
       history=(--history "$2"); shift 2 ;;
+    --history-pg)
+      [[ ${2:-} == sized || ${2:-} == default ]] || { echo "bench.sh: --history-pg sized|default" >&2; exit 2; }
+      history_pg=$2; shift 2 ;;
     --autogroup)
       [[ ${2:-} == keep || ${2:-} == off ]] || { echo "bench.sh: --autogroup keep|off" >&2; exit 2; }
       autogroup=$2; shift 2 ;;
@@ -89,7 +97,7 @@ while (($#)); do
       [[ ${2:-} == tmpfs || ${2:-} == disk ]] || { echo "bench.sh: --kafka-data tmpfs|disk" >&2; exit 2; }
       kafka_data=$2; shift 2 ;;
     --) shift; extra=("$@"); break ;;
-    -h | --help) sed -n '2,58p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,62p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
@@ -100,6 +108,11 @@ done
 log() { printf 'bench.sh: %s\n' "$*" >&2; }
 
 export LL_RUN_DIR=$RUN_DIR LL_PG_DURABLE=1 LL_PG_STAT_STATEMENTS=1
+if ((${#history[@]})) && [[ $history_pg == sized ]]; then
+  export LL_PG_CONF_EXTRA=$SCRIPT_DIR/bench/history-pg.conf
+else
+  unset LL_PG_CONF_EXTRA
+fi
 if [[ $kafka_data == tmpfs ]]; then
   if [[ $(stat -f -c %T /dev/shm 2>/dev/null) == tmpfs ]] &&
     (($(df -P -k /dev/shm | awk 'NR == 2 {print $4}') >= 4 * 1024 * 1024)); then
@@ -166,6 +179,9 @@ fi
 durable=$("$LL_PG_BINDIR/psql" -X -At "$LL_PG_CONNINFO" -c \
   "select current_setting('fsync') || current_setting('synchronous_commit') || current_setting('full_page_writes')")
 [[ $durable == ononon ]] || { log "PostgreSQL is not durable ($durable)"; exit 1; }
+log "PostgreSQL: $("$LL_PG_BINDIR/psql" -X -At "$LL_PG_CONNINFO" -c "select string_agg(name || ' ' ||
+  current_setting(name), ', ' order by name) from pg_settings where name in ('shared_buffers', 'max_wal_size',
+  'checkpoint_timeout', 'checkpoint_completion_target')")${LL_PG_CONF_EXTRA:+ ($LL_PG_CONF_EXTRA)}"
 
 kdata=$(readlink -f "$RUN_DIR/kafka/data")
 log "the broker's data: $kdata ($(stat -f -c %T "$kdata")); PostgreSQL's: $RUN_DIR/pg/data ($(stat -f -c %T "$RUN_DIR/pg"))"

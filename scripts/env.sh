@@ -28,8 +28,9 @@
 # disk of PostgreSQL's WAL that way, docs/performance.md); for tests only: LL_KAFKA_CLUSTER_ID (the
 # KRaft cluster id of a fresh broker, random by default); for scripts/bench.sh: LL_PG_DURABLE=1
 # (fsync, synchronous_commit and full_page_writes on; default off, a throwaway cluster) and
-# LL_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded: top-level statements, utility ones included).
-# Both are read when PostgreSQL starts. LL_PGBOUNCER=1: `up` starts PgBouncer too
+# LL_PG_STAT_STATEMENTS=1 (pg_stat_statements loaded: top-level statements, utility ones included)
+# and LL_PG_CONF_EXTRA (a settings file the cluster's loadledger.conf includes: bench.sh --history's
+# scripts/bench/history-pg.conf). All are read when PostgreSQL starts. LL_PGBOUNCER=1: `up` starts PgBouncer too
 # (LL_PGBOUNCER_POOL_SIZE, 10). LL_SECURE=1: `up` makes a secure environment (TLS + SCRAM on
 # PostgreSQL and Kafka, one user per service, Kafka ACLs; scripts/env_secure.sh).
 # LL_KAFKA_BROKERS=3: `up` makes a 3-node KRaft cluster instead of the single broker
@@ -327,6 +328,10 @@ pg_stat_statements.track = top
 pg_stat_statements.track_utility = on
 pg_stat_statements.max = 10000
 EOF
+  fi
+  if [[ -n ${LL_PG_CONF_EXTRA:-} ]]; then
+    [[ -r $LL_PG_CONF_EXTRA ]] || { echo "env.sh: LL_PG_CONF_EXTRA: cannot read $LL_PG_CONF_EXTRA" >&2; return 1; }
+    printf "include '%s'\n" "$LL_PG_CONF_EXTRA"
   fi
   sec_pg_conf
 }
