@@ -121,6 +121,27 @@ def test_a_file_row_deleted(iso, scenario):
     assert verify(iso)[0] == 0
 
 
+def test_every_file_of_a_partition_deleted(iso, scenario):
+    """A SUCCESS partition left without a WRITTEN file (the page's file aggregate has no row for
+    it): its rows and counters are violated against zero files, every chunk it had is lost."""
+    db = iso.stack.db().cursor()
+    run, pid = scenario["done"].run_id, scenario["done"].nonempty()[0]
+    db.execute("DELETE FROM nifi_ops.load_file WHERE run_id = %s AND partition_id = %s RETURNING *", (run, pid))
+    rows = db.fetchall()
+    cols = [d.name for d in db.description]
+    assert rows
+    try:
+        rc, checks = verify(iso)
+        assert_only(rc, checks, partition_rows=1, partition_counters=1, chunk_lost=len(rows))
+        assert "the WRITTEN files are 0" in checks["partition_counters"]["samples"][0], checks["partition_counters"]
+        assert "its files sum to 0" in checks["partition_rows"]["samples"][0], checks["partition_rows"]
+    finally:
+        for row in rows:
+            db.execute("INSERT INTO nifi_ops.load_file (%s) VALUES (%s)" % (
+                ", ".join(cols), ", ".join(["%s"] * len(cols))), row)
+    assert verify(iso)[0] == 0
+
+
 def test_a_second_validate_run_dispatch(iso, scenario):
     """uq_load_dispatch_validate forbids it; with the index dropped (this drill's own database) a
     second VALIDATE_RUN of the run, and a second validation start, are counted."""

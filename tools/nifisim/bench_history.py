@@ -9,7 +9,8 @@ then `g`, the newer (rows in time order, as a real ledger's), each followed by V
 year-old ledger is vacuumed; no autovacuum inside the measurements) and a CHECKPOINT, so that
 `loadctl verify` is timed at half the history and at all of it, each --history-pairs times back to
 back after a CHECKPOINT (its linearity: twice the history, at most 2.2 times the time; the pairs
-time it too, for its ≤ 60 s). Then --history-pairs pairs (5), each measuring the empty ledger, then
+time it too, for its ≤ 60 s), with the shared buffers its statements touched beside the time
+(pg_stat_statements: the work itself, which the caches do not change). Then --history-pairs pairs (5), each measuring the empty ledger, then
 the history one, with the same steps, each after a CHECKPOINT:
 
 - the chunk path's durable rate: the throughput workload of bench.py (--history-chunk-runs (150) x
@@ -313,6 +314,22 @@ def loadctl(iso, name, argv, conf):
     return wall
 
 
+def verify_series(args, b, iso, conf):
+    """`loadctl verify` --history-pairs times back to back on `iso`: (median wall s, shared buffers
+    its statements touched per verify (hit + read, pg_stat_statements of ll_operator: the work
+    itself, the same whatever the cache holds), of them read from outside shared_buffers per verify,
+    server ms per verify). The buffers separate verify's own growth from the caches' share of it."""
+    n = args.history_pairs
+    b.stat_reset(iso)
+    walls = [loadctl(iso, "verify", ("verify",), conf) for _ in range(n)]
+    hit, read, ms = b.pg(iso, "SELECT coalesce(sum(s.shared_blks_hit + s.shared_blks_read), 0),"
+                              " coalesce(sum(s.shared_blks_read), 0), coalesce(sum(s.total_exec_time), 0)"
+                              " FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid"
+                              " JOIN pg_database d ON d.oid = s.dbid"
+                              " WHERE r.rolname = 'll_operator' AND d.datname = current_database()")[0]
+    return _median(walls), float(hit) / n, float(read) / n, float(ms) / n
+
+
 def measure(args, b, iso, label):
     """One measurement of ledger `iso`: {figure name: value}."""
     say("   %s ledger ..." % label)
@@ -437,17 +454,20 @@ def history(args, b):
         gen = [generate(full, half, "h", 0.42, args, HALF_YEAR)]
         say("   generated %d runs in %.0f s, VACUUM (ANALYZE) %.0f s" % ((half,) + gen[0]))
         conf = full.stack.write_config("completion", "loadctl-dead-letters", {})
-        verify_half = _median([loadctl(full, "verify", ("verify",), conf) for _ in range(args.history_pairs)])
-        say("   loadctl verify at %d runs: %.2f s (median of %d)" % (half, verify_half, args.history_pairs))
+        vh = verify_series(args, b, full, conf)
+        verify_half = vh[0]
+        say("   loadctl verify at %d runs: %.2f s (median of %d); per verify %.0f buffers, %.0f of them read,"
+            " %.0f server ms" % ((half, verify_half, args.history_pairs) + vh[1:]))
         gen.append(generate(full, runs - half, "g", -0.42, args, "0 days"))
         say("   generated %d more runs in %.0f s, VACUUM (ANALYZE) %.0f s" % ((runs - half,) + gen[1]))
         # verify's linearity compares like with like: at all of the history timed as at half, back to
         # back right after its generation, VACUUM and CHECKPOINT (timed after the pairs instead, in
         # run D, the reads of 25 minutes of pairs had replaced the cache: x2.74 where the same code
         # measured x1.55 this way; the pairs' verify is printed beside it)
-        verify_seq = _median([loadctl(full, "verify", ("verify",), conf) for _ in range(args.history_pairs)])
-        say("   loadctl verify at %d runs: %.2f s (median of %d, back to back as at %d)" % (
-            runs, verify_seq, args.history_pairs, half))
+        vf = verify_series(args, b, full, conf)
+        verify_seq = vf[0]
+        say("   loadctl verify at %d runs: %.2f s (median of %d, back to back as at %d); per verify %.0f buffers,"
+            " %.0f of them read, %.0f server ms" % ((runs, verify_seq, args.history_pairs, half) + vf[1:]))
         db_bytes, tables = sizes(full)
         say("   the history database: %.0f MB; biggest tables (total with indexes, estimated rows): %s" % (
             db_bytes / 1e6, ", ".join("%s %.0f MB %d" % (t, n / 1e6, r) for t, n, r in tables)))
@@ -505,6 +525,10 @@ def history(args, b):
         " at %d: %.2f s (x%s)" % (verify_half, half, verify_seq, runs, _fmt(verify_ratio, "%.2f"),
                                   VERIFY_LINEAR_MAX, runs, verify_full,
                                   _fmt(verify_full / verify_half if verify_half else None, "%.2f")))
+    say("  loadctl verify's work, twice the history: x%s the buffers its statements touched (%.0f -> %.0f per verify;"
+        " read from outside shared_buffers %.0f -> %.0f), x%s their server time" % (
+            _fmt(vf[1] / vh[1] if vh[1] else None, "%.2f"), vh[1], vf[1], vh[2], vf[2],
+            _fmt(vf[3] / vh[3] if vh[3] else None, "%.2f")))
     say("  statements whose generic plan scans a table of history (goal: none): %s" % (
         "none" if not scans else "%d of %d" % (len(scans), planned)))
     for name, src, tabs in scans:
@@ -516,6 +540,8 @@ def history(args, b):
     return {"runs": runs, "parts": args.history_parts, "chunks": args.history_chunks, "pairs": len(pairs),
             "figures": rows, "verify_half_s": verify_half, "verify_full_s": verify_full,
             "verify_full_back_to_back_s": verify_seq,
+            "verify_work": {"half": {"buffers": vh[1], "read": vh[2], "server_ms": vh[3]},
+                            "full": {"buffers": vf[1], "read": vf[2], "server_ms": vf[3]}},
             "verify_ratio": verify_ratio, "plan_scans": scans, "statements_planned": planned,
             "not_planned": errors, "database_bytes": db_bytes, "tables": tables, "generate_s": [g[0] for g in gen],
             "vacuum_s": [g[1] for g in gen],
