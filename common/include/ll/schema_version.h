@@ -30,8 +30,9 @@
 #define LL_SCHEMA_MIN 17
 /* The newest migration this build ships (schemas/sql): 0019 indexes the run-status events (loadctl verify),
  * 0020 makes the heartbeats HOT updates (its load_run.ended_at is read by loadctl only; the services'
- * statements are bounded with or without it, so LL_SCHEMA_MIN stays 17). */
-#define LL_SCHEMA_MAX_KNOWN 20
+ * statements are bounded with or without it, so LL_SCHEMA_MIN stays 17), 0021 vacuums the churning
+ * tables after a fixed number of dead rows (storage parameters only). */
+#define LL_SCHEMA_MAX_KNOWN 21
 /* The newest version this build accepts: 0011..0029 are reserved for additive migrations (0019, the
  * last of the first reservation, extended it by ten; a contract migration takes 0030 or above). */
 #define LL_SCHEMA_MAX_COMPAT 29
