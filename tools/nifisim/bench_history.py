@@ -88,6 +88,7 @@ VERIFY_S_MAX = 60.0
 VERIFY_LINEAR_MAX = 2.2
 
 SERVICES = ("registrar", "claimer", "completion", "dispatcher", "sweeper")
+LOOP_SERVICES = ("registrar", "claimer", "completion")  # the services with an input loop (Kafka transactions)
 GAUGES_MARK = "AS t(type)"  # in the gauges' statement only (services/sweeper/gauges_sql.h; constants normalized away)
 
 
@@ -130,9 +131,13 @@ def _port_after(stack, instance, offset, deadline):
     raise TimeoutError("%s: no http_listening line" % instance)
 
 
+HTTP_PORTS = {}  # instance -> the port of its http.listen, as start_ready() last found it
+
+
 def start_ready(stack, service, settings=None, timeout=60):
     """Starts `service` with http.listen 127.0.0.1:0 and waits for the first 200 of its /readyz
-    (polled every 10 ms, at most `timeout` s); returns seconds from the start to that answer."""
+    (polled every 10 ms, at most `timeout` s); returns seconds from the start to that answer. The
+    port goes into HTTP_PORTS."""
     instance = service + "-0"
     offset = _log_size(stack, instance)
     conf = dict(settings or {}, **{"http.listen": "127.0.0.1:0"})
@@ -140,6 +145,7 @@ def start_ready(stack, service, settings=None, timeout=60):
     stack.start(service, settings=conf)
     deadline = t0 + timeout
     port = _port_after(stack, instance, offset, deadline)
+    HTTP_PORTS[instance] = port
     url = "http://127.0.0.1:%d/readyz" % port
     while time.time() < deadline:
         try:
@@ -761,7 +767,9 @@ def soak(args, b, iso, rate):
         raise
     cpu0, _ = _soak_sample(b, procs)
     bg0 = _bgwriter(b, iso)
+    vac0 = _vacuums(b, iso)
     tables0 = _table_stats(b, iso)
+    loop0 = _loop_counts(LOOP_SERVICES)
     windows = []
     t0 = time.time()
     w_start, w_sent = t0, 0
@@ -773,12 +781,14 @@ def soak(args, b, iso, rate):
             if now >= w_start + window or now >= end:
                 cpu, rss = _soak_sample(b, procs)
                 bg = _bgwriter(b, iso)
+                vac = _vacuums(b, iso)
                 ev = sent - w_sent
                 windows.append({"start_s": w_start - t0, "s": now - w_start, "events": ev,
                                 "events_per_s": ev / (now - w_start),
                                 "cpu_ms_per_1000": {k: (cpu[k] - cpu0[k]) * 1000.0 / ev if ev else None for k in cpu},
-                                "rss_kib": rss, "bgwriter": {k: bg[k] - bg0[k] for k in bg}})
-                cpu0, bg0, w_start, w_sent = cpu, bg, now, sent
+                                "rss_kib": rss, "bgwriter": {k: bg[k] - bg0[k] for k in bg},
+                                "autovacuum": {k: v - vac0.get(k, 0) for k, v in vac.items() if v - vac0.get(k, 0)}})
+                cpu0, bg0, vac0, w_start, w_sent = cpu, bg, vac, now, sent
                 if now >= end:
                     break
             admission()
@@ -814,6 +824,8 @@ def soak(args, b, iso, rate):
             s.p.poll(0.05)
         s.flush()
         tables1 = _table_stats(b, iso)  # before the services stop: the soak's own updates
+        loop1 = _loop_counts(LOOP_SERVICES)
+        loop_s = time.time() - t0
     finally:
         rep.close()
         st.stop_all()
@@ -846,7 +858,8 @@ def soak(args, b, iso, rate):
          "p50_ms": b.pct(lat, 50), "p99_ms": b.pct(lat, 99), "max_ms": lat[-1] if lat else None,
          "cpu_ratio": cpu_ratio, "rss_ratio": rss_ratio, "windows": windows,
          "slowest": [(round(sec, 2), round(ms, 1)) for ms, sec in sorted(slow, reverse=True)[:SOAK_SLOWEST]],
-         "segments": segments, "tail_share": tail_share, "tables": _table_delta(tables0, tables1)}
+         "segments": segments, "tail_share": tail_share, "tables": _table_delta(tables0, tables1),
+         "loop": _loop_delta(loop0, loop1, loop_s)}
     f["pass"] = {"pace": all(w["events_per_s"] >= SOAK_PACE_MIN * rate for w in windows),
                  "p99": f["p99_ms"] is not None and f["p99_ms"] <= SOAK_P99_MS_MAX and len(lat) == len(last),
                  "cpu": cpu_ratio is not None and cpu_ratio <= SOAK_DRIFT_MAX,
@@ -856,6 +869,40 @@ def soak(args, b, iso, rate):
 
 
 SOAK_TABLES = ("load_run", "load_partition", "load_file", "load_event", "load_dispatch")
+# the loop's histograms whose counts and sums _loop_counts() reads from a service's /metrics
+LOOP_SERIES = ("loadledger_batch_messages", "loadledger_kafka_commit_duration_seconds")
+
+
+def _loop_counts(services):
+    """{service: {series_count / series_sum: value}} of LOOP_SERIES from each consuming service's
+    /metrics (HTTP_PORTS; the dispatcher and sweeper have no input loop): the batches and the Kafka
+    commits (one transaction each) so far. A service that does not answer in 2 s is left out."""
+    out = {}
+    for svc in services:
+        port = HTTP_PORTS.get(svc + "-0")
+        if port is None:
+            continue
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=2) as r:
+                text = r.read().decode()
+        except (urllib.error.URLError, OSError):
+            continue
+        vals = {}
+        for line in text.splitlines():
+            for name in LOOP_SERIES:
+                for suffix in ("_count", "_sum"):
+                    if line.startswith(name + suffix + " ") or line.startswith(name + suffix + "{"):
+                        vals[name + suffix] = vals.get(name + suffix, 0.0) + float(line.rsplit(" ", 1)[1])
+        out[svc] = vals
+    return out
+
+
+def _vacuums(b, iso):
+    """{table: autovacuum runs so far} of SOAK_TABLES in the ledger's database: a window's deltas
+    place a stall on an autovacuum."""
+    return {r[0]: int(r[1]) for r in b.pg(iso, "SELECT relname, autovacuum_count FROM pg_stat_user_tables"
+                                               " WHERE schemaname = 'nifi_ops' AND relname = ANY(%s)",
+                                         (list(SOAK_TABLES),))}
 
 
 def _table_stats(b, iso):
@@ -924,6 +971,22 @@ def _segments(b, iso, last, commands):
     return out, share
 
 
+def _loop_delta(before, after, seconds):
+    """Per consuming service over the soak (_loop_counts before and after, `seconds` apart): batches
+    and Kafka transactions a second, messages per batch, mean ms of a Kafka commit."""
+    out = {}
+    for svc, a in after.items():
+        b0 = before.get(svc, {})
+        d = {k: a.get(k, 0.0) - b0.get(k, 0.0) for k in a}
+        batches, commits = d.get("loadledger_batch_messages_count", 0), d.get("loadledger_kafka_commit_duration_seconds_count", 0)
+        out[svc] = {"batches_per_s": batches / seconds if seconds else None,
+                    "transactions_per_s": commits / seconds if seconds else None,
+                    "messages_per_batch": d.get("loadledger_batch_messages_sum", 0) / batches if batches else None,
+                    "kafka_commit_ms": 1000.0 * d.get("loadledger_kafka_commit_duration_seconds_sum", 0) / commits
+                    if commits else None}
+    return out
+
+
 def _bgwriter(b, iso):
     """{counter: value} of pg_stat_bgwriter (the cluster's): checkpoints (timed and requested), the
     buffers written by checkpoints, by the background writer and by backends themselves, and the
@@ -966,6 +1029,13 @@ def report_soak(f):
             "%.0f: %d, %d / %d / %d, %.1f" % ((w["start_s"],) + tuple(w["bgwriter"][k] for k in (
                 "checkpoints", "buffers_checkpoint", "buffers_clean", "buffers_backend")) + (
                 w["bgwriter"]["checkpoint_ms"] / 1000.0,)) for w in f["windows"]))
+    say("  autovacuum runs per window: " + "; ".join(
+        "%.0f: %s" % (w["start_s"], ", ".join("%s %d" % kv for kv in sorted(w.get("autovacuum", {}).items())) or "-")
+        for w in f["windows"]))
+    say("  the consuming services' loops (batches/s, Kafka transactions/s, messages per batch, ms per Kafka commit): "
+        + "; ".join("%s %s, %s, %s, %s" % (svc, _fmt(d["batches_per_s"], "%.1f"), _fmt(d["transactions_per_s"], "%.1f"),
+                                           _fmt(d["messages_per_batch"], "%.1f"), _fmt(d["kafka_commit_ms"], "%.2f"))
+                    for svc, d in f.get("loop", {}).items()))
     ok = lambda v: "pass" if v else "FAIL"  # noqa: E731
     say("  last chunk -> validate-run command (read_committed): p50 %s ms, p99 %s ms, max %s ms over %d of %d runs"
         " (%d extracted and validated, %d of them then ended by a failing staging validation); target p99 <= %.0f ms,"
