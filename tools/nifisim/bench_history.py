@@ -166,8 +166,9 @@ def chunk_path(args, b, iso, ready, ended):
     """The chunk path's durable rate on `iso` (bench.py's throughput() workload), registrar, claimer
     and completion started (their start to ready into `ready`) and left running: (events/s, server
     ms of ll_completion's statements per 1,000 events: pg_stat_statements, reset before completion
-    starts; the database's share, less noisy than the rate on a shared machine). The workload's run
-    ids are appended to `ended`, for end_runs()."""
+    starts; the database's share, less noisy than the rate on a shared machine; {figure: value} of
+    what those statements did per 1,000 events: COMPLETION_WORK). The workload's run ids are
+    appended to `ended`, for end_runs()."""
     st = iso.stack
     ready["registrar"] = start_ready(st, "registrar")
     ready["claimer"] = start_ready(st, "claimer")
@@ -182,12 +183,27 @@ def chunk_path(args, b, iso, ready, ended):
     finally:
         counter.close()
     _c, stmts = b.stat_read(iso, "ll_completion")
+    work = b.pg(iso, "SELECT " + ", ".join("coalesce(sum(s.%s), 0)" % c for _n, c in COMPLETION_WORK) +
+                " FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid"
+                " WHERE r.rolname = 'll_completion' AND d.datname = current_database()")[0]
     ts = sorted(x[0] for x in seen)
     files = b.pg(iso, "SELECT count(*) FROM nifi_ops.load_file WHERE run_id = ANY(%s::uuid[])",
                  ([r.run_id for r in runs],))[0][0]
     assert files == total, "%d files of %d chunks" % (files, total)
     ended.extend(r.run_id for r in runs)
-    return len(seen) / (max(ts[-1] - ts[0], 1) / 1000.0), sum(r[1] for r in stmts) * 1000.0 / total
+    return (len(seen) / (max(ts[-1] - ts[0], 1) / 1000.0), sum(r[1] for r in stmts) * 1000.0 / total,
+            {name: float(v) * 1000.0 / total / (1024.0 if name.endswith("kB/1000 events") else 1.0)
+             for (name, _c), v in zip(COMPLETION_WORK, work)})
+
+
+# What ll_completion's statements did in the chunk path, per 1,000 events (pg_stat_statements):
+# where the history's extra server time goes (buffers read from outside shared_buffers, pages
+# dirtied, full-page images written to the WAL after the measurement's CHECKPOINT).
+COMPLETION_WORK = (("completion buffers hit/1000 events", "shared_blks_hit"),
+                   ("completion buffers read/1000 events", "shared_blks_read"),
+                   ("completion buffers dirtied/1000 events", "shared_blks_dirtied"),
+                   ("completion WAL full-page images/1000 events", "wal_fpi"),
+                   ("completion WAL kB/1000 events", "wal_bytes"))
 
 
 def flows(args, b, iso, ready, ended):
@@ -343,7 +359,8 @@ def measure(args, b, iso, label):
     f, ready, ended = {}, {}, []
     b.pg(iso, "CHECKPOINT")  # each measurement starts without the other ledger's dirty buffers
     try:
-        f["chunk events/s"], f["completion server ms/1000 events"] = chunk_path(args, b, iso, ready, ended)
+        f["chunk events/s"], f["completion server ms/1000 events"], work = chunk_path(args, b, iso, ready, ended)
+        f.update(work)
         f["admission to validate-run ms"] = flows(args, b, iso, ready, ended)
         end_runs(b, iso, ended, args.timeout)  # before the sweeper's ticks: only the ledger's own active runs
     finally:
@@ -852,6 +869,7 @@ def soak(args, b, iso, rate):
     rss_ratio = {k: (lastw["rss_kib"][k] / first["rss_kib"][k]) if first["rss_kib"].get(k) and lastw["rss_kib"].get(k)
                  else None for k in SERVICES}
     f = {"seconds": seconds, "window_s": window, "rate": rate, "parts": parts, "chunks": chunks,
+         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t0)) + ".%03dZ" % int(t0 % 1 * 1000),
          "sweeper_interval_s": args.history_soak_sweep, "events": sent, "runs": len(last),
          "answered": len(lat), "validated": done[0], "ended": done[1], "events_short_of_pace": short,
          "starved_slots": starved,
@@ -1008,8 +1026,8 @@ def report_soak(f):
     procs = list(SERVICES) + ["postgres"]
     gen = lambda w: w["cpu_ms_per_1000"].get("generator")  # noqa: E731
     say()
-    say("soak: %.0f s at %.0f chunk events/s (runs of %d x %d), windows of %.0f s:" % (
-        f["seconds"], f["rate"], f["parts"], f["chunks"], f["window_s"]))
+    say("soak: %.0f s at %.0f chunk events/s (runs of %d x %d), windows of %.0f s, from %s:" % (
+        f["seconds"], f["rate"], f["parts"], f["chunks"], f["window_s"], f["started_at"]))
     say("  %6s %8s %6s %7s %7s  %s | %s | %s" % ("from s", "events/s", "runs", "p50 ms", "p99 ms",
                                                   " ".join("%8s" % p[:8] for p in procs + ["total"]),
                                                   " ".join("%8s" % p[:8] for p in SERVICES), "generatr"))
