@@ -43,8 +43,13 @@ At the end:
   never seen across partitions);
 - the drill did what it says: the input topics have 6 partitions, events were written to the
   new partitions, and at least --min-moved runs have input events on two partitions (earlier
-  ones on partition p of 3, later ones on p + 3 of 6; default a quarter of the runs in flight
-  at the change, at least 3: about half of them are expected to move).
+  ones on partition p of 3, later ones on p + 3 of 6; default an eighth of the runs in flight
+  at the change, at least 1). About half of the runs in flight are expected to move (a run's key
+  stays on p or goes to p + 3; 6 of 21 to 36 of 73 moved in the runs kept), so the floor is set
+  far below the half: with a quarter, at least 3, a CI run failed by chance with 2 of 11 moved
+  (2026-12-07; a binomial's 3 % tail at 11); with an eighth, at least 1, the chance of failing a
+  correct run at 11 in flight is about 0.1 % (none of 11 moving), and a drill whose change found no
+  run in flight, or whose runs never straddled the change, still fails.
 
 The seed is printed; --seed replays the same workload (not the same timing). The last line sums
 it up: REPARTITION ... result=PASS|FAIL.
@@ -101,7 +106,7 @@ def parse():
     ap.add_argument("--at", type=float, help="share of the spread after which the partitions are added")
     ap.add_argument("--join-after", type=float, help="seconds from the repartition to the new instances")
     ap.add_argument("--min-moved", type=int, help="runs whose input events must span two partitions (default:"
-                                                   " a quarter of the runs in flight at the change, at least 3;"
+                                                   " an eighth of the runs in flight at the change, at least 1;"
                                                    " about half are expected)")
     ap.add_argument("--max-delay", type=float, help="largest random delay of an event (s; mode's default)")
     ap.add_argument("--dup-rate", type=float, default=0.15, help="share of events sent twice")
@@ -381,7 +386,8 @@ def main():
             failures.append("inputs dead-lettered: %d" % len(dls))
         if not on_new:
             failures.append("no event was written to a new partition")
-        min_moved = a.min_moved if a.min_moved is not None else max(3, rep.in_flight.get("repartition", 0) // 4)
+        # an eighth, at least 1: far below the half expected, so that chance does not fail a correct run
+        min_moved = a.min_moved if a.min_moved is not None else max(1, rep.in_flight.get("repartition", 0) // 8)
         if moved < min_moved:
             failures.append("runs with events on two partitions: %d < %d" % (moved, min_moved))
         for f in failures:
