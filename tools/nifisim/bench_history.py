@@ -183,7 +183,7 @@ def chunk_path(args, b, iso, ready, ended):
     finally:
         counter.close()
     _c, stmts = b.stat_read(iso, "ll_completion")
-    work = b.pg(iso, "SELECT " + ", ".join("coalesce(sum(s.%s), 0)" % c for _n, c in COMPLETION_WORK) +
+    work = b.pg(iso, "SELECT " + ", ".join("coalesce(sum(s.%s), 0)" % c for _n, c, _u in COMPLETION_WORK) +
                 " FROM pg_stat_statements s JOIN pg_roles r ON r.oid = s.userid JOIN pg_database d ON d.oid = s.dbid"
                 " WHERE r.rolname = 'll_completion' AND d.datname = current_database()")[0]
     ts = sorted(x[0] for x in seen)
@@ -192,18 +192,18 @@ def chunk_path(args, b, iso, ready, ended):
     assert files == total, "%d files of %d chunks" % (files, total)
     ended.extend(r.run_id for r in runs)
     return (len(seen) / (max(ts[-1] - ts[0], 1) / 1000.0), sum(r[1] for r in stmts) * 1000.0 / total,
-            {name: float(v) * 1000.0 / total / (1024.0 if name.endswith("kB/1000 events") else 1.0)
-             for (name, _c), v in zip(COMPLETION_WORK, work)})
+            {name: float(v) * 1000.0 / total / unit for (name, _c, unit), v in zip(COMPLETION_WORK, work)})
 
 
 # What ll_completion's statements did in the chunk path, per 1,000 events (pg_stat_statements):
 # where the history's extra server time goes (buffers read from outside shared_buffers, pages
 # dirtied, full-page images written to the WAL after the measurement's CHECKPOINT).
-COMPLETION_WORK = (("completion buffers hit/1000 events", "shared_blks_hit"),
-                   ("completion buffers read/1000 events", "shared_blks_read"),
-                   ("completion buffers dirtied/1000 events", "shared_blks_dirtied"),
-                   ("completion WAL full-page images/1000 events", "wal_fpi"),
-                   ("completion WAL kB/1000 events", "wal_bytes"))
+# (figure, pg_stat_statements column, its unit in the column's: 1,024 bytes a kB)
+COMPLETION_WORK = (("completion buffers hit/1000 events", "shared_blks_hit", 1.0),
+                   ("completion buffers read/1000 events", "shared_blks_read", 1.0),
+                   ("completion buffers dirtied/1000 events", "shared_blks_dirtied", 1.0),
+                   ("completion WAL full-page images/1000 events", "wal_fpi", 1.0),
+                   ("completion WAL kB/1000 events", "wal_bytes", 1024.0))
 
 
 def flows(args, b, iso, ready, ended):
@@ -784,8 +784,8 @@ def soak(args, b, iso, rate):
         raise
     cpu0, _ = _soak_sample(b, procs)
     bg0 = _bgwriter(b, iso)
-    vac0 = _vacuums(b, iso)
     tables0 = _table_stats(b, iso)
+    vac0 = {t: v["autovacuum"] for t, v in tables0.items()}
     loop0 = _loop_counts(LOOP_SERVICES)
     windows = []
     t0 = time.time()
@@ -798,7 +798,7 @@ def soak(args, b, iso, rate):
             if now >= w_start + window or now >= end:
                 cpu, rss = _soak_sample(b, procs)
                 bg = _bgwriter(b, iso)
-                vac = _vacuums(b, iso)
+                vac = {t: v["autovacuum"] for t, v in _table_stats(b, iso).items()}
                 ev = sent - w_sent
                 windows.append({"start_s": w_start - t0, "s": now - w_start, "events": ev,
                                 "events_per_s": ev / (now - w_start),
@@ -887,40 +887,20 @@ def soak(args, b, iso, rate):
 
 
 SOAK_TABLES = ("load_run", "load_partition", "load_file", "load_event", "load_dispatch")
-# the loop's histograms whose counts and sums _loop_counts() reads from a service's /metrics
-LOOP_SERIES = ("loadledger_batch_messages", "loadledger_kafka_commit_duration_seconds")
-
-
 def _loop_counts(services):
-    """{service: {series_count / series_sum: value}} of LOOP_SERIES from each consuming service's
-    /metrics (HTTP_PORTS; the dispatcher and sweeper have no input loop): the batches and the Kafka
-    commits (one transaction each) so far. A service that does not answer in 2 s is left out."""
+    """{service: bench_scale.METRICS' values} from each consuming service's /metrics (HTTP_PORTS; the
+    dispatcher and sweeper have no input loop): the batches and the Kafka commits (one transaction
+    each) so far, with their sums. A service that does not answer is left out."""
     out = {}
     for svc in services:
         port = HTTP_PORTS.get(svc + "-0")
         if port is None:
             continue
         try:
-            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=2) as r:
-                text = r.read().decode()
+            out[svc] = bench_scale.scrape([port])
         except (urllib.error.URLError, OSError):
             continue
-        vals = {}
-        for line in text.splitlines():
-            for name in LOOP_SERIES:
-                for suffix in ("_count", "_sum"):
-                    if line.startswith(name + suffix + " ") or line.startswith(name + suffix + "{"):
-                        vals[name + suffix] = vals.get(name + suffix, 0.0) + float(line.rsplit(" ", 1)[1])
-        out[svc] = vals
     return out
-
-
-def _vacuums(b, iso):
-    """{table: autovacuum runs so far} of SOAK_TABLES in the ledger's database: a window's deltas
-    place a stall on an autovacuum."""
-    return {r[0]: int(r[1]) for r in b.pg(iso, "SELECT relname, autovacuum_count FROM pg_stat_user_tables"
-                                               " WHERE schemaname = 'nifi_ops' AND relname = ANY(%s)",
-                                         (list(SOAK_TABLES),))}
 
 
 def _table_stats(b, iso):
